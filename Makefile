@@ -1,0 +1,47 @@
+# The two commands a newcomer needs: `make grade` and `make test`. Each creates .venv on
+# first use; stamp files keep later runs instant.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+SUBMISSION ?= exercises
+STAGE ?=
+PYTEST_ARGS ?=
+
+RUNTIME_STAMP := $(VENV)/.runtime-installed
+DEV_STAMP := $(VENV)/.dev-installed
+
+.DEFAULT_GOAL := help
+.PHONY: help grade test stubs clean
+
+help:
+	@echo "make grade   check your exercises/ (SUBMISSION=path to check another folder)"
+	@echo "make test    run the repository's own test suite"
+	@echo "make stubs   regenerate exercises/ from solutions/ (overwrites your work!)"
+	@echo "make clean   remove .venv and caches"
+
+$(VENV)/bin/python:
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed (found " + sys.version.split()[0] + "); set PYTHON=python3.11")'
+	$(PYTHON) -m venv $(VENV)
+
+$(RUNTIME_STAMP): pyproject.toml | $(VENV)/bin/python
+	@echo "Setting up $(VENV) (first run only: about a minute)..."
+	$(PY) -m pip install --quiet --disable-pip-version-check -e .
+	@touch $@
+
+$(DEV_STAMP): pyproject.toml $(RUNTIME_STAMP)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $@
+
+grade: $(RUNTIME_STAMP)
+	@$(PY) -m grader $(SUBMISSION) $(if $(STAGE),--stage $(STAGE))
+
+test: $(DEV_STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+stubs: $(RUNTIME_STAMP)
+	$(PY) -m grader.authoring.stubs
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,1 @@
+"""Your implementations of the five stages. Check them with `make grade`."""

@@ -1,0 +1,1 @@
+"""Build learner material from the single source, solutions/."""

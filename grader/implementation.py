@@ -1,0 +1,72 @@
+"""Load the five stage modules of an implementation: the solutions, or a submission folder."""
+
+import importlib
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+STAGE_MODULES = {
+    1: "stage1_softmax",
+    2: "stage2_self_attention",
+    3: "stage3_weight_transfer",
+    4: "stage4_causal_attention",
+    5: "stage5_multihead_attention",
+}
+
+# Learner code imports its other stages as `exercises.<module>`, wherever the folder lives.
+SUBMISSION_PACKAGE = "exercises"
+
+
+@dataclass
+class Implementation:
+    """Stage modules by number; a stage that is missing or fails to import has a reason instead."""
+
+    modules: dict[int, ModuleType] = field(default_factory=dict)
+    problems: dict[int, str] = field(default_factory=dict)
+
+    def name(self, public_name: str) -> object:
+        """The object called ``public_name`` in whichever stage module defines it."""
+        for module in self.modules.values():
+            if hasattr(module, public_name):
+                return getattr(module, public_name)
+        raise LookupError(f"no stage module defines {public_name}")
+
+    def __getattr__(self, public_name: str) -> object:
+        if public_name.startswith("_") or public_name in ("modules", "problems"):
+            raise AttributeError(public_name)
+        try:
+            return self.name(public_name)
+        except LookupError as missing:
+            raise AttributeError(str(missing)) from None
+
+
+def load_package(package: str) -> Implementation:
+    """The stage modules of an importable package, e.g. ``solutions`` or ``exercises``."""
+    return _import_stages(package)
+
+
+def load_folder(folder: Path) -> Implementation:
+    """The stage files of a submission folder, imported as the package ``exercises``."""
+    folder = Path(folder).resolve()
+    for name in [n for n in sys.modules if n == SUBMISSION_PACKAGE or n.startswith(SUBMISSION_PACKAGE + ".")]:
+        del sys.modules[name]
+    spec = importlib.util.spec_from_loader(SUBMISSION_PACKAGE, loader=None, is_package=True)
+    package = importlib.util.module_from_spec(spec)
+    package.__path__ = [str(folder)]
+    sys.modules[SUBMISSION_PACKAGE] = package
+    return _import_stages(SUBMISSION_PACKAGE, folder)
+
+
+def _import_stages(package: str, folder: Path | None = None) -> Implementation:
+    implementation = Implementation()
+    for stage, module_name in STAGE_MODULES.items():
+        if folder is not None and not (folder / f"{module_name}.py").is_file():
+            implementation.problems[stage] = f"{module_name}.py is missing"
+            continue
+        try:
+            implementation.modules[stage] = importlib.import_module(f"{package}.{module_name}")
+        except Exception as error:  # any failure at import is the learner's to see, not ours
+            implementation.problems[stage] = f"{module_name}.py failed to import: {type(error).__name__}: {error}"
+    return implementation

@@ -1,0 +1,47 @@
+"""The solutions run on a GPU and agree with the documents there (skipped without CUDA)."""
+
+import pytest
+import torch
+
+from grader.document_examples import run_recipe
+from grader.document_values import document_values
+
+pytestmark = pytest.mark.cuda
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU on this machine")
+ON_GPU = [v for v in document_values() if not v.cpu_only]
+
+
+@pytest.fixture(autouse=True)
+def exact_float32_matmul():
+    # TF32 would round matmul inputs to 10 bits: far coarser than the 4 printed decimals.
+    previous = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    yield
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = previous
+
+
+@needs_cuda
+@pytest.mark.parametrize("value", ON_GPU, ids=[v.id for v in ON_GPU])
+def test_solutions_reproduce_document_value_on_cuda(value, solutions):
+    problem = value.check(run_recipe(value.recipe, solutions, device="cuda"))
+    assert problem is None, f"{value.id} on CUDA: {problem}"
+
+
+@needs_cuda
+@pytest.mark.parametrize("name", ["CausalAttention", "MultiHeadAttention"])
+def test_mask_buffer_follows_the_module_to_the_gpu(name, solutions):
+    module = solutions.name(name)(3, 2, 6, 0.0, *([2] if name == "MultiHeadAttention" else [])).to("cuda")
+    assert module.mask.is_cuda
+    x = torch.rand(2, 4, 3, device="cuda")
+    assert module(x).is_cuda
+
+
+@needs_cuda
+def test_dropout_on_cuda_keeps_its_rate_and_scale(solutions):
+    torch.manual_seed(0)
+    module = solutions.CausalAttention(8, 8, 256, 0.5).to("cuda").train()
+    weights = torch.ones(1, 256, 256, device="cuda")
+    dropped = module.dropout(weights)
+    kept = dropped[dropped != 0]
+    assert abs((dropped == 0).float().mean().item() - 0.5) < 0.02
+    torch.testing.assert_close(kept, torch.full_like(kept, 2.0))
