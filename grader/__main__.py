@@ -8,9 +8,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from grader.document_examples import run_recipe
+from grader.runner.document_examples import run_recipe
 from grader.document_values import document_values
-from grader.implementation import STAGE_MODULES, load_folder
+from grader.runner.implementation import STAGE_MODULES, load_folder
 
 TITLES = {
     1: "simple attention and a naive softmax",

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.implementation import Implementation, load_package
+from grader.runner.implementation import Implementation, load_package
 
 REPO = Path(__file__).resolve().parents[1]
 

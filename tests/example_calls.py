@@ -3,7 +3,7 @@
 import torch
 import torch.nn as nn
 
-from grader.implementation import Implementation
+from grader.runner.implementation import Implementation
 
 CONSTRUCTOR_ARGS = {
     "SelfAttention_v1": (3, 2),

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from grader.document_examples import run_recipe
+from grader.runner.document_examples import run_recipe
 from grader.document_values import document_values
 
 pytestmark = pytest.mark.cuda

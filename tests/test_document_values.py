@@ -5,7 +5,7 @@ import re
 import pytest
 import torch
 
-from grader.document_examples import RECIPES, run_recipe
+from grader.runner.document_examples import RECIPES, run_recipe
 from grader.document_values import document_values, errata
 from grader.tensor_diff import describe_difference
 from tests.conftest import seeds_dir

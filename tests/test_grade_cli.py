@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from grader.implementation import STAGE_MODULES
+from grader.runner.implementation import STAGE_MODULES
 from tests.conftest import REPO
 
 

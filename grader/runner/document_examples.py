@@ -10,7 +10,7 @@ from collections.abc import Callable
 import torch
 import torch.nn as nn
 
-from grader.implementation import Implementation
+from grader.runner.implementation import Implementation
 
 Recipe = Callable[[Implementation, torch.device], torch.Tensor]
 RECIPES: dict[str, Recipe] = {}

@@ -52,16 +52,37 @@ def load_folder(folder: Path) -> Implementation:
     folder = Path(folder).resolve()
     for name in [n for n in sys.modules if n == SUBMISSION_PACKAGE or n.startswith(SUBMISSION_PACKAGE + ".")]:
         del sys.modules[name]
+    _register_package(folder)
+    return _import_stages(SUBMISSION_PACKAGE, folder)
+
+
+def load_stage(folder: Path, stage: int) -> Implementation:
+    """Only stage ``stage`` of a submission folder, the other stages as already-installed stand-ins."""
+    _register_package(Path(folder).resolve())
+    implementation = Implementation()
+    for number, module_name in STAGE_MODULES.items():
+        name = f"{SUBMISSION_PACKAGE}.{module_name}"
+        if number != stage:
+            implementation.modules[number] = sys.modules[name]
+    graded = _import_stages(SUBMISSION_PACKAGE, Path(folder).resolve(), only=stage)
+    implementation.modules.update(graded.modules)
+    implementation.problems.update(graded.problems)
+    implementation.modules = dict(sorted(implementation.modules.items()))
+    return implementation
+
+
+def _register_package(folder: Path) -> None:
     spec = importlib.util.spec_from_loader(SUBMISSION_PACKAGE, loader=None, is_package=True)
     package = importlib.util.module_from_spec(spec)
     package.__path__ = [str(folder)]
     sys.modules[SUBMISSION_PACKAGE] = package
-    return _import_stages(SUBMISSION_PACKAGE, folder)
 
 
-def _import_stages(package: str, folder: Path | None = None) -> Implementation:
+def _import_stages(package: str, folder: Path | None = None, only: int | None = None) -> Implementation:
     implementation = Implementation()
     for stage, module_name in STAGE_MODULES.items():
+        if only is not None and stage != only:
+            continue
         if folder is not None and not (folder / f"{module_name}.py").is_file():
             implementation.problems[stage] = f"{module_name}.py is missing"
             continue

@@ -1,0 +1,155 @@
+"""The requests a judge may send a worker. Each runs learner code and returns plain results.
+
+Modules are built on the CPU (under a seed when given, as the documents do), take any injected
+weights, then move to the worker's device. Learner results that are not tensors come back as
+Foreign values, never as live objects.
+"""
+
+from collections.abc import Callable
+
+import torch
+import torch.nn as nn
+
+from grader.runner.document_examples import run_recipe
+from grader.runner.implementation import Implementation
+from grader.runner.protocol import Foreign
+from grader.runner.shortcuts import recording
+from grader.runner.standins import StandInSelfAttention_v1, StandInSelfAttention_v2
+
+Probe = Callable[..., object]
+PROBES: dict[str, Probe] = {}
+
+
+def probe(function: Probe) -> Probe:
+    PROBES[function.__name__] = function
+    return function
+
+
+def learner_value(value: object) -> object:
+    """A learner's result as it may cross over: tensors as they are, anything else as Foreign."""
+    if isinstance(value, torch.Tensor):
+        return value
+    return Foreign(type(value).__qualname__, _safe_repr(value))
+
+
+def _safe_repr(value: object) -> str:
+    try:
+        return repr(value)[:500]
+    except Exception:
+        return "<unprintable>"
+
+
+def _to(device: str, value: object) -> object:
+    return value.to(device) if isinstance(value, torch.Tensor) else value
+
+
+@probe
+def recipe(impl: Implementation, device: str, name: str) -> object:
+    return learner_value(run_recipe(name, impl, device))
+
+
+@probe
+def call(impl: Implementation, device: str, function: str, args: list, record: bool = False) -> dict:
+    """Call a learner function; with ``record``, also name the torch operations it reached."""
+    target = impl.name(function)
+    args = [_to(device, a) for a in args]
+    with torch.no_grad():
+        if record:
+            with recording() as seen:
+                result = target(*args)
+        else:
+            seen, result = set(), target(*args)
+    return {"result": learner_value(result), "ops": sorted(seen)}
+
+
+@probe
+def module(
+    impl: Implementation,
+    device: str,
+    cls: str,
+    args: list,
+    kwargs: dict | None = None,
+    seed: int | None = None,
+    state: dict | None = None,
+    train: bool = False,
+    inputs: list | None = None,
+    repeat: int = 1,
+    record: bool = False,
+    heads: bool = False,
+    return_state: bool = False,
+) -> dict:
+    """Build a learner module, inject weights, run forward on each input ``repeat`` times."""
+    if seed is not None:
+        torch.manual_seed(seed)
+    built = impl.name(cls)(*args, **(kwargs or {}))
+    report: dict = {"structure": structure(built)}
+    if return_state:
+        report["state"] = {k: v for k, v in built.state_dict().items()}
+    if state is not None:
+        loaded = built.load_state_dict(state, strict=False)
+        report["load"] = {"missing": list(loaded.missing_keys), "unexpected": list(loaded.unexpected_keys)}
+        report["rejected"] = [k for k in state if k in loaded.unexpected_keys]
+    built = built.to(device)
+    report["buffers_on"] = {name: str(b.device) for name, b in built.named_buffers()}
+    built.train(train)
+    outputs, head_outputs, seen = [], [], set()
+    with torch.no_grad():
+        for x in inputs or []:
+            x = x.to(device)
+            for _ in range(repeat):
+                if record:
+                    with recording() as ops:
+                        outputs.append(learner_value(built(x)))
+                    seen |= ops
+                else:
+                    outputs.append(learner_value(built(x)))
+            if heads:
+                head_outputs.append([learner_value(head(x)) for head in built.heads])
+    report.update(outputs=outputs, head_outputs=head_outputs, ops=sorted(seen))
+    return report
+
+
+def structure(built: nn.Module) -> dict:
+    """Names, kinds and shapes of what a module holds: what the structure checks judge."""
+    return {
+        "class": type(built).__name__,
+        "parameters": [[name, list(p.shape)] for name, p in built.named_parameters()],
+        "direct_parameters": [name for name, _ in built.named_parameters(recurse=False)],
+        "buffers": [[name, list(b.shape)] for name, b in built.named_buffers()],
+        "modules": [[name, type(m).__name__] for name, m in built.named_modules() if name],
+        "state_dict": list(built.state_dict().keys()),
+        "attributes": {
+            name: getattr(built, name)
+            for name in ("d_out", "num_heads", "head_dim")
+            if type(getattr(built, name, None)) is int
+        },
+    }
+
+
+@probe
+def transfer(
+    impl: Implementation, device: str, d_in: int, d_out: int, seed: int, qkv_bias: bool = False
+) -> dict:
+    """The learner's weight transfer between stand-ins built under ``seed`` (v1 first, as in 3.1)."""
+    torch.manual_seed(seed)
+    sa_v1 = StandInSelfAttention_v1(d_in, d_out)
+    sa_v2 = StandInSelfAttention_v2(d_in, d_out, qkv_bias=qkv_bias)
+    names = ("W_query", "W_key", "W_value")
+    v2 = {name: getattr(sa_v2, name).weight.detach().clone() for name in names}
+    try:
+        returned = impl.transfer_weights_v2_to_v1(sa_v2, sa_v1)
+    except Exception as error:  # raising is the expected answer for qkv_bias=True
+        if isinstance(error, NotImplementedError):
+            raise
+        return {"raised": [type(error).__name__, str(error)[:300]], "v2": v2}
+    v1 = {}
+    for name in names:
+        value = getattr(sa_v1, name, None)
+        v1[name] = value.detach().clone() if isinstance(value, torch.Tensor) else learner_value(value)
+    return {
+        "raised": None,
+        "returned_v1": returned is sa_v1,
+        "v1": v1,
+        "v1_parameters": [name for name, _ in sa_v1.named_parameters()],
+        "v2": v2,
+    }

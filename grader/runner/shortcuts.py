@@ -1,0 +1,52 @@
+"""Record which torch operations learner code reaches, however it spells them.
+
+A function mode sees torch.softmax, F.softmax, Tensor.softmax, aliases and getattr tricks alike;
+a dispatch mode sees the aten kernels underneath, which catches torch.ops.aten.* and
+nn.Softmax as well. Together they name every route to a banned operation.
+"""
+
+from contextlib import contextmanager
+
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+# What each exercise builds by hand, and the torch operations that would do it for them.
+SOFTMAX = {"softmax", "_softmax", "log_softmax", "_log_softmax", "special_softmax", "_safe_softmax"}
+ATTENTION = {
+    "scaled_dot_product_attention",
+    "_scaled_dot_product_attention_math",
+    "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_cudnn_attention",
+    "_scaled_dot_product_flash_attention_for_cpu",
+    "multi_head_attention_forward",
+    "_native_multi_head_attention",
+}
+
+
+class _FunctionRecorder(TorchFunctionMode):
+    def __init__(self, seen: set[str]):
+        super().__init__()
+        self.seen = seen
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.seen.add(getattr(func, "__name__", str(func)))
+        return func(*args, **(kwargs or {}))
+
+
+class _DispatchRecorder(TorchDispatchMode):
+    def __init__(self, seen: set[str]):
+        super().__init__()
+        self.seen = seen
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.seen.add(func.overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+@contextmanager
+def recording():
+    """Yields a set that fills with the names of the torch operations run inside the block."""
+    seen: set[str] = set()
+    with _FunctionRecorder(seen), _DispatchRecorder(seen):
+        yield seen

@@ -1,0 +1,117 @@
+"""A worker: one process per graded stage, forked from the zygote, serving the judge's requests."""
+
+import ctypes
+import os
+import resource
+import signal
+import socket
+import sys
+import traceback
+from pathlib import Path
+
+import torch
+
+from grader.runner.implementation import STAGE_MODULES, load_stage
+from grader.runner.probes import PROBES
+from grader.runner.protocol import receive, send
+from grader.runner.standins import install_stand_ins
+
+# Room for learner tensors above what torch itself maps: a tens-of-GB allocation fails fast.
+MEMORY_HEADROOM_BYTES = 3 * 1024**3
+
+
+def run(stage: int, socket_path: str, submission: Path, device: str) -> None:
+    _die_with_parent()
+    _silence_output()  # learner prints go nowhere: only the socket reaches the judge
+    if device == "cpu":
+        _limit_memory()
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    torch.set_num_threads(1)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(socket_path)
+    send(sock, {"hello": {"stage": stage, "pid": os.getpid()}})
+    serve(sock, stage, submission, device)
+
+
+def serve(sock: socket.socket, stage: int, submission: Path, device: str) -> None:
+    loaded = False
+    while True:
+        try:
+            request = receive(sock)
+        except ConnectionError:
+            return
+        if not loaded:  # at the first request, so that an import error is an answer, not a crash
+            install_stand_ins(stage)
+            implementation, import_error = _load(submission, stage)
+            loaded = True
+        if import_error is not None:
+            send(sock, {"error": import_error})
+            continue
+        try:
+            result = PROBES[request["op"]](implementation, device, **request["params"])
+            send(sock, {"ok": result})
+        except BaseException as error:  # SystemExit and friends are learner behaviour to report
+            send(sock, {"error": describe(error, submission)})
+
+
+def _load(submission: Path, stage: int):
+    try:
+        implementation = load_stage(submission, stage)
+    except BaseException as error:  # sys.exit() at import lands here
+        return None, {**describe(error, submission), "kind": "import_error"}
+    if stage in implementation.problems:
+        return None, {"kind": "import_error", "type": "ImportError", "message": implementation.problems[stage],
+                      "where": _import_where(submission, stage)}
+    return implementation, None
+
+
+def describe(error: BaseException, submission: Path) -> dict:
+    message = str(error)
+    if isinstance(error, NotImplementedError):
+        kind = "not_implemented"
+    elif isinstance(error, MemoryError) or "can't allocate memory" in message or "out of memory" in message.lower():
+        kind = "memory"
+    else:
+        kind = "exception"
+    return {"kind": kind, "type": type(error).__name__, "message": message[:800], "where": _where(error, submission)}
+
+
+def _where(error: BaseException, submission: Path) -> str | None:
+    """file:line of the last frame in the learner's files (or of a syntax error)."""
+    if isinstance(error, SyntaxError) and error.filename:
+        return f"{Path(error.filename).name}:{error.lineno}"
+    folder = str(submission.resolve())
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename.startswith(folder)]
+    return f"{Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else None
+
+
+def _import_where(submission: Path, stage: int) -> str | None:
+    path = submission / f"{STAGE_MODULES[stage]}.py"
+    if not path.is_file():
+        return None
+    try:
+        compile(path.read_bytes(), str(path), "exec")
+    except SyntaxError as error:
+        return f"{path.name}:{error.lineno}"
+    return None
+
+
+def _die_with_parent() -> None:
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass  # not Linux: the judge's kill on close still ends the worker
+
+
+def _silence_output() -> None:
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    sys.stdout = sys.stderr = open(os.devnull, "w")
+
+
+def _limit_memory() -> None:
+    with open("/proc/self/statm") as statm:
+        mapped = int(statm.read().split()[0]) * resource.getpagesize()
+    limit = mapped + MEMORY_HEADROOM_BYTES
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))

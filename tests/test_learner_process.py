@@ -1,0 +1,133 @@
+"""Learner code runs in forked workers: whatever it does, the judge gets an answer or a named failure."""
+
+import json
+import socket
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from grader.learner import LearnerFailure, LearnerWorkers
+from grader.runner.protocol import Foreign, ProtocolError, decode, encode, receive
+from tests.conftest import REPO
+
+STAGE1 = (REPO / "solutions" / "stage1_softmax.py").read_text()
+
+
+def submission(tmp_path: Path, stage1_prefix: str = "", stage1_body: str = STAGE1) -> Path:
+    (tmp_path / "stage1_softmax.py").write_text(stage1_prefix + stage1_body)
+    return tmp_path
+
+
+@pytest.fixture
+def workers_for():
+    opened = []
+
+    def open_workers(folder: Path, **kwargs) -> LearnerWorkers:
+        opened.append(LearnerWorkers(folder, **kwargs))
+        return opened[-1]
+
+    yield open_workers
+    for workers in opened:
+        workers.close()
+
+
+def scores(workers: LearnerWorkers) -> torch.Tensor:
+    return workers.request(1, "recipe", name="attn_scores_2")
+
+
+def test_answers_come_back_as_tensors(tmp_path, workers_for):
+    result = scores(workers_for(submission(tmp_path)))
+    torch.testing.assert_close(result, torch.tensor([0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865]), atol=1e-4, rtol=0)
+    assert result.learner_device == "cpu" and result.learner_dtype == "float32"
+
+
+@pytest.mark.parametrize(
+    "prefix, kind",
+    [
+        ("import os\nos._exit(3)\n", "crash"),
+        ("import ctypes\nctypes.string_at(0)\n", "crash"),
+        ("import sys\nsys.exit(0)\n", "import_error"),
+        ("while True:\n    pass\n", "timeout"),
+        ("raise RuntimeError('boom')\n", "import_error"),
+    ],
+    ids=["os_exit", "segfault", "sys_exit", "infinite_loop", "raises"],
+)
+def test_hostile_imports_fail_only_the_request(tmp_path, workers_for, prefix, kind):
+    workers = workers_for(submission(tmp_path, prefix), timeout=3.0)
+    with pytest.raises(LearnerFailure) as failure:
+        scores(workers)
+    assert failure.value.kind == kind
+    # The judge goes on: the next request gets a fresh worker and the same named failure.
+    with pytest.raises(LearnerFailure):
+        scores(workers)
+
+
+def test_syntax_error_names_the_line(tmp_path, workers_for):
+    (tmp_path / "stage1_softmax.py").write_text("x = 1\ndef broken(:\n")
+    with pytest.raises(LearnerFailure) as failure:
+        scores(workers_for(tmp_path))
+    assert failure.value.kind == "import_error" and failure.value.where == "stage1_softmax.py:2"
+
+
+def test_missing_stage_file_is_an_import_error_naming_it(tmp_path, workers_for):
+    with pytest.raises(LearnerFailure, match="stage2_self_attention.py is missing"):
+        workers_for(tmp_path).request(2, "recipe", name="sa_v1_output")
+
+
+def test_huge_allocation_is_a_memory_failure_and_the_worker_survives(tmp_path, workers_for):
+    body = STAGE1.replace("    return inputs @ query  #", "    torch.empty(40 * 1024**3, dtype=torch.uint8)\n    return inputs @ query  #")
+    workers = workers_for(submission(tmp_path, stage1_body=body))
+    with pytest.raises(LearnerFailure) as failure:
+        scores(workers)
+    assert failure.value.kind == "memory" and "can't allocate memory" in failure.value.message
+    assert workers.request(1, "call", function="softmax_naive", args=[torch.zeros(2)])["result"].tolist() == [0.5, 0.5]
+
+
+def test_a_hang_costs_its_time_limit_not_more(tmp_path, workers_for):
+    body = STAGE1.replace("    return inputs @ query  #", "    while True:\n        pass\n    return inputs @ query  #")
+    workers = workers_for(submission(tmp_path, stage1_body=body), timeout=1.0)
+    started = time.monotonic()
+    with pytest.raises(LearnerFailure, match="no answer within 1 s"):
+        scores(workers)
+    assert time.monotonic() - started < 5
+    # Other functions of the stage still answer from a fresh worker.
+    assert workers.request(1, "call", function="softmax_naive", args=[torch.zeros(2)])["result"].tolist() == [0.5, 0.5]
+
+
+def test_printing_fake_results_changes_nothing(tmp_path, workers_for):
+    fake = 'print(json.dumps({"ok": "fake"}))\nprint("tensor([0.9544, 1.4950])")\n'
+    body = STAGE1.replace("    return inputs @ query  #", f"    import json\n    {fake.replace(chr(10), chr(10) + '    ')}return inputs @ query * 2  #")
+    result = scores(workers_for(submission(tmp_path, stage1_body=body)))
+    assert result[0].item() == pytest.approx(2 * 0.9544, abs=1e-3)
+
+
+def test_non_tensor_results_arrive_as_foreign_values(tmp_path, workers_for):
+    body = STAGE1.replace("    return inputs @ query  #", "    return [1, 2]  #")
+    result = scores(workers_for(submission(tmp_path, stage1_body=body)))
+    assert result == Foreign("list", "[1, 2]")
+
+
+def test_decode_refuses_forged_tensors():
+    good = encode(torch.arange(4.0))
+    assert decode(good).tolist() == [0.0, 1.0, 2.0, 3.0]
+    for forged in [
+        {**good["__tensor__"], "shape": [5]},
+        {**good["__tensor__"], "wire_dtype": "object"},
+        {**good["__tensor__"], "shape": [2**40]},
+        {**good["__tensor__"], "extra": 1},
+    ]:
+        with pytest.raises(ProtocolError):
+            decode({"__tensor__": forged})
+    with pytest.raises(ProtocolError):
+        decode({"__pickle__": "gASV"})
+
+
+def test_receive_refuses_oversized_and_non_json_frames():
+    for frame in [(2**31).to_bytes(4, "big"), (3).to_bytes(4, "big") + b"\xff\xfe\x00"]:
+        left, right = socket.socketpair()
+        left.sendall(frame)
+        with pytest.raises(ProtocolError):
+            receive(right)
+        left.close(), right.close()
