@@ -6,19 +6,21 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SUBMISSION ?= exercises
 STAGE ?=
+GRADE_ARGS ?=
 PYTEST_ARGS ?=
 
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
 
 .DEFAULT_GOAL := help
-.PHONY: help grade test stubs clean
+.PHONY: help grade test stubs bench-grade clean
 
 help:
-	@echo "make grade   check your exercises/ (SUBMISSION=path to check another folder)"
-	@echo "make test    run the repository's own test suite"
-	@echo "make stubs   regenerate exercises/ from solutions/ (overwrites your work!)"
-	@echo "make clean   remove .venv and caches"
+	@echo "make grade         grade exercises/ (STAGE=N for one stage, SUBMISSION=folder-or-zip for another)"
+	@echo "make test          run the repository's own test suite"
+	@echo "make stubs         regenerate exercises/ from solutions/ (overwrites your work!)"
+	@echo "make bench-grade   time make grade against a bare 'import torch'"
+	@echo "make clean         remove .venv and caches"
 
 $(VENV)/bin/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed (found " + sys.version.split()[0] + "); set PYTHON=python3.11")'
@@ -34,13 +36,16 @@ $(DEV_STAMP): pyproject.toml $(RUNTIME_STAMP)
 	@touch $@
 
 grade: $(RUNTIME_STAMP)
-	@$(PY) -m grader $(SUBMISSION) $(if $(STAGE),--stage $(STAGE))
+	@$(PY) -m grader $(SUBMISSION) $(if $(STAGE),--stage $(STAGE)) $(GRADE_ARGS)
 
 test: $(DEV_STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 stubs: $(RUNTIME_STAMP)
 	$(PY) -m grader.authoring.stubs
+
+bench-grade: $(RUNTIME_STAMP)
+	@$(PY) tests/benchmarks/bench_grade.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info

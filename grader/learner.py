@@ -9,14 +9,13 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.launch import start_zygote
 from grader.runner.protocol import ProtocolError, receive, send
 
-REPO = Path(__file__).resolve().parents[1]
 ZYGOTE_START_SECONDS = 120.0  # importing torch on a cold, busy machine
 
 
@@ -39,26 +38,36 @@ class LearnerFailure(Exception):
 class LearnerWorkers:
     """Forks workers for a submission folder on first use; close() ends them all."""
 
-    def __init__(self, submission: Path, device: str = "cpu", timeout: float = 10.0):
+    def __init__(
+        self,
+        submission: Path,
+        device: str = "cpu",
+        timeout: float = 10.0,
+        zygote: subprocess.Popen | None = None,
+        scratch: tempfile.TemporaryDirectory | None = None,
+    ):
+        """``zygote`` and its ``scratch`` folder may come from grader.launch, started earlier."""
         self.submission = Path(submission).resolve()
-        self.device = device
         self.timeout = timeout
-        self._scratch = tempfile.TemporaryDirectory(prefix="grader-")
+        self._scratch = scratch or tempfile.TemporaryDirectory(prefix="grader-")
         self._socket_path = os.path.join(self._scratch.name, "judge.sock")
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(self._socket_path)
         self._listener.listen(8)
-        self._zygote = subprocess.Popen(
-            [sys.executable, "-m", "grader.runner.zygote", str(self.submission), device],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            cwd=self._scratch.name,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-            text=True,
-        )
-        self._ready = False
+        self._zygote = zygote or start_zygote(self.submission, device, Path(self._scratch.name))
+        self._requested_device = device
+        self._resolved_device: str | None = None
         self._workers: dict[int, tuple[socket.socket, int]] = {}
+
+    @property
+    def device(self) -> str:
+        """The device the workers use ("auto" resolved by the zygote, which imported torch)."""
+        if self._resolved_device is None:
+            line = self._zygote.stdout.readline()  # {"ready": true, "device": ...} once torch is imported
+            if not line:
+                raise RuntimeError("the grader's worker launcher failed to start (could it import torch?)")
+            self._resolved_device = json.loads(line)["device"]
+        return self._resolved_device
 
     def request(self, stage: int, op: str, timeout: float | None = None, **params) -> object:
         """Run probe ``op`` in the worker of ``stage``; its result, or LearnerFailure."""
@@ -121,11 +130,7 @@ class LearnerWorkers:
         return json.loads(line)
 
     def _fork(self, stage: int) -> tuple[socket.socket, int]:
-        if not self._ready:
-            line = self._zygote.stdout.readline()  # {"ready": true} once torch is imported
-            if not line:
-                raise RuntimeError("the grader's worker launcher failed to start (could it import torch?)")
-            self._ready = True
+        self.device  # wait for the zygote to be ready
         self._command({"fork": stage, "socket": self._socket_path}, ZYGOTE_START_SECONDS)
         connection, _ = self._listener.accept()
         hello = receive(connection)

@@ -1,6 +1,5 @@
 """Learner code runs in forked workers: whatever it does, the judge gets an answer or a named failure."""
 
-import json
 import socket
 import time
 from pathlib import Path

@@ -1,7 +1,6 @@
 """exercises/ is exactly what `make stubs` writes, imports cleanly, and raises where work is due."""
 
 import inspect
-from pathlib import Path
 
 import pytest
 import torch

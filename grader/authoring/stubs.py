@@ -48,10 +48,10 @@ def render_stub(source: str, filename: str) -> str:
                 raise MarkerError(f"{filename}:{number}: {END} without a {BEGIN}")
             begin_line = None
         elif begin_line is None:
-            out.append(_learner_import(line))
+            out.append(line)
     if begin_line is not None:
         raise MarkerError(f"{filename}:{begin_line}: {BEGIN} is never closed")
-    stub = STUB_HEADER.format(stage=stage) + "".join(out)
+    stub = STUB_HEADER.format(stage=stage) + learner_imports("".join(out))
     compile(stub, filename, "exec")  # a stub that does not even parse must never be written
     return stub
 
@@ -87,8 +87,9 @@ def _message(qualname: str, stage: int) -> str:
     return f"{qualname} is not implemented yet: write it here, then run `make grade` (guide: docs/stage{stage}.md)"
 
 
-def _learner_import(line: str) -> str:
-    return re.sub(r"^(\s*from\s+)solutions\.", r"\1exercises.", line)
+def learner_imports(source: str) -> str:
+    """A solution module's imports as a learner's file writes them: from exercises, not solutions."""
+    return re.sub(r"^(\s*from\s+)solutions\.", r"\1exercises.", source, flags=re.MULTILINE)
 
 
 def expected_exercises(solutions: Path = REPO / "solutions") -> dict[str, str]:

@@ -128,7 +128,7 @@ def structure(built: nn.Module) -> dict:
 
 @probe
 def transfer(
-    impl: Implementation, device: str, d_in: int, d_out: int, seed: int, qkv_bias: bool = False
+    impl: Implementation, device: str, d_in: int, d_out: int, seed: int, qkv_bias: bool = False, record: bool = False
 ) -> dict:
     """The learner's weight transfer between stand-ins built under ``seed`` (v1 first, as in 3.1)."""
     torch.manual_seed(seed)
@@ -136,8 +136,13 @@ def transfer(
     sa_v2 = StandInSelfAttention_v2(d_in, d_out, qkv_bias=qkv_bias)
     names = ("W_query", "W_key", "W_value")
     v2 = {name: getattr(sa_v2, name).weight.detach().clone() for name in names}
+    seen: set[str] = set()
     try:
-        returned = impl.transfer_weights_v2_to_v1(sa_v2, sa_v1)
+        if record:
+            with recording() as seen:
+                returned = impl.transfer_weights_v2_to_v1(sa_v2, sa_v1)
+        else:
+            returned = impl.transfer_weights_v2_to_v1(sa_v2, sa_v1)
     except Exception as error:  # raising is the expected answer for qkv_bias=True
         if isinstance(error, NotImplementedError):
             raise
@@ -152,4 +157,5 @@ def transfer(
         "v1": v1,
         "v1_parameters": [name for name, _ in sa_v1.named_parameters()],
         "v2": v2,
+        "ops": sorted(seen),
     }

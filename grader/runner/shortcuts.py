@@ -35,6 +35,12 @@ class _FunctionRecorder(TorchFunctionMode):
 
 
 class _DispatchRecorder(TorchDispatchMode):
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # Recording never runs under torch.compile; without this, the first recorded op imports
+        # all of torch._dynamo (about a second in every worker) only to mark this method.
+        return False
+
     def __init__(self, seen: set[str]):
         super().__init__()
         self.seen = seen

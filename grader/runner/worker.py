@@ -27,6 +27,9 @@ def run(stage: int, socket_path: str, submission: Path, device: str) -> None:
         _limit_memory()
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     torch.set_num_threads(1)
+    # TF32 rounds matmul inputs to 10 bits, far coarser than the documents' 4 decimals.
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(socket_path)
     send(sock, {"hello": {"stage": stage, "pid": os.getpid()}})
@@ -60,8 +63,9 @@ def _load(submission: Path, stage: int):
     except BaseException as error:  # sys.exit() at import lands here
         return None, {**describe(error, submission), "kind": "import_error"}
     if stage in implementation.problems:
-        return None, {"kind": "import_error", "type": "ImportError", "message": implementation.problems[stage],
-                      "where": _import_where(submission, stage)}
+        missing = not (submission / f"{STAGE_MODULES[stage]}.py").is_file()
+        return None, {"kind": "not_implemented" if missing else "import_error", "type": None,
+                      "message": implementation.problems[stage], "where": _import_where(submission, stage)}
     return implementation, None
 
 

@@ -12,13 +12,17 @@ import signal
 import sys
 from pathlib import Path
 
-from grader.runner import worker  # imports torch and everything a worker needs, once
+import torch
+
+from grader.runner import worker  # imports everything a worker needs, once
 
 
 def main() -> None:
     submission, device = Path(sys.argv[1]), sys.argv[2]
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"  # does not initialise CUDA
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps finished workers
-    print(json.dumps({"ready": True}), flush=True)
+    print(json.dumps({"ready": True, "device": device}), flush=True)
     for line in sys.stdin:
         command = json.loads(line)
         if "fork" in command:

@@ -1,0 +1,1 @@
+"""The checks, one pytest module per stage. Each test is one check, marked with @check."""

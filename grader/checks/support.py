@@ -1,0 +1,116 @@
+"""What every stage's checks share: the marker, seeded inputs, and the common ways to judge."""
+
+import zlib
+
+import pytest
+import torch
+
+from grader.document_values import document_values
+from grader.learner import LearnerFailure, LearnerWorkers
+from grader.verdict import CheckFailed, expect_close  # noqa: F401 - re-exported for the checks
+
+
+def check(name: str, visible: bool = False, target: str | None = None):
+    """Mark a test as the check ``name``; ``target`` is the public name it grades (for shortcuts)."""
+    return pytest.mark.check(name=name, visibility="visible" if visible else "hidden", target=target)
+
+
+def generator(name: str) -> torch.Generator:
+    """A generator seeded from the check's name: fresh numbers, the same on every run."""
+    return torch.Generator().manual_seed(zlib.crc32(name.encode()))
+
+
+def expect_document_values(learner: LearnerWorkers, stage: int, ids: list[str], device: str = "cpu",
+                           hint: str | None = None) -> None:
+    """Run each document value's recipe in the learner's worker; fail listing every mismatch.
+
+    Dropout values are skipped off the CPU: CUDA draws other masks from the same seed.
+    """
+    values = {v.id: v for v in document_values()}
+    problems = []
+    for value_id in ids:
+        value = values[value_id]
+        if value.cpu_only and device != "cpu":
+            continue
+        actual = learner.request(stage, "recipe", name=value.recipe)
+        problem = value.check(actual)
+        if problem is not None:
+            source = f"{value.document}, {value.section}" if value.document else value.source
+            problems.append(f"{value.id} ({source}): {problem}")
+    if problems:
+        raise CheckFailed("the documents' values are not reproduced:\n" + "\n".join(problems), hint)
+
+
+def expect_seeded_module_values(learner: LearnerWorkers, stage: int, ids: list[str], reference_class,
+                                args: list, seed: int) -> None:
+    """Document values of a seeded module; when they differ, say if the creation order is to blame."""
+    try:
+        expect_document_values(learner, stage, ids)
+    except CheckFailed as failed:
+        hint = init_order_hint(learner, stage, reference_class.__name__, args, seed, reference_class)
+        raise CheckFailed(failed.message, hint) from None
+
+
+def expect_function_on_cases(learner: LearnerWorkers, stage: int, function: str, reference_function, cases: list,
+                             describe, variants_for=lambda *args: None) -> None:
+    """Call a learner function on each case (a tuple of arguments) and judge it against the reference.
+
+    Outputs for the last cases must differ (same shapes, other numbers): an answer copied from the
+    worked example would not.
+    """
+    outputs = [call(learner, stage, function, *args) for args in cases]
+    expect_input_dependent(outputs[2:], function)
+    for args, output in zip(cases, outputs):
+        expect_close(output, reference_function(*args), describe(*args), variants_for(*args))
+
+
+def build(learner: LearnerWorkers, stage: int, cls: str, args: list, **options) -> dict:
+    """Build the learner's module ``cls(*args)`` in its worker (see grader.runner.probes.module)."""
+    return learner.request(stage, "module", cls=cls, args=list(args), **options)
+
+
+def expect_loaded(reply: dict, cls: str) -> None:
+    """Injected weights must land: each documented name has to exist in the learner's module."""
+    if reply["rejected"]:
+        held = [name for name, _ in reply["structure"]["parameters"]]
+        raise CheckFailed(f"{cls} does not hold the documented weights {reply['rejected']}; it holds {held}")
+
+
+def reference_state(module_class, args: list, seed: int) -> dict[str, torch.Tensor]:
+    """The weights a reference module gets under ``seed``: what gets injected into the learner's."""
+    torch.manual_seed(seed)
+    return {k: v.clone() for k, v in module_class(*args).state_dict().items()}
+
+
+def init_order_hint(learner: LearnerWorkers, stage: int, cls: str, args: list, seed: int, reference_class) -> str | None:
+    """param-init-order when the learner drew the reference's random numbers, but arranged otherwise."""
+    try:
+        learner_state = build(learner, stage, cls, args, seed=seed, return_state=True)["state"]
+    except LearnerFailure:
+        return None  # no diagnosis possible: the check's own failure stands
+    expected = reference_state(reference_class, args, seed)
+    same_place = all(k in learner_state and torch.equal(learner_state[k], v) for k, v in expected.items())
+    return "param-init-order" if not same_place and _draws(learner_state) == _draws(expected) else None
+
+
+def _draws(state: dict) -> list[float]:
+    """Every random number a module's weights hold, sorted: the mask buffer is not drawn."""
+    values = [v for k, v in state.items() if isinstance(v, torch.Tensor) and k.split(".")[-1] != "mask"]
+    return sorted(x for v in values for x in v.flatten().tolist())
+
+
+def call(learner: LearnerWorkers, stage: int, function: str, *args) -> object:
+    return learner.request(stage, "call", function=function, args=list(args))["result"]
+
+
+def expect_input_dependent(outputs: list, what: str) -> None:
+    """Different inputs giving one identical output point to a copied, not computed, answer."""
+    tensors = [o for o in outputs if isinstance(o, torch.Tensor)]
+    if len(tensors) >= 2 and all(t.shape == tensors[0].shape and torch.equal(t, tensors[0]) for t in tensors[1:]):
+        raise CheckFailed(f"{what}: the same output came back for different inputs", "hard-coded")
+
+
+def expect_no_banned_ops(ops: list[str], banned: set[str], what: str) -> None:
+    used = sorted(set(ops) & banned)
+    if used:
+        raise CheckFailed(f"{what} reaches torch's own {', '.join(used)}", "banned-api")

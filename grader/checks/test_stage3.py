@@ -1,0 +1,119 @@
+"""Stage 3: transfer_weights_v2_to_v1, judged on stand-ins so that stage 2 cannot cost points here.
+
+The worker hands the learner's function two stand-ins built under a seed (v1 with three
+nn.Parameter, v2 with three nn.Linear, as documented) and returns the weights v1 ends up with.
+What those weights compute is then worked out here, with the reference classes.
+"""
+
+import torch
+
+from grader.checks.support import CheckFailed, check, expect_close, expect_no_banned_ops
+from grader.document_values import document_values
+from grader.runner.protocol import Foreign
+from grader.runner.shortcuts import ATTENTION
+
+STAGE = 3
+NAMES = ("W_query", "W_key", "W_value")
+SHAPES = [(3, 2), (4, 4), (2, 5), (6, 3)]  # (d_in, d_out): the book's, square, d_out > d_in, d_in > d_out
+SOLVERS = {"linalg_lstsq", "lstsq", "linalg_pinv", "pinverse", "linalg_solve", "solve", "linalg_inv", "inverse"}
+
+
+def transfer(learner, d_in: int, d_out: int, seed: int, **options) -> dict:
+    reply = learner.request(STAGE, "transfer", d_in=d_in, d_out=d_out, seed=seed, **options)
+    if options.get("qkv_bias"):
+        return reply
+    if reply["raised"]:
+        kind, message = reply["raised"]
+        shapes = "must match" in message or "size mismatch" in message or "shape" in message
+        raise CheckFailed(f"transfer_weights_v2_to_v1 raised {kind} for a v2 without bias: {message}",
+                          "weights-not-transposed" if shapes else None)
+    for name in NAMES:
+        if not isinstance(reply["v1"][name], torch.Tensor):
+            got = reply["v1"][name]
+            raise CheckFailed(f"after the transfer, sa_v1.{name} is a {got.type if isinstance(got, Foreign) else got}, "
+                              "not a tensor")
+    return reply
+
+
+def expect_transposed(reply: dict, what: str) -> None:
+    v1, v2 = reply["v1"], reply["v2"]
+    for name in NAMES:
+        others = [v2[other].T for other in NAMES if other != name and not torch.equal(v2[other], v2[name])]
+        if any(v1[name].shape == o.shape and torch.allclose(v1[name], o) for o in others):
+            raise CheckFailed(f"{what}: sa_v1.{name} holds the transposed weight of another projection",
+                              "weights-swapped")
+        transposed = v2[name].T
+        if not torch.equal(v2[name].flatten(), transposed.flatten()) and torch.equal(v1[name].flatten(), v2[name].flatten()):
+            raise CheckFailed(f"{what}: sa_v1.{name} holds the numbers of sa_v2.{name}.weight in their stored order "
+                              "(as it is, or reshaped) rather than transposed", "weights-not-transposed")
+        if v1[name].shape == v2[name].shape != v2[name].T.shape:
+            raise CheckFailed(f"{what}: sa_v1.{name} has shape {tuple(v1[name].shape)}, nn.Linear's (d_out, d_in)",
+                              "weights-not-transposed")
+        expect_close(v1[name], v2[name].T, f"{what}: sa_v1.{name}")
+
+
+def v1_output(reference, weights: dict, x: torch.Tensor) -> torch.Tensor:
+    d_in, d_out = weights["W_query"].shape
+    module = reference.SelfAttention_v1(d_in, d_out)
+    module.load_state_dict(weights)
+    with torch.no_grad():
+        return module(x)
+
+
+@check("document.transfer", visible=True, target="transfer_weights_v2_to_v1")
+def test_document_transfer(learner, reference):
+    reply = transfer(learner, 3, 2, seed=123)
+    torch.manual_seed(123)  # exercise 3.1: v1, then v2, then x
+    reference.SelfAttention_v1(3, 2), reference.SelfAttention_v2(3, 2)
+    x = torch.rand(2, 3)
+    value = next(v for v in document_values(STAGE) if v.id == "stage3.v1_after_transfer")
+    problem = value.check(v1_output(reference, reply["v1"], x))
+    if problem is not None:
+        expect_transposed(reply, "exercise 3.1")  # names the mistake when it is one we know
+        raise CheckFailed(f"{value.id} ({value.document}, {value.section}): {problem}")
+
+
+@check("random.transfer", target="transfer_weights_v2_to_v1")
+def test_random_transfer(learner):
+    for index, (d_in, d_out) in enumerate(SHAPES):
+        expect_transposed(transfer(learner, d_in, d_out, seed=2000 + index), f"d_in={d_in}, d_out={d_out}")
+
+
+@check("property.outputs_agree", target="transfer_weights_v2_to_v1")
+def test_outputs_agree_after_transfer(learner, reference):
+    for index, (d_in, d_out) in enumerate(SHAPES):
+        reply = transfer(learner, d_in, d_out, seed=3000 + index)
+        v2 = reference.SelfAttention_v2(d_in, d_out)
+        v2.load_state_dict({f"{name}.weight": weight for name, weight in reply["v2"].items()})
+        x = torch.rand(5, d_in, generator=torch.Generator().manual_seed(index))
+        with torch.no_grad():
+            expected = v2(x)
+        expect_close(v1_output(reference, reply["v1"], x), expected,
+                     f"sa_v1(x) after the transfer against sa_v2(x), d_in={d_in}, d_out={d_out}")
+
+
+@check("structure.in_place", target="transfer_weights_v2_to_v1")
+def test_transfer_is_in_place(learner):
+    reply = transfer(learner, 4, 3, seed=4000)
+    if not reply["returned_v1"]:
+        raise CheckFailed("transfer_weights_v2_to_v1 must return the same sa_v1 object it was given")
+    if reply["v1_parameters"] != list(NAMES):
+        raise CheckFailed("after the transfer, sa_v1's parameters should still be W_query, W_key, W_value "
+                          f"(nn.Parameter); they are {reply['v1_parameters']}")
+
+
+@check("structure.bias_refused", target="transfer_weights_v2_to_v1")
+def test_bias_is_refused(learner):
+    reply = transfer(learner, 3, 2, seed=5000, qkv_bias=True)
+    if not reply["raised"]:
+        raise CheckFailed("a SelfAttention_v2 with qkv_bias=True was transferred without complaint, but "
+                          "SelfAttention_v1 has no bias to hold it: raise a ValueError that says so")
+    kind, message = reply["raised"]
+    if kind != "ValueError" or "bias" not in message.lower():
+        raise CheckFailed(f"for qkv_bias=True, expected a ValueError that mentions the bias; got {kind}: {message}")
+
+
+@check("shortcut.transfer", target="transfer_weights_v2_to_v1")
+def test_transfer_copies_rather_than_fits(learner):
+    reply = transfer(learner, 3, 2, seed=6000, record=True)
+    expect_no_banned_ops(reply["ops"], SOLVERS | ATTENTION, "transfer_weights_v2_to_v1 (weights are copied, not fitted)")

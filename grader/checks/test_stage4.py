@@ -1,0 +1,135 @@
+"""Stage 4: masking the future (two ways), dropout, and CausalAttention."""
+
+import torch
+
+from grader.checks.causal import expect_causal_and_independent, expect_dropout_on_weights, run_injected
+from grader.checks.support import (
+    CheckFailed,
+    build,
+    call,
+    check,
+    expect_close,
+    expect_document_values,
+    expect_input_dependent,
+    expect_no_banned_ops,
+    expect_seeded_module_values,
+    generator,
+)
+from grader.diagnosis import single_head_variants
+from grader.runner.shortcuts import ATTENTION
+
+STAGE = 4
+# (batch, num_tokens, d_in, d_out, context_length): one token, fewer tokens than the context,
+# the book's, d_in > d_out
+SHAPES = [(1, 1, 3, 2, 4), (3, 5, 4, 6, 8), (2, 6, 3, 2, 6), (4, 7, 6, 3, 7)]
+
+
+@check("document.mask_and_renormalize", visible=True, target="mask_and_renormalize")
+def test_document_mask_and_renormalize(learner):
+    expect_document_values(learner, STAGE, ["stage4.masked_renormalized_weights"])
+
+
+@check("document.causal_softmax", visible=True, target="causal_softmax")
+def test_document_causal_softmax(learner, device):
+    expect_document_values(learner, STAGE, [
+        "stage4.causal_softmax_weights", "stage4.masked_context_vecs", "stage4.once_upon_causal_weights",
+        "stage4.dropout_of_causal_weights", "stage4.once_upon_dropout_of_causal_weights",
+    ], device)  # fmt: skip
+
+
+@check("document.CausalAttention", visible=True, target="CausalAttention")
+def test_document_causal_attention(learner, reference):
+    expect_seeded_module_values(learner, STAGE, ["stage4.causal_attention_output",
+                                                 "stage4.once_upon_causal_attention_output"],
+                                reference.CausalAttention, [3, 2, 6, 0.0], seed=123)
+
+
+def _causal_weights(rng: torch.Generator) -> list[torch.Tensor]:
+    shapes = [(1, 1), (4, 4), (7, 7), (3, 5, 5)]
+    return [torch.softmax(torch.randn(*shape, generator=rng), dim=-1) for shape in shapes]
+
+
+@check("random.mask_and_renormalize", target="mask_and_renormalize")
+def test_random_mask_and_renormalize(learner, reference):
+    rng, outputs = generator("random.mask_and_renormalize"), []
+    for weights in _causal_weights(rng):
+        n = weights.shape[-1]
+        below = torch.tril(torch.ones(n, n))
+        strictly_below = torch.tril(torch.ones(n, n), diagonal=-1)
+        outputs.append(call(learner, STAGE, "mask_and_renormalize", weights))
+        expect_close(outputs[-1], reference.mask_and_renormalize(weights), f"mask_and_renormalize of {tuple(weights.shape)} weights", {
+            "mask-not-renormalized": weights * below,
+            "mask-includes-diagonal": (weights * strictly_below) / (weights * strictly_below).sum(-1, keepdim=True),
+            "mask-not-causal": weights,
+        })  # fmt: skip
+    expect_input_dependent(outputs[1:3], "mask_and_renormalize")
+
+
+@check("random.causal_softmax", target="causal_softmax")
+def test_random_causal_softmax(learner, reference):
+    rng, outputs = generator("random.causal_softmax"), []
+    for shape, d_k in [((1, 1), 2), ((4, 4), 2), ((6, 6), 8), ((2, 5, 5), 16)]:
+        scores = torch.randn(*shape, generator=rng) * 3
+        n = shape[-1]
+        hidden = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+        with_diagonal = torch.triu(torch.ones(n, n, dtype=torch.bool))
+        outputs.append(call(learner, STAGE, "causal_softmax", scores, d_k))
+        expect_close(outputs[-1], reference.causal_softmax(scores, d_k), f"causal_softmax of {shape} scores, d_k={d_k}", {
+            "missing-scaling": torch.softmax(scores.masked_fill(hidden, -torch.inf), dim=-1),
+            "wrong-scaling": torch.softmax(scores.masked_fill(hidden, -torch.inf) / d_k, dim=-1),
+            "mask-zero-instead-of-inf": torch.softmax(scores.masked_fill(hidden, 0.0) / d_k**0.5, dim=-1),
+            "mask-includes-diagonal": torch.softmax(scores.masked_fill(with_diagonal, -torch.inf) / d_k**0.5, dim=-1),
+            "softmax-wrong-dim": torch.softmax(scores.masked_fill(hidden, -torch.inf) / d_k**0.5, dim=-2),
+            "mask-not-causal": torch.softmax(scores / d_k**0.5, dim=-1),
+        })  # fmt: skip
+    expect_input_dependent(outputs[1:3], "causal_softmax")
+
+
+@check("random.CausalAttention", target="CausalAttention")
+def test_random_causal_attention(learner, reference):
+    rng, outputs = generator("random.CausalAttention"), []
+    for index, (b, n, d_in, d_out, context_length) in enumerate(SHAPES):
+        args = [d_in, d_out, context_length, 0.0]
+        x = torch.rand(b, n, d_in, generator=rng)
+        actual, expected, state = run_injected(learner, reference, STAGE, "CausalAttention", args, 8000 + index, x)
+        outputs.append(actual)
+        q, k, v = (x @ state[f"{name}.weight"].T for name in ("W_query", "W_key", "W_value"))
+        expect_close(actual, expected, f"CausalAttention{tuple(args)} on a {(b, n, d_in)} batch",
+                     single_head_variants(q, k, v, causal=True))
+
+
+@check("property.causal", target="CausalAttention")
+def test_causal_attention_properties(learner, reference):
+    expect_causal_and_independent(learner, reference, STAGE, "CausalAttention", [5, 4, 10, 0.5])
+
+
+@check("property.dropout", target="CausalAttention")
+def test_causal_attention_dropout(learner):
+    expect_dropout_on_weights(
+        learner, STAGE, "CausalAttention",
+        args_for=lambda n, d_out: [n, d_out, n, 0.5],
+        state_for=lambda n, d_out, value: {"W_query.weight": torch.zeros(d_out, n),
+                                           "W_key.weight": torch.zeros(d_out, n), "W_value.weight": value},
+    )  # fmt: skip
+
+
+@check("structure.CausalAttention", target="CausalAttention")
+def test_causal_attention_structure(learner, device):
+    reply = build(learner, STAGE, "CausalAttention", [4, 3, 6, 0.1])
+    shape = reply["structure"]
+    linears = [m for m in shape["modules"] if m[1] == "Linear"]
+    if linears != [["W_query", "Linear"], ["W_key", "Linear"], ["W_value", "Linear"]]:
+        raise CheckFailed(f"CausalAttention should hold nn.Linear W_query, W_key, W_value in that order; it holds {linears}")
+    if ["dropout", "Dropout"] not in shape["modules"]:
+        raise CheckFailed("CausalAttention should hold its nn.Dropout as self.dropout")
+    if ["mask", [6, 6]] not in shape["buffers"] or "mask" not in shape["state_dict"]:
+        raise CheckFailed(f"CausalAttention(..., context_length=6, ...) should register a (6, 6) buffer named mask; "
+                          f"its buffers are {shape['buffers']}", "mask-not-buffer")
+    if not reply["buffers_on"]["mask"].startswith(device):
+        raise CheckFailed(f"after .to('{device}') the mask is on {reply['buffers_on']['mask']}", "mask-not-buffer")
+
+
+@check("shortcut.CausalAttention", target="CausalAttention")
+def test_causal_attention_shortcut(learner):
+    reply = build(learner, STAGE, "CausalAttention", [3, 2, 6, 0.0], inputs=[torch.rand(2, 6, 3)], record=True)
+    expect_no_banned_ops(reply["ops"], ATTENTION, "CausalAttention.forward")

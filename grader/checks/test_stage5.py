@@ -1,0 +1,158 @@
+"""Stage 5: MultiHeadAttentionWrapper (judged with stand-in heads) and MultiHeadAttention.
+
+In this stage's worker, `CausalAttention` is a stand-in with the documented attributes whose
+forward is W_value(x): the wrapper is graded on what it does with its heads, so a mistake in
+stage 4 costs nothing here.
+"""
+
+import torch
+
+from grader.checks.causal import expect_causal_and_independent, run_injected
+from grader.checks.support import (
+    CheckFailed,
+    build,
+    check,
+    expect_close,
+    expect_document_values,
+    expect_no_banned_ops,
+    generator,
+    init_order_hint,
+    reference_state,
+)
+from grader.diagnosis import multihead_variants
+from grader.document_values import document_values, errata
+from grader.learner import LearnerFailure
+from grader.runner.document_examples import journey_batch
+from grader.runner.shortcuts import ATTENTION
+
+STAGE = 5
+WRAPPER = "MultiHeadAttentionWrapper"
+# (batch, num_tokens, d_in, d_out, context_length, num_heads)
+WRAPPER_SHAPES = [(1, 1, 3, 2, 4, 1), (3, 5, 4, 2, 8, 3), (2, 6, 3, 4, 6, 2)]
+MHA_SHAPES = [(1, 1, 3, 4, 4, 2), (3, 5, 4, 6, 8, 3), (2, 6, 3, 8, 6, 4), (4, 7, 6, 6, 7, 1), (2, 4, 5, 12, 6, 6)]
+
+
+def expect_concatenated_heads(reply: dict, what: str, num_heads: int) -> torch.Tensor:
+    """The wrapper's output must be its heads' outputs side by side, in order."""
+    heads = reply["head_outputs"][0]
+    if len(heads) != num_heads:
+        raise CheckFailed(f"{what}: expected {num_heads} heads in self.heads, found {len(heads)}")
+    output = reply["outputs"][0]
+    if not all(isinstance(h, torch.Tensor) for h in heads):
+        raise CheckFailed(f"{what}: a head returned no tensor")
+    expect_close(output, torch.cat(heads, dim=-1), f"{what}: the output against its heads' outputs concatenated",
+                 variants={"wrapper-concat-dim": torch.cat(heads, dim=1)})
+    return output
+
+
+@check("document.MultiHeadAttentionWrapper", visible=True, target=WRAPPER)
+def test_document_wrapper(learner, reference):
+    args = [3, 2, 6, 0.0, 2]
+    reply = build(learner, STAGE, WRAPPER, args, seed=123, inputs=[journey_batch(torch.device("cpu"))], heads=True,
+                  return_state=True)
+    expect_concatenated_heads(reply, "MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)", 2)
+    expected_state = reference_state(reference.name(WRAPPER), args, seed=123)
+    learner_state = reply["state"]
+    if not all(k in learner_state and torch.equal(learner_state[k], v) for k, v in expected_state.items()):
+        raise CheckFailed("with torch.manual_seed(123) the heads' weights are not the book's: build the heads in a "
+                          "list comprehension, CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) each",
+                          init_order_hint(learner, STAGE, WRAPPER, args, 123, reference.name(WRAPPER)))
+    # The heads hold the book's weights and are concatenated in order: what the book prints follows.
+    wrapper = reference.name(WRAPPER)(*args)
+    wrapper.load_state_dict(learner_state)
+    with torch.no_grad():
+        output = wrapper(journey_batch(torch.device("cpu")))
+    value = next(v for v in document_values(STAGE) if v.id == "stage5.wrapper_output")
+    problem = value.check(output)
+    if problem is not None:
+        raise CheckFailed(f"{value.id}: {problem}")
+    expect_document_values(learner, STAGE, ["stage5.exercise_3_2_shape"])
+
+
+@check("document.MultiHeadAttention", visible=True, target="MultiHeadAttention")
+def test_document_multihead(learner, reference):
+    try:
+        expect_document_values(learner, STAGE, ["stage5.multihead_output", "stage5.exercise_3_3_parameter_count"])
+    except CheckFailed as failed:
+        copied = next(e for e in errata() if e.id == "erratum.002_multihead_scaling")
+        if copied.check(learner.request(STAGE, "recipe", name=copied.recipe)) is None:
+            raise CheckFailed(failed.message + "\nYour MultiHeadAttention reproduces 002's multi-head example, "
+                              "which divides by sqrt(d_out) instead of sqrt(head_dim) (see docs/errata.md)",
+                              "wrong-scaling") from None
+        hint = init_order_hint(learner, STAGE, "MultiHeadAttention", [3, 2, 6, 0.0, 2], 123,
+                               reference.MultiHeadAttention)
+        raise CheckFailed(failed.message, hint) from None
+
+
+@check("random.MultiHeadAttentionWrapper", target=WRAPPER)
+def test_random_wrapper(learner):
+    rng = generator("random.MultiHeadAttentionWrapper")
+    for b, n, d_in, d_out, context_length, num_heads in WRAPPER_SHAPES:
+        args = [d_in, d_out, context_length, 0.0, num_heads]
+        reply = build(learner, STAGE, WRAPPER, args, inputs=[torch.rand(b, n, d_in, generator=rng)], heads=True)
+        output = expect_concatenated_heads(reply, f"MultiHeadAttentionWrapper{tuple(args)}", num_heads)
+        if tuple(output.shape) != (b, n, num_heads * d_out):
+            raise CheckFailed(f"MultiHeadAttentionWrapper{tuple(args)}: expected shape {(b, n, num_heads * d_out)}, "
+                              f"got {tuple(output.shape)}", "wrapper-concat-dim")
+
+
+@check("random.MultiHeadAttention", target="MultiHeadAttention")
+def test_random_multihead(learner, reference):
+    rng = generator("random.MultiHeadAttention")
+    for index, (b, n, d_in, d_out, context_length, num_heads) in enumerate(MHA_SHAPES):
+        args = [d_in, d_out, context_length, 0.0, num_heads]
+        x = torch.rand(b, n, d_in, generator=rng)
+        actual, expected, state = run_injected(learner, reference, STAGE, "MultiHeadAttention", args, 9000 + index, x)
+        expect_close(actual, expected, f"MultiHeadAttention{tuple(args)} on a {(b, n, d_in)} batch",
+                     multihead_variants(x, state, num_heads))
+
+
+@check("property.MultiHeadAttention", target="MultiHeadAttention")
+def test_multihead_properties(learner, reference):
+    expect_causal_and_independent(learner, reference, STAGE, "MultiHeadAttention", [5, 6, 10, 0.5, 3])
+
+
+@check("structure.MultiHeadAttentionWrapper", target=WRAPPER)
+def test_wrapper_structure(learner):
+    shape = build(learner, STAGE, WRAPPER, [3, 2, 6, 0.0, 3])["structure"]
+    top = [m for m in shape["modules"] if "." not in m[0]]
+    heads = [m for m in shape["modules"] if m[0].count(".") == 1 and m[0].startswith("heads.")]
+    if top != [["heads", "ModuleList"]] or len(heads) != 3:
+        raise CheckFailed(f"MultiHeadAttentionWrapper(..., num_heads=3) should hold one nn.ModuleList named heads "
+                          f"with 3 heads; it holds {top} with {len(heads)} heads")
+
+
+@check("structure.MultiHeadAttention", target="MultiHeadAttention")
+def test_multihead_structure(learner):
+    shape = build(learner, STAGE, "MultiHeadAttention", [4, 6, 5, 0.1, 3])["structure"]
+    expected_linears = [["W_query", [6, 4]], ["W_key", [6, 4]], ["W_value", [6, 4]], ["out_proj", [6, 6]]]
+    linears = [[name.removesuffix(".weight"), s] for name, s in shape["parameters"] if name.endswith(".weight")]
+    if linears != expected_linears:
+        raise CheckFailed(f"MultiHeadAttention(4, 6, ...) should hold W_query, W_key, W_value (6 x 4) and out_proj "
+                          f"(6 x 6) weights, in that order; it holds {linears}",
+                          "missing-out-proj" if "out_proj" not in [n for n, _ in linears] else None)
+    if ["out_proj.bias", [6]] not in shape["parameters"]:
+        raise CheckFailed("out_proj should have a bias (nn.Linear(d_out, d_out))", "missing-out-proj")
+    if ["mask", [5, 5]] not in shape["buffers"]:
+        raise CheckFailed(f"MultiHeadAttention should register a (context_length, context_length) buffer named mask; "
+                          f"its buffers are {shape['buffers']}", "mask-not-buffer")
+    if shape["attributes"].get("head_dim") != 2:
+        raise CheckFailed(f"MultiHeadAttention(4, 6, 5, 0.1, num_heads=3) should set head_dim = 6 // 3 = 2; "
+                          f"it has {shape['attributes'].get('head_dim')}", "heads-split-wrong")
+    try:
+        build(learner, STAGE, "MultiHeadAttention", [4, 5, 6, 0.0, 2])
+    except LearnerFailure as failure:
+        if failure.kind == "exception" and "divisible" in failure.message.lower():
+            return
+        raise CheckFailed(f"MultiHeadAttention(4, 5, ..., num_heads=2) raised {failure}; expected an error that says "
+                          "d_out must be divisible by num_heads") from None
+    raise CheckFailed("MultiHeadAttention(4, 5, ..., num_heads=2) was built although 5 heads' worth of features "
+                      "cannot be split in 2: raise an error that says d_out must be divisible by num_heads")
+
+
+@check("shortcut.MultiHeadAttention", target="MultiHeadAttention")
+def test_multihead_shortcut(learner):
+    reply = build(learner, STAGE, "MultiHeadAttention", [3, 4, 6, 0.0, 2], inputs=[torch.rand(2, 6, 3)], record=True)
+    expect_no_banned_ops(reply["ops"], ATTENTION, "MultiHeadAttention.forward")
+    if any(kind == "MultiheadAttention" for _, kind in reply["structure"]["modules"]):
+        raise CheckFailed("MultiHeadAttention holds a torch.nn.MultiheadAttention", "banned-api")

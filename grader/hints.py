@@ -1,0 +1,18 @@
+"""The public catalog of mistakes (hints.toml): ids, one sentence each, and where to read more."""
+
+import tomllib
+from functools import cache
+from pathlib import Path
+
+CATALOG_FILE = Path(__file__).with_name("hints.toml")
+
+
+@cache
+def catalog() -> dict[str, dict[str, str]]:
+    return tomllib.loads(CATALOG_FILE.read_text(encoding="utf-8"))
+
+
+def explain(hint: str, stage: int) -> str:
+    """The catalog sentence for ``hint`` with its docs link, for a learner working on ``stage``."""
+    entry = catalog()[hint]
+    return f"{entry['text']} (see {entry['docs'].format(stage=stage)})"

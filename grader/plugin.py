@@ -1,0 +1,138 @@
+"""The pytest plugin of a grading run: fixtures for the checks, and one verdict per check."""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from grader.learner import LearnerFailure, LearnerWorkers
+from grader.points import points
+from grader.runner.implementation import Implementation, load_package
+from grader.verdict import CheckFailed
+
+CHECKS_DIR = Path(__file__).with_name("checks")
+# The checks report through CheckFailed, so pytest's assertion rewriting (slow) is not needed.
+# Learner code never runs in this process, so the end-of-session gc sweeps for unraisable
+# exceptions (0.2 s) have nothing to find either.
+CHECK_ARGS = ["-c", str(CHECKS_DIR / "pytest.ini"), "--rootdir", str(CHECKS_DIR), "-p", "no:cacheprovider",
+              "-p", "no:unraisableexception", "-p", "pytest_timeout", "--assert=plain", "-q", str(CHECKS_DIR)]
+
+# How a learner failure reads as a check status and a catalog hint.
+FAILURE_STATUS = {
+    "import_error": ("error", "import-error"),
+    "timeout": ("timeout", "timeout"),
+    "crash": ("error", "crash"),
+    "memory": ("error", "memory-limit"),
+    "forbidden_import": ("error", "forbidden-import"),
+}
+
+
+@dataclass
+class CheckResult:
+    stage: int
+    id: str
+    visibility: str
+    target: str | None
+    status: str
+    score: float
+    max_score: float
+    message: str
+    hint: str | None
+
+
+class GradingPlugin:
+    """Registered as "grading"; the checks reach it through the fixtures below."""
+
+    def __init__(self, learner: LearnerWorkers, device: str, stages: list[int], visible_only: bool):
+        self.learner = learner
+        self.device = device
+        self.stages = stages
+        self.visible_only = visible_only
+        self.results: list[CheckResult] = []
+
+    def pytest_collection_modifyitems(self, config, items):
+        kept, dropped = [], []
+        for item in items:
+            marker = item.get_closest_marker("check")
+            if marker is None:
+                raise pytest.UsageError(f"{item.nodeid} has no @check marker")
+            graded = _stage_of(item) in self.stages
+            shown = marker.kwargs["visibility"] == "visible" or not self.visible_only
+            (kept if graded and shown else dropped).append(item)
+        items[:] = kept
+        config.hook.pytest_deselected(items=dropped)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        report = outcome.get_result()
+        if report.when == "call" or (report.when == "setup" and report.failed):
+            self.results.append(self._verdict(item, call.excinfo))
+
+    def _verdict(self, item, excinfo) -> CheckResult:
+        marker = item.get_closest_marker("check").kwargs
+        stage = _stage_of(item)
+        worth = points(stage, marker["name"])
+        status, message, hint = _classify(excinfo)
+        return CheckResult(
+            stage=stage,
+            id=marker["name"],
+            visibility=marker["visibility"],
+            target=marker.get("target"),
+            status=status,
+            score=worth if status == "passed" else 0,
+            max_score=worth,
+            message=message,
+            hint=hint,
+        )
+
+
+def _plugin(request) -> GradingPlugin:
+    return next(p for p in request.config.pluginmanager.get_plugins() if isinstance(p, GradingPlugin))
+
+
+@pytest.fixture(scope="session")
+def learner(request) -> LearnerWorkers:
+    return _plugin(request).learner
+
+
+@pytest.fixture(scope="session")
+def reference() -> Implementation:
+    return load_package("solutions")
+
+
+@pytest.fixture(scope="session")
+def device(request) -> str:
+    return _plugin(request).device
+
+
+def _stage_of(item) -> int:
+    return int(Path(item.fspath).stem.removeprefix("test_stage"))
+
+
+def _classify(excinfo) -> tuple[str, str, str | None]:
+    if excinfo is None:
+        return "passed", "", None
+    error = excinfo.value
+    if isinstance(error, CheckFailed):
+        return "failed", error.message, error.hint
+    if isinstance(error, LearnerFailure):
+        if error.kind == "not_implemented":
+            return "not_implemented", error.message, "not-implemented"
+        if error.kind in FAILURE_STATUS:
+            status, hint = FAILURE_STATUS[error.kind]
+            return status, str(error), hint
+        return "error", f"your code raised {error}", _hint_for_exception(error.message)
+    if "Timeout" in type(error).__name__ or "Timeout >" in str(error):
+        return "timeout", "the check ran past its time limit", "timeout"
+    if isinstance(error, AssertionError):
+        return "failed", str(error), None
+    return "error", f"the grader could not finish this check ({type(error).__name__}: {error})", None
+
+
+def _hint_for_exception(message: str) -> str | None:
+    if "same device" in message or "device" in message and "Expected" in message:
+        return "device-mismatch"
+    if "size of tensor" in message or "shape" in message or "must match" in message:
+        return "wrong-shape"
+    return None

@@ -1,0 +1,63 @@
+"""Judge one result: pass, or fail with what was expected, what came back, and the mistake's name."""
+
+from collections.abc import Mapping
+
+import torch
+
+from grader.hints import catalog
+from grader.runner.protocol import Foreign
+from grader.tensor_diff import describe_difference
+
+# Randomised checks compare float32 learner results with float32 references.
+ATOL = 1e-4
+RTOL = 1e-4
+
+
+class CheckFailed(AssertionError):
+    """A check's verdict: ``message`` says what differs, ``hint`` names the mistake (a catalog id)."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        if hint is not None and hint not in catalog():
+            raise ValueError(f"unknown hint id {hint!r}")
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+def tolerance_for(expected: torch.Tensor) -> torch.Tensor:
+    return ATOL + RTOL * expected.abs().nan_to_num(posinf=0.0, neginf=0.0)
+
+
+def expect_close(
+    actual: object,
+    expected: torch.Tensor,
+    what: str,
+    variants: Mapping[str, torch.Tensor] | None = None,
+    tolerance: torch.Tensor | None = None,
+) -> None:
+    """Fail unless ``actual`` matches ``expected``; name the first known-wrong variant it matches."""
+    expected = expected.detach().to("cpu", torch.float64)
+    tolerance = tolerance_for(expected) if tolerance is None else tolerance
+    if isinstance(actual, Foreign):
+        raise CheckFailed(f"{what}: expected a tensor of shape {tuple(expected.shape)}, got a {actual.type}: {actual.repr}",
+                          "wrong-shape")
+    problem = describe_difference(actual, expected, tolerance)
+    if problem is None:
+        return
+    for hint, variant in (variants or {}).items():
+        if _matches(actual, variant.detach().to("cpu", torch.float64)):
+            raise CheckFailed(f"{what}: {problem}. It is exactly the result of this mistake: {catalog()[hint]['text']}", hint)
+    shape_wrong = isinstance(actual, torch.Tensor) and tuple(actual.shape) != tuple(expected.shape)
+    raise CheckFailed(f"{what}: {problem}", "wrong-shape" if shape_wrong else None)
+
+
+def _matches(actual: object, candidate: torch.Tensor) -> bool:
+    """Equal within tolerance, NaN where the candidate has NaN."""
+    if not isinstance(actual, torch.Tensor) or tuple(actual.shape) != tuple(candidate.shape):
+        return False
+    actual = actual.detach().to("cpu", torch.float64)
+    nan = candidate.isnan()
+    if not torch.equal(nan, actual.isnan()):
+        return False
+    keep = ~nan
+    return describe_difference(actual[keep], candidate[keep], tolerance_for(candidate[keep])) is None

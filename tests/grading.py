@@ -1,0 +1,41 @@
+"""Helpers for the grader's own tests: learner-style copies of the solutions, and a CLI run."""
+
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+from grader.authoring.stubs import learner_imports
+from grader.runner.implementation import STAGE_MODULES
+from tests.conftest import REPO
+
+MUTANTS = tomllib.loads((REPO / "tests" / "mutants.toml").read_text())["mutant"]
+
+
+def learner_copy(folder: Path, mutant: dict | None = None, stages=STAGE_MODULES) -> Path:
+    """The solutions as a learner's files (importing from exercises), with one mutant applied."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for stage in stages:
+        name = f"{STAGE_MODULES[stage]}.py"
+        text = (REPO / "solutions" / name).read_text()
+        if mutant and mutant["file"] == name:
+            assert text.count(mutant["find"]) == 1, f"mutant {mutant['hint']} no longer fits {name}"
+            text = text.replace(mutant["find"], mutant["replace"])
+        (folder / name).write_text(learner_imports(text))
+    return folder
+
+
+def grade(submission: Path, *options: str, report: Path | None = None) -> tuple[subprocess.CompletedProcess, dict]:
+    """Run `python -m grader` as a learner would; return the process and its JSON report."""
+    report = report or submission.parent / f"{submission.name}-report.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "grader", str(submission), "--json", str(report), *options],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    return result, json.loads(report.read_text())
+
+
+def stage_scores(report: dict) -> dict[int, float]:
+    return {int(s["id"].removeprefix("stage")): s["score"] for s in report["stages"]}

@@ -1,0 +1,133 @@
+"""The grader gives the solutions full marks, the stubs zero, and names every known mistake."""
+
+import json
+import zipfile
+
+import jsonschema
+import pytest
+import torch
+
+from grader.hints import catalog
+from grader.points import STAGE_POINTS, points_table
+from tests.conftest import REPO
+from tests.grading import MUTANTS, grade, learner_copy, stage_scores
+
+SCHEMAS = REPO / "grader" / "schemas"
+
+
+@pytest.fixture(scope="module")
+def solutions_report(tmp_path_factory):
+    folder = learner_copy(tmp_path_factory.mktemp("solutions") / "submission")
+    return grade(folder)
+
+
+def test_solutions_score_full_marks(solutions_report):
+    result, report = solutions_report
+    jsonschema.validate(report, json.loads((SCHEMAS / "report.schema.json").read_text()))
+    assert report["score"] == report["max_score"] == 100
+    assert all(c["status"] == "passed" for s in report["stages"] for c in s["checks"])
+    assert "Total: 100/100" in result.stdout
+
+
+def test_points_table_matches_the_checks(solutions_report):
+    _, report = solutions_report
+    for stage in report["stages"]:
+        table = points_table()[stage["id"]]
+        assert {c["id"] for c in stage["checks"]} == set(table), stage["id"]
+        assert sum(table.values()) == STAGE_POINTS == stage["max_score"]
+        assert {c["visibility"] for c in stage["checks"]} == {"visible", "hidden"}
+        kinds = {c["id"].split(".")[0] for c in stage["checks"]}
+        assert kinds == {"document", "random", "property", "structure", "shortcut"}, stage["id"]
+
+
+def test_gradescope_results_are_valid(tmp_path):
+    folder = learner_copy(tmp_path / "submission", stages=[1])
+    _, report = grade(folder, "--stage", "1", "--gradescope", str(tmp_path / "results.json"))
+    results = json.loads((tmp_path / "results.json").read_text())
+    jsonschema.validate(results, json.loads((SCHEMAS / "gradescope.schema.json").read_text()))
+    assert results["score"] == report["score"] == 20
+    visibility = {t["name"].split(": ")[1]: t["visibility"] for t in results["tests"]}
+    assert visibility["document.attention_scores"] == "visible"
+    assert visibility["random.attention_scores"] == "after_published"
+
+
+def test_stubs_score_zero_and_say_where_to_start(tmp_path):
+    result, report = grade(REPO / "exercises", report=tmp_path / "report.json")
+    assert report["score"] == 0 and report["max_score"] == 100
+    for stage in report["stages"]:
+        for c in stage["checks"]:
+            assert c["status"] == "not_implemented" and c["hint"] == "not-implemented", c
+            assert "is not implemented yet" in c["message"]
+    assert "Next step" in result.stdout and "stage1_softmax.py" in result.stdout
+    assert "attention_scores is not implemented yet" in result.stdout
+
+
+def test_missing_stage_files_are_not_implemented_not_errors(tmp_path):
+    folder = learner_copy(tmp_path / "submission", stages=[1, 3])
+    _, report = grade(folder)
+    assert stage_scores(report) == {1: 20, 2: 0, 3: 20, 4: 0, 5: 0}
+    missing = [c for s in report["stages"] if s["id"] == "stage2" for c in s["checks"]]
+    assert all(c["status"] == "not_implemented" for c in missing)
+    assert "stage2_self_attention.py is missing" in missing[0]["message"]
+
+
+def test_zip_and_folder_grade_identically(tmp_path):
+    mutant = next(m for m in MUTANTS if m["hint"] == "missing-out-proj")
+    folder = learner_copy(tmp_path / "work", mutant)
+    archive = tmp_path / "work.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        for path in folder.iterdir():
+            zipped.write(path, f"student/attention/{path.name}")  # files may sit in a sub-folder
+        zipped.writestr("student/conftest.py", "raise SystemExit")
+    _, from_folder = grade(folder)
+    _, from_zip = grade(archive)
+    ignored = [f for f in from_zip["flags"] if f.startswith("ignored")]
+    assert ignored == ["ignored: student/conftest.py"]
+    assert {k: v for k, v in from_zip.items() if k != "flags"} == {k: v for k, v in from_folder.items() if k != "flags"}
+    assert from_folder["score"] < 100
+
+
+def test_visible_only_is_provisional(tmp_path):
+    folder = learner_copy(tmp_path / "submission", stages=[1])
+    result, report = grade(folder, "--visible-only", "--stage", "1")
+    assert "provisional" in report["flags"]
+    assert {c["visibility"] for s in report["stages"] for c in s["checks"]} == {"visible"}
+    assert report["max_score"] == sum(v for k, v in points_table()["stage1"].items() if k.startswith("document."))
+    assert "Provisional total (visible checks only)" in result.stdout
+
+
+@pytest.mark.parametrize("arguments", [["no/such/folder"], ["README.md"], ["exercises", "--stage", "9"],
+                                       ["exercises", "--device", "tpu"]])
+def test_grader_refuses_what_it_cannot_run_in_one_line(arguments):
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "grader", *arguments], cwd=REPO, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.strip() and "Traceback" not in result.stderr
+
+
+def test_every_hint_of_a_mutant_is_in_the_catalog():
+    assert {m["hint"] for m in MUTANTS} <= catalog().keys()
+
+
+CODE_HINTS = set(catalog()) - {"not-implemented", "forbidden-import"}
+
+
+def test_every_code_hint_has_a_mutant():
+    assert CODE_HINTS - {m["hint"] for m in MUTANTS} == set()
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=[f"stage{m['stage']}-{m['hint']}" for m in MUTANTS])
+def test_mutant_loses_points_only_in_its_stage_and_is_named(mutant, tmp_path):
+    if mutant.get("needs_cuda") and not torch.cuda.is_available():
+        pytest.skip("this mistake only shows on a CUDA device")
+    device = ["--device", "cuda"] if mutant.get("needs_cuda") else []
+    result, report = grade(learner_copy(tmp_path / "submission", mutant), "--timeout", "2", *device)
+    scores = stage_scores(report)
+    stage = mutant["stage"]
+    assert scores[stage] < STAGE_POINTS, f"stage {stage} lost nothing:\n{result.stdout}"
+    assert {s: v for s, v in scores.items() if s != stage} == {s: STAGE_POINTS for s in scores if s != stage}, result.stdout
+    hints = {c["hint"] for s in report["stages"] if s["id"] == f"stage{stage}" for c in s["checks"] if c["score"] == 0}
+    assert mutant["hint"] in hints, f"expected {mutant['hint']}, got {hints}:\n{result.stdout}"
