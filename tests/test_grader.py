@@ -131,3 +131,27 @@ def test_mutant_loses_points_only_in_its_stage_and_is_named(mutant, tmp_path):
     assert {s: v for s, v in scores.items() if s != stage} == {s: STAGE_POINTS for s in scores if s != stage}, result.stdout
     hints = {c["hint"] for s in report["stages"] if s["id"] == f"stage{stage}" for c in s["checks"] if c["score"] == 0}
     assert mutant["hint"] in hints, f"expected {mutant['hint']}, got {hints}:\n{result.stdout}"
+
+
+def test_tampering_in_learner_code_changes_no_verdict(tmp_path):
+    mutant = next(m for m in MUTANTS if m["hint"] == "softmax-not-exponentiated")
+    folder = learner_copy(tmp_path / "submission", mutant, stages=[1])
+    stage1 = folder / "stage1_softmax.py"
+    tamper = ("import torch, torch.testing\n"
+              "torch.allclose = torch.equal = lambda *a, **k: True\n"
+              "torch.testing.assert_close = lambda *a, **k: None\n"
+              "print('Total: 100/100')\n")
+    stage1.write_text(tamper + stage1.read_text())
+    result, report = grade(folder, "--stage", "1")
+    assert report["score"] < 20
+    assert "Total: 100/100" not in result.stdout
+    assert "softmax-not-exponentiated" in {c["hint"] for s in report["stages"] for c in s["checks"]}
+
+
+def test_terminal_report_reads_without_colour_and_colours_on_request(solutions_report):
+    from grader.report import render_text
+
+    _, report = solutions_report
+    plain, coloured = render_text(report, "work", color=False), render_text(report, "work", color=True)
+    assert "\033[" not in plain and "stage 5  multi-head attention" in plain and "Total: 100/100" in plain
+    assert "\033[32m✓\033[0m" in coloured
