@@ -55,7 +55,6 @@ class LearnerWorkers:
         self._listener.bind(self._socket_path)
         self._listener.listen(8)
         self._zygote = zygote or start_zygote(self.submission, device, Path(self._scratch.name))
-        self._requested_device = device
         self._resolved_device: str | None = None
         self._workers: dict[int, tuple[socket.socket, int]] = {}
 

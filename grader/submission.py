@@ -1,6 +1,5 @@
 """Take a submission (a folder or a .zip) and stage its five stage files, and nothing else."""
 
-import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -58,10 +57,6 @@ def stage_submission(source: Path, into: Path) -> StagedSubmission:
         (staged.folder / base).write_bytes(data)
         staged.found.append(base)
     return staged
-
-
-def staging_folder() -> tempfile.TemporaryDirectory:
-    return tempfile.TemporaryDirectory(prefix="submission-")
 
 
 

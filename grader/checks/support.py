@@ -20,8 +20,7 @@ def generator(name: str) -> torch.Generator:
     return torch.Generator().manual_seed(zlib.crc32(name.encode()))
 
 
-def expect_document_values(learner: LearnerWorkers, stage: int, ids: list[str], device: str = "cpu",
-                           hint: str | None = None) -> None:
+def expect_document_values(learner: LearnerWorkers, stage: int, ids: list[str], device: str = "cpu") -> None:
     """Run each document value's recipe in the learner's worker; fail listing every mismatch.
 
     Dropout values are skipped off the CPU: CUDA draws other masks from the same seed.
@@ -38,7 +37,7 @@ def expect_document_values(learner: LearnerWorkers, stage: int, ids: list[str], 
             source = f"{value.document}, {value.section}" if value.document else value.source
             problems.append(f"{value.id} ({source}): {problem}")
     if problems:
-        raise CheckFailed("the documents' values are not reproduced:\n" + "\n".join(problems), hint)
+        raise CheckFailed("the documents' values are not reproduced:\n" + "\n".join(problems))
 
 
 def expect_seeded_module_values(learner: LearnerWorkers, stage: int, ids: list[str], reference_class,
