@@ -16,7 +16,7 @@ from pathlib import Path
 from grader.launch import start_zygote
 from grader.runner.protocol import ProtocolError, receive, send
 
-ZYGOTE_START_SECONDS = 120.0  # importing torch on a cold, busy machine
+WORKER_CONNECT_SECONDS = 60.0  # from fork to the worker's connection, on a busy machine
 
 
 @dataclass
@@ -70,14 +70,15 @@ class LearnerWorkers:
 
     def request(self, stage: int, op: str, timeout: float | None = None, **params) -> object:
         """Run probe ``op`` in the worker of ``stage``; its result, or LearnerFailure."""
-        sock, pid = self._worker(stage)
+        sock, _ = self._worker(stage)
+        limit = timeout or self.timeout
         try:
             send(sock, {"op": op, "params": params})
-            sock.settimeout(timeout or self.timeout)
+            sock.settimeout(limit)
             reply = receive(sock)
         except TimeoutError:
             self._discard(stage, kill=True)
-            raise LearnerFailure("timeout", f"no answer within {timeout or self.timeout:g} s") from None
+            raise LearnerFailure("timeout", f"no answer within {limit:g} s") from None
         except (ConnectionError, ProtocolError, OSError):
             self._discard(stage, kill=True)
             raise LearnerFailure(
@@ -119,10 +120,9 @@ class LearnerWorkers:
             self._workers[stage] = self._fork(stage)
         return self._workers[stage]
 
-    def _command(self, command: dict, wait: float) -> dict:
+    def _command(self, command: dict) -> dict:
         self._zygote.stdin.write(json.dumps(command) + "\n")
         self._zygote.stdin.flush()
-        self._listener.settimeout(wait)
         line = self._zygote.stdout.readline()
         if not line:
             raise RuntimeError("the grader's worker launcher stopped (could it import torch?)")
@@ -130,7 +130,8 @@ class LearnerWorkers:
 
     def _fork(self, stage: int) -> tuple[socket.socket, int]:
         self.device  # wait for the zygote to be ready
-        self._command({"fork": stage, "socket": self._socket_path}, ZYGOTE_START_SECONDS)
+        self._command({"fork": stage, "socket": self._socket_path})
+        self._listener.settimeout(WORKER_CONNECT_SECONDS)
         connection, _ = self._listener.accept()
         hello = receive(connection)
         return connection, int(hello["hello"]["pid"])
@@ -139,4 +140,4 @@ class LearnerWorkers:
         sock, pid = self._workers.pop(stage)
         sock.close()
         if kill and self._zygote.poll() is None:
-            self._command({"kill": pid}, 10.0)
+            self._command({"kill": pid})

@@ -54,6 +54,10 @@ def _void_shortcut_targets(checks: list[CheckResult]) -> None:
             c.message = f"no credit: {c.target} uses the PyTorch function it is meant to replace"
 
 
+def _number(stage: dict) -> int:
+    return int(stage["id"].removeprefix("stage"))
+
+
 def _round(value: float) -> float | int:
     return int(value) if float(value).is_integer() else round(value, 2)
 
@@ -71,7 +75,7 @@ def render_text(report: dict, submission: str, color: bool | None = None) -> str
         lines.append("flags: " + ", ".join(report["flags"]))
     lines.append("")
     for stage in report["stages"]:
-        number = int(stage["id"].removeprefix("stage"))
+        number = _number(stage)
         marks = "".join(paint(MARKS[c["status"]], _tone(c["status"])) for c in stage["checks"])
         score = f"{_fmt(stage['score']):>5}/{_fmt(stage['max_score'])}"
         lines.append(f"stage {number}  {TITLES[number]:<38} {score}  {_bar(stage['score'], stage['max_score'])}  {marks}")
@@ -86,7 +90,7 @@ def _feedback(report: dict, paint, submission: str) -> list[str]:
     lines: list[str] = []
     next_open = None
     for stage in report["stages"]:
-        number = int(stage["id"].removeprefix("stage"))
+        number = _number(stage)
         waiting = [c for c in stage["checks"] if c["status"] == "not_implemented"]
         if waiting and next_open is None:
             next_open = (number, waiting[0]["message"])
@@ -137,7 +141,7 @@ def to_gradescope(report: dict, execution_time: float) -> dict:
     """Gradescope's results.json: hidden checks show only after grades are published."""
     tests = []
     for stage in report["stages"]:
-        number = int(stage["id"].removeprefix("stage"))
+        number = _number(stage)
         for c in stage["checks"]:
             output = c["message"] or ""
             if c["hint"]:

@@ -68,11 +68,13 @@ def build(learner: LearnerWorkers, stage: int, cls: str, args: list, **options) 
     return learner.request(stage, "module", cls=cls, args=list(args), **options)
 
 
-def expect_loaded(reply: dict, cls: str) -> None:
-    """Injected weights must land: each documented name has to exist in the learner's module."""
+def build_with_weights(learner: LearnerWorkers, stage: int, cls: str, args: list, state: dict, **options) -> dict:
+    """Build ``cls(*args)`` with injected weights; each documented name has to exist in the learner's module."""
+    reply = build(learner, stage, cls, args, state=state, **options)
     if reply["rejected"]:
         held = [name for name, _ in reply["structure"]["parameters"]]
         raise CheckFailed(f"{cls} does not hold the documented weights {reply['rejected']}; it holds {held}")
+    return reply
 
 
 def reference_state(module_class, args: list, seed: int) -> dict[str, torch.Tensor]:

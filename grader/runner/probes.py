@@ -53,12 +53,8 @@ def call(impl: Implementation, device: str, function: str, args: list, record: b
     """Call a learner function; with ``record``, also name the torch operations it reached."""
     target = impl.name(function)
     args = [_to(device, a) for a in args]
-    with torch.no_grad():
-        if record:
-            with recording() as seen:
-                result = target(*args)
-        else:
-            seen, result = set(), target(*args)
+    with torch.no_grad(), recording(record) as seen:
+        result = target(*args)
     return {"result": learner_value(result), "ops": sorted(seen)}
 
 
@@ -86,23 +82,16 @@ def module(
     if return_state:
         report["state"] = {k: v for k, v in built.state_dict().items()}
     if state is not None:
-        loaded = built.load_state_dict(state, strict=False)
-        report["load"] = {"missing": list(loaded.missing_keys), "unexpected": list(loaded.unexpected_keys)}
-        report["rejected"] = [k for k in state if k in loaded.unexpected_keys]
+        # Injected names the learner's module does not have: it lacks a documented weight.
+        report["rejected"] = list(built.load_state_dict(state, strict=False).unexpected_keys)
     built = built.to(device)
     report["buffers_on"] = {name: str(b.device) for name, b in built.named_buffers()}
     built.train(train)
-    outputs, head_outputs, seen = [], [], set()
-    with torch.no_grad():
+    outputs, head_outputs = [], []
+    with torch.no_grad(), recording(record) as seen:
         for x in inputs or []:
             x = x.to(device)
-            for _ in range(repeat):
-                if record:
-                    with recording() as ops:
-                        outputs.append(learner_value(built(x)))
-                    seen |= ops
-                else:
-                    outputs.append(learner_value(built(x)))
+            outputs.extend(learner_value(built(x)) for _ in range(repeat))
             if heads:
                 head_outputs.append([learner_value(head(x)) for head in built.heads])
     report.update(outputs=outputs, head_outputs=head_outputs, ops=sorted(seen))
@@ -112,7 +101,6 @@ def module(
 def structure(built: nn.Module) -> dict:
     """Names, kinds and shapes of what a module holds: what the structure checks judge."""
     return {
-        "class": type(built).__name__,
         "parameters": [[name, list(p.shape)] for name, p in built.named_parameters()],
         "direct_parameters": [name for name, _ in built.named_parameters(recurse=False)],
         "buffers": [[name, list(b.shape)] for name, b in built.named_buffers()],
@@ -136,12 +124,8 @@ def transfer(
     sa_v2 = StandInSelfAttention_v2(d_in, d_out, qkv_bias=qkv_bias)
     names = ("W_query", "W_key", "W_value")
     v2 = {name: getattr(sa_v2, name).weight.detach().clone() for name in names}
-    seen: set[str] = set()
     try:
-        if record:
-            with recording() as seen:
-                returned = impl.transfer_weights_v2_to_v1(sa_v2, sa_v1)
-        else:
+        with recording(record) as seen:
             returned = impl.transfer_weights_v2_to_v1(sa_v2, sa_v1)
     except Exception as error:  # raising is the expected answer for qkv_bias=True
         if isinstance(error, NotImplementedError):

@@ -51,8 +51,14 @@ class _DispatchRecorder(TorchDispatchMode):
 
 
 @contextmanager
-def recording():
-    """Yields a set that fills with the names of the torch operations run inside the block."""
+def recording(enabled: bool = True):
+    """Yields a set that fills with the names of the torch operations run inside the block.
+
+    When not ``enabled`` the set stays empty and nothing is intercepted (no overhead).
+    """
     seen: set[str] = set()
+    if not enabled:
+        yield seen
+        return
     with _FunctionRecorder(seen), _DispatchRecorder(seen):
         yield seen
