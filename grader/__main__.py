@@ -1,88 +1,81 @@
 """python -m grader SUBMISSION [--device cpu|cuda|auto] [--json FILE] [--gradescope FILE]
-                            [--visible-only] [--stage N]
+                            [--visible-only] [--stage N] [--timeout S] [--sandbox auto|bwrap|none]
+   python -m grader batch SUBMISSIONS_DIR --out OUT_DIR [...]   (see grader/batch.py)
 
 Grades a folder or .zip of stage files. Exit status 0 whenever grading ran, whatever the score;
 2 with a one-line reason when the grader itself cannot run.
 """
 
 import argparse
-import contextlib
-import io
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from grader.launch import start_zygote
-from grader.submission import SubmissionError, stage_submission
+from grader.sandbox import MODES, Sandbox, SandboxError
+from grader.submission import SubmissionError
 
 STAGES = [1, 2, 3, 4, 5]
 
 
-def parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m grader", description="Grade the attention exercises.")
-    parser.add_argument("submission", type=Path, help="a folder or .zip holding some or all of the five stage files")
+def add_grading_options(parser: argparse.ArgumentParser) -> None:
+    """The options a single grade and a batch share."""
     parser.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cpu")
+    parser.add_argument("--visible-only", action="store_true", help="run the visible checks only (provisional score)")
+    parser.add_argument("--timeout", type=float, default=10.0, help="seconds a single call into learner code may take")
+    parser.add_argument("--sandbox", choices=MODES, default="auto",
+                        help="bwrap: insist on bubblewrap; auto: use it where it works, else say 'unsandboxed'")
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m grader", description="Grade the attention exercises.",
+                                     epilog="To grade a whole class: python -m grader batch --help")
+    parser.add_argument("submission", type=Path, help="a folder or .zip holding some or all of the five stage files")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the report as JSON")
     parser.add_argument("--gradescope", type=Path, metavar="FILE", help="also write Gradescope's results.json")
-    parser.add_argument("--visible-only", action="store_true", help="run the visible checks only (provisional score)")
     parser.add_argument("--stage", type=int, choices=STAGES, help="grade one stage only")
-    parser.add_argument("--timeout", type=float, default=10.0, help="seconds a single call into your code may take")
+    add_grading_options(parser)
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     # Only the plugins grading needs: whatever else is installed must not change a grade.
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["batch"]:
+        from grader.batch import main as batch
+
+        return batch(argv[1:])
     args = parse(argv)
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="submission-") as staging:
+    try:
+        sandbox = Sandbox(args.device, args.sandbox)  # its torch import overlaps ours
+    except SandboxError as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
+    with sandbox:
         try:
-            staged = stage_submission(args.submission, Path(staging))
+            staged = sandbox.stage(args.submission)
         except (SubmissionError, OSError) as error:
             print(f"grader: {error}", file=sys.stderr)
             return 2
-        scratch = tempfile.TemporaryDirectory(prefix="grader-")
-        # Launched before torch is imported here, so both imports run side by side.
-        zygote = start_zygote(staged.folder, args.device, Path(scratch.name))
-        return grade(args, staged, zygote, scratch, started)
+        return grade(args, sandbox, staged, started)
 
 
-def grade(args, staged, zygote, scratch, started: float) -> int:
-    import pytest
-    import torch
+def grade(args, sandbox: Sandbox, staged, started: float) -> int:
+    from grader.report import render_text, to_gradescope
+    from grader.session import GradingError, grade_staged
 
-    from grader.learner import LearnerWorkers
-    from grader.plugin import CHECK_ARGS, GradingPlugin
-    from grader.report import build, render_text, to_gradescope
-
-    stages = [args.stage] if args.stage else STAGES
-    with LearnerWorkers(staged.folder, args.device, args.timeout, zygote=zygote, scratch=scratch) as learner:
-        try:
-            device = learner.device
-        except RuntimeError as error:
-            print(f"grader: {error}", file=sys.stderr)
-            return 2
+    try:
+        device = sandbox.device
         if args.device == "cuda" and device != "cuda":
-            print("grader: --device cuda was asked for, but torch sees no CUDA GPU", file=sys.stderr)
-            return 2
-        plugin = GradingPlugin(learner, device, stages, args.visible_only)
-        pytest_output = io.StringIO()
-        with contextlib.redirect_stdout(pytest_output), contextlib.redirect_stderr(pytest_output):
-            exit_code = pytest.main(CHECK_ARGS, plugins=[plugin])
-    if exit_code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-        print(f"grader: the checks could not run (pytest exit {int(exit_code)}):\n{pytest_output.getvalue()[-2000:]}",
-              file=sys.stderr)
-        return 3
-
-    flags = ["unsandboxed"]
-    if args.visible_only:
-        flags.append("provisional")
-    if staged.ignored:
-        flags.append("ignored: " + ", ".join(staged.ignored))
-    report = build(plugin.results, stages, device, torch.__version__, flags)
+            raise SandboxError("--device cuda was asked for, but torch sees no CUDA GPU")
+        report = grade_staged(sandbox, staged, [args.stage] if args.stage else STAGES, args.visible_only,
+                              args.timeout)
+    except (SandboxError, GradingError) as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
     if args.gradescope:

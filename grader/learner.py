@@ -1,28 +1,24 @@
-"""The judge's handle on learner code: one zygote, one worker per stage, requests with time limits.
+"""The judge's handle on one student's code: a worker per stage in the sandbox, requests with time limits.
 
 Learner code never runs in this process. Requests go to a worker over a Unix socket; answers
 are decoded safely (grader.runner.protocol). A worker that dies or hangs is discarded and the
 next request forks a fresh one, so a crash costs only the check that caused it.
 """
 
-import json
-import os
 import socket
-import subprocess
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
-from grader.launch import start_zygote
 from grader.runner.protocol import ProtocolError, receive, send
+from grader.sandbox import Sandbox, SandboxError
 
 WORKER_CONNECT_SECONDS = 60.0  # from fork to the worker's connection, on a busy machine
+TIMEOUTS_PER_STAGE = 2  # after that many, a stage's remaining calls fail at once: a hang costs its limit twice
 
 
 @dataclass
 class LearnerFailure(Exception):
     """Learner code did not answer normally: kind is not_implemented, import_error, exception,
-    memory, crash or timeout."""
+    memory, crash, timeout or forbidden_import."""
 
     kind: str
     message: str
@@ -36,40 +32,23 @@ class LearnerFailure(Exception):
 
 
 class LearnerWorkers:
-    """Forks workers for a submission folder on first use; close() ends them all."""
+    """One student's workers, forked in ``sandbox`` on first use; close() ends them all."""
 
-    def __init__(
-        self,
-        submission: Path,
-        device: str = "cpu",
-        timeout: float = 10.0,
-        zygote: subprocess.Popen | None = None,
-        scratch: tempfile.TemporaryDirectory | None = None,
-    ):
-        """``zygote`` and its ``scratch`` folder may come from grader.launch, started earlier."""
-        self.submission = Path(submission).resolve()
+    def __init__(self, sandbox: Sandbox, timeout: float = 10.0):
+        self.sandbox = sandbox
         self.timeout = timeout
-        self._scratch = scratch or tempfile.TemporaryDirectory(prefix="grader-")
-        self._socket_path = os.path.join(self._scratch.name, "judge.sock")
-        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._listener.bind(self._socket_path)
-        self._listener.listen(8)
-        self._zygote = zygote or start_zygote(self.submission, device, Path(self._scratch.name))
-        self._resolved_device: str | None = None
         self._workers: dict[int, tuple[socket.socket, int]] = {}
+        self._timeouts: dict[int, int] = {}
 
     @property
     def device(self) -> str:
-        """The device the workers use ("auto" resolved by the zygote, which imported torch)."""
-        if self._resolved_device is None:
-            line = self._zygote.stdout.readline()  # {"ready": true, "device": ...} once torch is imported
-            if not line:
-                raise RuntimeError("the grader's worker launcher failed to start (could it import torch?)")
-            self._resolved_device = json.loads(line)["device"]
-        return self._resolved_device
+        return self.sandbox.device
 
     def request(self, stage: int, op: str, timeout: float | None = None, **params) -> object:
         """Run probe ``op`` in the worker of ``stage``; its result, or LearnerFailure."""
+        if self._timeouts.get(stage, 0) >= TIMEOUTS_PER_STAGE:
+            raise LearnerFailure("timeout", f"not run: your code in this stage already ran past the time limit "
+                                            f"{TIMEOUTS_PER_STAGE} times")
         sock, _ = self._worker(stage)
         limit = timeout or self.timeout
         try:
@@ -77,16 +56,17 @@ class LearnerWorkers:
             sock.settimeout(limit)
             reply = receive(sock)
         except TimeoutError:
-            self._discard(stage, kill=True)
+            self._discard(stage)
+            self._timeouts[stage] = self._timeouts.get(stage, 0) + 1
             raise LearnerFailure("timeout", f"no answer within {limit:g} s") from None
         except (ConnectionError, ProtocolError, OSError):
-            self._discard(stage, kill=True)
+            self._discard(stage)
             raise LearnerFailure(
                 "crash", "the process running your code stopped without answering "
                 "(os._exit, a segfault or the memory limit can do that)"
             ) from None
         if not isinstance(reply, dict) or not ({"ok", "error"} & reply.keys()):
-            self._discard(stage, kill=True)
+            self._discard(stage)
             raise LearnerFailure("crash", "the process running your code sent a malformed answer")
         if "error" in reply:
             error = reply["error"] if isinstance(reply["error"], dict) else {}
@@ -99,15 +79,9 @@ class LearnerWorkers:
         return reply["ok"]
 
     def close(self) -> None:
+        """End every worker and wait until each is gone, so the next student starts clean."""
         for stage in list(self._workers):
-            self._discard(stage, kill=False)
-        if self._zygote.poll() is None:
-            self._zygote.kill()
-            self._zygote.wait()
-        for stream in (self._zygote.stdin, self._zygote.stdout):
-            stream.close()
-        self._listener.close()
-        self._scratch.cleanup()
+            self._discard(stage)
 
     def __enter__(self) -> "LearnerWorkers":
         return self
@@ -120,24 +94,18 @@ class LearnerWorkers:
             self._workers[stage] = self._fork(stage)
         return self._workers[stage]
 
-    def _command(self, command: dict) -> dict:
-        self._zygote.stdin.write(json.dumps(command) + "\n")
-        self._zygote.stdin.flush()
-        line = self._zygote.stdout.readline()
-        if not line:
-            raise RuntimeError("the grader's worker launcher stopped (could it import torch?)")
-        return json.loads(line)
-
     def _fork(self, stage: int) -> tuple[socket.socket, int]:
-        self.device  # wait for the zygote to be ready
-        self._command({"fork": stage, "socket": self._socket_path})
-        self._listener.settimeout(WORKER_CONNECT_SECONDS)
-        connection, _ = self._listener.accept()
-        hello = receive(connection)
+        try:
+            self.sandbox.command({"fork": stage, "socket": self.sandbox.inside(self.sandbox.socket_path)})
+            self.sandbox.listener.settimeout(WORKER_CONNECT_SECONDS)
+            connection, _ = self.sandbox.listener.accept()
+            hello = receive(connection)
+        except (SandboxError, OSError, ProtocolError) as error:
+            raise LearnerFailure("crash", f"the grader could not start a process for your code ({error})") from None
         return connection, int(hello["hello"]["pid"])
 
-    def _discard(self, stage: int, kill: bool) -> None:
+    def _discard(self, stage: int) -> None:
         sock, pid = self._workers.pop(stage)
         sock.close()
-        if kill and self._zygote.poll() is None:
-            self._command({"kill": pid})
+        if self.sandbox.alive:
+            self.sandbox.command({"kill": pid})

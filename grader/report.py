@@ -18,7 +18,7 @@ TITLES = {
 
 
 def build(results: Iterable[CheckResult], stages: list[int], device: str, torch_version: str,
-          flags: list[str]) -> dict:
+          flags: list[str], sandbox: str) -> dict:
     """The report as the JSON contract defines it (grader/schemas/report.schema.json)."""
     by_stage = {stage: [r for r in results if r.stage == stage] for stage in stages}
     report_stages = []
@@ -40,6 +40,7 @@ def build(results: Iterable[CheckResult], stages: list[int], device: str, torch_
         "max_score": _round(sum(s["max_score"] for s in report_stages)),
         "device": device,
         "torch": torch_version,
+        "sandbox": sandbox,
         "stages": report_stages,
         "flags": flags,
     }
@@ -73,6 +74,8 @@ def render_text(report: dict, submission: str, color: bool | None = None) -> str
     lines = [f"Grading {submission} on {report['device']} (torch {report['torch']})"]
     if report["flags"]:
         lines.append("flags: " + ", ".join(report["flags"]))
+    if "unsandboxed" in report["flags"]:
+        lines.append(f"    unsandboxed: learner code ran without a sandbox, because {report['sandbox']}")
     lines.append("")
     for stage in report["stages"]:
         number = _number(stage)

@@ -1,6 +1,7 @@
 """Take a submission (a folder or a .zip) and stage its five stage files, and nothing else."""
 
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -19,6 +20,15 @@ class StagedSubmission:
     folder: Path
     found: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
+    problem: str | None = None  # why nothing could be read, when the batch grades it as empty
+
+
+@dataclass
+class _Entry:
+    name: str  # relative, with / separators
+    size: int
+    link: bool
+    read: Callable[[], bytes]
 
 
 def stage_submission(source: Path, into: Path) -> StagedSubmission:
@@ -28,35 +38,46 @@ def stage_submission(source: Path, into: Path) -> StagedSubmission:
     """
     source = Path(source)
     if source.is_dir():
-        entries = {p.relative_to(source).as_posix(): p for p in source.rglob("*") if p.is_file()}
-        read = lambda key: entries[key].read_bytes()  # noqa: E731
-        names = list(entries)
+        entries = _folder_entries(source)
     elif source.is_file() and zipfile.is_zipfile(source):
-        archive = zipfile.ZipFile(source)
-        members = {i.filename: i for i in archive.infolist() if not i.is_dir()}
-        read = lambda key: archive.read(members[key])  # noqa: E731
-        names = list(members)
+        entries = _zip_entries(source)
     elif source.exists():
         raise SubmissionError(f"{source} is neither a folder nor a .zip file")
     else:
         raise SubmissionError(f"{source} does not exist")
 
     staged = StagedSubmission(Path(into))
-    chosen: dict[str, str] = {}
-    for name in sorted(names, key=lambda n: (n.count("/"), n)):
-        base = PurePosixPath(name).name
-        if base in STAGE_FILES and base not in chosen and "__MACOSX" not in name:
-            chosen[base] = name
-        elif "__pycache__" not in name and base != "__init__.py":  # package scaffolding is expected
-            staged.ignored.append(name)
-    for base, name in sorted(chosen.items()):
-        data = read(name)
-        if len(data) > MAX_STAGE_FILE_BYTES:
-            staged.ignored.append(f"{name} (over {MAX_STAGE_FILE_BYTES // 1024} KiB)")
+    chosen: dict[str, _Entry] = {}
+    for entry in sorted(entries, key=lambda e: (e.name.count("/"), e.name)):
+        base = PurePosixPath(entry.name).name
+        if entry.link:  # never followed: it could point at another student's work
+            staged.ignored.append(f"{entry.name} (a symbolic link)")
+        elif base in STAGE_FILES and base not in chosen and "__MACOSX" not in entry.name:
+            chosen[base] = entry
+        elif "__pycache__" not in entry.name and base != "__init__.py":  # package scaffolding is expected
+            staged.ignored.append(entry.name)
+    for base, entry in sorted(chosen.items()):
+        if entry.size > MAX_STAGE_FILE_BYTES:  # checked before reading: a zip entry may unpack to gigabytes
+            staged.ignored.append(f"{entry.name} (over {MAX_STAGE_FILE_BYTES // 1024} KiB)")
             continue
+        try:
+            data = entry.read()
+        except (zipfile.BadZipFile, OSError, EOFError) as error:
+            raise SubmissionError(f"{source}: {entry.name} cannot be read ({error})") from None
         (staged.folder / base).write_bytes(data)
         staged.found.append(base)
     return staged
 
 
+def _folder_entries(source: Path) -> list[_Entry]:
+    return [_Entry(p.relative_to(source).as_posix(), p.lstat().st_size, p.is_symlink(), p.read_bytes)
+            for p in source.rglob("*") if p.is_symlink() or p.is_file()]
 
+
+def _zip_entries(source: Path) -> list[_Entry]:
+    try:
+        archive = zipfile.ZipFile(source)
+        members = [i for i in archive.infolist() if not i.is_dir()]
+    except (zipfile.BadZipFile, OSError) as error:
+        raise SubmissionError(f"{source} is a damaged .zip file ({error})") from None
+    return [_Entry(i.filename, i.file_size, False, lambda i=i: archive.read(i)) for i in members]

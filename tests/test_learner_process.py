@@ -9,6 +9,7 @@ import torch
 
 from grader.learner import LearnerFailure, LearnerWorkers
 from grader.runner.protocol import Foreign, ProtocolError, decode, encode, receive
+from grader.sandbox import Sandbox
 from tests.conftest import REPO
 
 STAGE1 = (REPO / "solutions" / "stage1_softmax.py").read_text()
@@ -23,13 +24,16 @@ def submission(tmp_path: Path, stage1_prefix: str = "", stage1_body: str = STAGE
 def workers_for():
     opened = []
 
-    def open_workers(folder: Path, **kwargs) -> LearnerWorkers:
-        opened.append(LearnerWorkers(folder, **kwargs))
-        return opened[-1]
+    def open_workers(folder: Path, timeout: float = 10.0) -> LearnerWorkers:
+        sandbox = Sandbox()
+        sandbox.stage(folder)
+        opened.append((sandbox, LearnerWorkers(sandbox, timeout)))
+        return opened[-1][1]
 
     yield open_workers
-    for workers in opened:
+    for sandbox, workers in opened:
         workers.close()
+        sandbox.close()
 
 
 def scores(workers: LearnerWorkers) -> torch.Tensor:

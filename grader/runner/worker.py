@@ -2,7 +2,6 @@
 
 import ctypes
 import os
-import resource
 import signal
 import socket
 import sys
@@ -11,27 +10,25 @@ from pathlib import Path
 
 import torch
 
+from grader.runner import confine
 from grader.runner.implementation import STAGE_MODULES, load_stage
 from grader.runner.probes import PROBES
 from grader.runner.protocol import receive, send
 from grader.runner.standins import install_stand_ins
 
-# Room for learner tensors above what torch itself maps: a tens-of-GB allocation fails fast.
-MEMORY_HEADROOM_BYTES = 3 * 1024**3
 
-
-def run(stage: int, socket_path: str, submission: Path, device: str) -> None:
+def run(stage: int, socket_path: str, submission: Path, scratch: Path, device: str) -> None:
     _die_with_parent()
     _silence_output()  # learner prints go nowhere: only the socket reaches the judge
-    if device == "cpu":
-        _limit_memory()
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    os.chdir(scratch)
     torch.set_num_threads(1)
     # TF32 rounds matmul inputs to 10 bits, far coarser than the documents' 4 decimals.
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(socket_path)
+    confine.limit_resources(device)
+    confine.forbid_new_processes(os.getpid())
     send(sock, {"hello": {"stage": stage, "pid": os.getpid()}})
     serve(sock, stage, submission, device)
 
@@ -45,16 +42,21 @@ def serve(sock: socket.socket, stage: int, submission: Path, device: str) -> Non
             return
         if not loaded:  # at the first request, so that an import error is an answer, not a crash
             install_stand_ins(stage)
+            guard = confine.guard_imports()
             implementation, import_error = _load(submission, stage)
             loaded = True
-        if import_error is not None:
-            send(sock, {"error": import_error})
-            continue
-        try:
-            result = PROBES[request["op"]](implementation, device, **request["params"])
-            send(sock, {"ok": result})
-        except BaseException as error:  # SystemExit and friends are learner behaviour to report
-            send(sock, {"error": describe(error, submission)})
+        if import_error is None:
+            try:
+                answer = {"ok": PROBES[request["op"]](implementation, device, **request["params"])}
+            except BaseException as error:  # SystemExit and friends are learner behaviour to report
+                answer = {"error": describe(error, submission)}
+        else:
+            answer = {"error": import_error}
+        if guard.attempts:  # even when the learner's code caught the ImportError
+            answer = {"error": {"kind": "forbidden_import", "type": None, "where": None,
+                                "message": f"your code tried `import {guard.attempts[0]}`: submissions may "
+                                           "not use the grader, the solutions or the tests"}}
+        send(sock, answer)
 
 
 def _load(submission: Path, stage: int):
@@ -73,6 +75,8 @@ def describe(error: BaseException, submission: Path) -> dict:
     message = str(error)
     if isinstance(error, NotImplementedError):
         kind = "not_implemented"
+    elif isinstance(error, confine.ForbiddenImport):
+        kind = "forbidden_import"
     elif isinstance(error, MemoryError) or "can't allocate memory" in message or "out of memory" in message.lower():
         kind = "memory"
     else:
@@ -112,10 +116,3 @@ def _silence_output() -> None:
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
     sys.stdout = sys.stderr = open(os.devnull, "w")
-
-
-def _limit_memory() -> None:
-    with open("/proc/self/statm") as statm:
-        mapped = int(statm.read().split()[0]) * resource.getpagesize()
-    limit = mapped + MEMORY_HEADROOM_BYTES
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))

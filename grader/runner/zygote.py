@@ -1,13 +1,16 @@
 """The zygote: imports torch once, then forks a worker per stage on the judge's request.
 
-    python -m grader.runner.zygote SUBMISSION_FOLDER DEVICE
+    python -m grader.runner.zygote SUBMISSION_FOLDER SCRATCH_FOLDER DEVICE
 
-Reads one JSON command per line on stdin ({"fork": stage, "socket": path} or {"kill": pid}) and
-answers one JSON line on stdout. It runs no torch operation itself, so forks stay safe.
+Reads one JSON command per line on stdin and answers one JSON line on stdout:
+{"fork": stage, "socket": path} starts a worker, {"kill": pid} ends one and waits until it is
+gone, {"reset": true} empties the scratch folder between students. It runs no torch operation
+itself, so forks stay safe, and it never imports learner code: every student starts clean.
 """
 
 import json
 import os
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -18,7 +21,7 @@ from grader.runner import worker  # imports everything a worker needs, once
 
 
 def main() -> None:
-    submission, device = Path(sys.argv[1]), sys.argv[2]
+    submission, scratch, device = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"  # does not initialise CUDA
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps finished workers
@@ -29,16 +32,25 @@ def main() -> None:
             pid = os.fork()
             if pid == 0:
                 try:
-                    worker.run(int(command["fork"]), command["socket"], submission, device)
+                    worker.run(int(command["fork"]), command["socket"], submission, scratch, device)
                 finally:
                     os._exit(0)
             print(json.dumps({"pid": pid}), flush=True)
         elif "kill" in command:
-            try:
-                os.kill(int(command["kill"]), signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            _kill(int(command["kill"]))
             print(json.dumps({"killed": command["kill"]}), flush=True)
+        elif "reset" in command:
+            for entry in scratch.iterdir():
+                shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+            print(json.dumps({"reset": True}), flush=True)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)  # with SIGCHLD ignored this returns (ECHILD) once the worker is gone
+    except (ProcessLookupError, ChildProcessError):
+        pass
 
 
 if __name__ == "__main__":

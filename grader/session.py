@@ -1,0 +1,44 @@
+"""One grading session: the checks, run by pytest against one student's workers, become a report."""
+
+import contextlib
+import io
+
+import pytest
+import torch
+
+from grader.learner import LearnerWorkers
+from grader.plugin import CHECK_ARGS, GradingPlugin
+from grader.report import build
+from grader.sandbox import Sandbox
+from grader.submission import StagedSubmission
+
+
+class GradingError(RuntimeError):
+    """The checks themselves could not run: a fault of the grader, not of the submission."""
+
+
+def grade_staged(sandbox: Sandbox, staged: StagedSubmission, stages: list[int], visible_only: bool = False,
+                 timeout: float = 10.0) -> dict:
+    """The report (grader/schemas/report.schema.json) for the student staged in ``sandbox``."""
+    with LearnerWorkers(sandbox, timeout) as learner:
+        plugin = GradingPlugin(learner, sandbox.device, stages, visible_only)
+        pytest_output = io.StringIO()
+        with contextlib.redirect_stdout(pytest_output), contextlib.redirect_stderr(pytest_output):
+            exit_code = pytest.main(CHECK_ARGS, plugins=[plugin])
+    if exit_code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        raise GradingError(f"the checks could not run (pytest exit {int(exit_code)}):\n"
+                           f"{pytest_output.getvalue()[-2000:]}")
+    return build(plugin.results, stages, sandbox.device, torch.__version__, flags(sandbox, staged, visible_only),
+                 sandbox.confinement.detail)
+
+
+def flags(sandbox: Sandbox, staged: StagedSubmission, visible_only: bool) -> list[str]:
+    """What a reader of the score must know: never a silently weaker grade."""
+    found = [] if sandbox.confinement.confined else ["unsandboxed"]
+    if visible_only:
+        found.append("provisional")
+    if staged.problem:
+        found.append(f"unreadable: {staged.problem}")
+    if staged.ignored:
+        found.append("ignored: " + ", ".join(staged.ignored))
+    return found
