@@ -12,7 +12,11 @@ from grader.runner.protocol import ProtocolError, receive, send
 from grader.sandbox import Sandbox, SandboxError
 
 WORKER_CONNECT_SECONDS = 60.0  # from fork to the worker's connection, on a busy machine
-TIMEOUTS_PER_STAGE = 2  # after that many, a stage's remaining calls fail at once: a hang costs its limit twice
+# After this many hangs in a stage, its later calls get a short limit: a correct call takes
+# milliseconds, so a function that hangs everywhere costs seconds, not minutes, and a stage's
+# other functions still earn their points.
+TIMEOUTS_PER_STAGE = 2
+REPEAT_HANG_SECONDS = 1.0
 
 
 @dataclass
@@ -39,6 +43,7 @@ class LearnerWorkers:
         self.timeout = timeout
         self._workers: dict[int, tuple[socket.socket, int]] = {}
         self._timeouts: dict[int, int] = {}
+        self._hung_at_import: set[int] = set()
 
     @property
     def device(self) -> str:
@@ -46,11 +51,10 @@ class LearnerWorkers:
 
     def request(self, stage: int, op: str, timeout: float | None = None, **params) -> object:
         """Run probe ``op`` in the worker of ``stage``; its result, or LearnerFailure."""
-        if self._timeouts.get(stage, 0) >= TIMEOUTS_PER_STAGE:
-            raise LearnerFailure("timeout", f"not run: your code in this stage already ran past the time limit "
-                                            f"{TIMEOUTS_PER_STAGE} times")
-        sock, _ = self._worker(stage)
         limit = timeout or self.timeout
+        if self._timeouts.get(stage, 0) >= TIMEOUTS_PER_STAGE:
+            limit = min(limit, REPEAT_HANG_SECONDS)
+        sock, _ = self._worker(stage)
         try:
             send(sock, {"op": op, "params": params})
             sock.settimeout(limit)
@@ -80,8 +84,7 @@ class LearnerWorkers:
 
     def close(self) -> None:
         """End every worker and wait until each is gone, so the next student starts clean."""
-        for stage in list(self._workers):
-            self._discard(stage)
+        self._discard(*self._workers)
 
     def __enter__(self) -> "LearnerWorkers":
         return self
@@ -90,22 +93,49 @@ class LearnerWorkers:
         self.close()
 
     def _worker(self, stage: int) -> tuple[socket.socket, int]:
-        if stage not in self._workers:
-            self._workers[stage] = self._fork(stage)
-        return self._workers[stage]
+        return self._workers[stage] if stage in self._workers else self._fork(stage)
 
     def _fork(self, stage: int) -> tuple[socket.socket, int]:
+        """A worker that has imported the stage, or LearnerFailure when importing it crashed or hung."""
+        if stage in self._hung_at_import:
+            raise LearnerFailure("timeout", f"not run: importing your file took longer than {self.timeout:g} s")
         try:
-            self.sandbox.command({"fork": stage, "socket": self.sandbox.inside(self.sandbox.socket_path)})
-            self.sandbox.listener.settimeout(WORKER_CONNECT_SECONDS)
-            connection, _ = self.sandbox.listener.accept()
-            hello = receive(connection)
+            self.sandbox.command({"fork": stage, "socket": self.sandbox.inside(self.sandbox.socket_path)},
+                                 answered=False)
+            connection = self._accept()
+            pid = int(receive(connection)["hello"]["pid"])
         except (SandboxError, OSError, ProtocolError) as error:
             raise LearnerFailure("crash", f"the grader could not start a process for your code ({error})") from None
-        return connection, int(hello["hello"]["pid"])
+        self._workers[stage] = (connection, pid)
+        try:
+            connection.settimeout(self.timeout)
+            receive(connection)  # {"loaded": ...}: an import error is answered per request
+        except TimeoutError:
+            self._discard(stage)
+            self._hung_at_import.add(stage)
+            raise LearnerFailure("timeout", f"importing your file did not finish within {self.timeout:g} s") from None
+        except (ConnectionError, ProtocolError, OSError):
+            self._discard(stage)
+            raise LearnerFailure("crash", "the process running your code stopped while importing your file "
+                                          "(os._exit, a segfault or the memory limit can do that)") from None
+        return connection, pid
 
-    def _discard(self, stage: int) -> None:
-        sock, pid = self._workers.pop(stage)
-        sock.close()
-        if self.sandbox.alive:
-            self.sandbox.command({"kill": pid})
+    def _accept(self) -> socket.socket:
+        """The next worker's connection; the zygote's death ends the wait early."""
+        self.sandbox.listener.settimeout(1.0)
+        for _ in range(int(WORKER_CONNECT_SECONDS)):
+            try:
+                return self.sandbox.listener.accept()[0]
+            except TimeoutError:
+                if not self.sandbox.alive:
+                    break
+        raise SandboxError(f"no worker connected within {WORKER_CONNECT_SECONDS:g} s")
+
+    def _discard(self, *stages: int) -> None:
+        pids = []
+        for stage in stages:
+            sock, pid = self._workers.pop(stage)
+            sock.close()
+            pids.append(pid)
+        if pids and self.sandbox.alive:
+            self.sandbox.command({"kill": pids})

@@ -108,10 +108,16 @@ class Sandbox:
             return str(path)
         return str(INSIDE / Path(path).relative_to(self._root))
 
-    def command(self, command: dict) -> dict:
-        self.device  # the zygote answers commands once it is ready
-        self._zygote.stdin.write(json.dumps(command) + "\n")
-        self._zygote.stdin.flush()
+    def command(self, command: dict, answered: bool = True) -> dict | None:
+        """Send a zygote command (see grader.runner.zygote); its answer, when it gives one."""
+        self.device  # the zygote takes commands once it is ready
+        try:
+            self._zygote.stdin.write(json.dumps(command) + "\n")
+            self._zygote.stdin.flush()
+        except BrokenPipeError:
+            raise SandboxError("the process that runs learner code has stopped") from None
+        if not answered:
+            return None
         line = self._zygote.stdout.readline()
         if not line:
             raise SandboxError("the process that runs learner code has stopped")

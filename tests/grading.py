@@ -37,5 +37,13 @@ def grade(submission: Path, *options: str, report: Path | None = None) -> tuple[
     return result, json.loads(report.read_text())
 
 
+def batch(submissions: Path, out: Path, *options: str) -> subprocess.CompletedProcess:
+    """Run `python -m grader batch` as an instructor would; it must succeed."""
+    result = subprocess.run([sys.executable, "-m", "grader", "batch", str(submissions), "--out", str(out), *options],
+                            cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
 def stage_scores(report: dict) -> dict[int, float]:
     return {int(s["id"].removeprefix("stage")): s["score"] for s in report["stages"]}

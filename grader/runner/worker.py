@@ -1,8 +1,6 @@
 """A worker: one process per graded stage, forked from the zygote, serving the judge's requests."""
 
-import ctypes
 import os
-import signal
 import socket
 import sys
 import traceback
@@ -18,7 +16,7 @@ from grader.runner.standins import install_stand_ins
 
 
 def run(stage: int, socket_path: str, submission: Path, scratch: Path, device: str) -> None:
-    _die_with_parent()
+    confine.die_with_parent()
     _silence_output()  # learner prints go nowhere: only the socket reaches the judge
     os.chdir(scratch)
     torch.set_num_threads(1)
@@ -30,21 +28,22 @@ def run(stage: int, socket_path: str, submission: Path, scratch: Path, device: s
     confine.limit_resources(device)
     confine.forbid_new_processes(os.getpid())
     send(sock, {"hello": {"stage": stage, "pid": os.getpid()}})
-    serve(sock, stage, submission, device)
+    # The judge times the import on its own: a module that hangs at import costs its stage once.
+    install_stand_ins(stage)
+    guard = confine.guard_imports()
+    implementation, import_error = _load(submission, stage)
+    send(sock, {"loaded": import_error is None})
+    serve(sock, submission, device, guard, implementation, import_error)
 
 
-def serve(sock: socket.socket, stage: int, submission: Path, device: str) -> None:
-    loaded = False
+def serve(sock: socket.socket, submission: Path, device: str, guard: confine.ImportGuard, implementation,
+          import_error: dict | None) -> None:
+    """Answer requests until the judge hangs up; an import error is the answer to every request."""
     while True:
         try:
             request = receive(sock)
         except ConnectionError:
             return
-        if not loaded:  # at the first request, so that an import error is an answer, not a crash
-            install_stand_ins(stage)
-            guard = confine.guard_imports()
-            implementation, import_error = _load(submission, stage)
-            loaded = True
         if import_error is None:
             try:
                 answer = {"ok": PROBES[request["op"]](implementation, device, **request["params"])}
@@ -102,13 +101,6 @@ def _import_where(submission: Path, stage: int) -> str | None:
     except SyntaxError as error:
         return f"{path.name}:{error.lineno}"
     return None
-
-
-def _die_with_parent() -> None:
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass  # not Linux: the judge's kill on close still ends the worker
 
 
 def _silence_output() -> None:

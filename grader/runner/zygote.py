@@ -2,10 +2,12 @@
 
     python -m grader.runner.zygote SUBMISSION_FOLDER SCRATCH_FOLDER DEVICE
 
-Reads one JSON command per line on stdin and answers one JSON line on stdout:
-{"fork": stage, "socket": path} starts a worker, {"kill": pid} ends one and waits until it is
-gone, {"reset": true} empties the scratch folder between students. It runs no torch operation
-itself, so forks stay safe, and it never imports learner code: every student starts clean.
+Reads one JSON command per line on stdin. {"fork": stage, "socket": path} starts a worker, which
+introduces itself on the socket (no answer here, so the judge need not wait for the fork);
+{"kill": [pid, ...]} ends workers and answers once all are gone; {"reset": true} empties the
+scratch folder between students and answers. Commands run in order, so a student's workers are
+gone before the next student's files arrive. The zygote runs no torch operation itself, so
+forks stay safe, and it never imports learner code: every student starts clean.
 """
 
 import json
@@ -35,9 +37,9 @@ def main() -> None:
                     worker.run(int(command["fork"]), command["socket"], submission, scratch, device)
                 finally:
                     os._exit(0)
-            print(json.dumps({"pid": pid}), flush=True)
         elif "kill" in command:
-            _kill(int(command["kill"]))
+            for pid in command["kill"]:
+                _kill(int(pid))
             print(json.dumps({"killed": command["kill"]}), flush=True)
         elif "reset" in command:
             for entry in scratch.iterdir():

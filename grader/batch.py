@@ -1,0 +1,303 @@
+"""python -m grader batch SUBMISSIONS_DIR --out OUT_DIR [--workers N] [--force] [...]
+
+Grades a class: every sub-folder or .zip of SUBMISSIONS_DIR is one student, named after it.
+Writes OUT_DIR/<student>.json (the report), OUT_DIR/<student>.txt (the feedback the student
+reads) and OUT_DIR/grades.csv. Each file is written whole or not at all, so a re-run after a
+crash or Ctrl-C picks up where it stopped; --force grades everyone again.
+
+Each lane is a judge process with its own sandbox (one torch-preloaded zygote), grading one
+student at a time: a class pays the torch import once per lane, not once per student.
+"""
+
+import argparse
+import csv
+import io
+import multiprocessing
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+
+STAGE_COUNT = 5
+CSV_COLUMNS = ["student_id", "score", "max_score", *[f"stage{n}" for n in range(1, STAGE_COUNT + 1)], "flags"]
+
+
+@dataclass(frozen=True)
+class Student:
+    id: str
+    source: Path
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    from grader.__main__ import add_grading_options
+
+    parser = argparse.ArgumentParser(prog="python -m grader batch", description=__doc__.split("\n\n")[1])
+    parser.add_argument("submissions", type=Path, help="a folder with one sub-folder or .zip per student")
+    parser.add_argument("--out", type=Path, required=True, help="where the reports and grades.csv go")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="students graded at once")
+    parser.add_argument("--force", action="store_true", help="grade again students who already have a report")
+    parser.add_argument("--student-timeout", type=float, default=300.0,
+                        help="seconds one student's grading may take in all before it is stopped")
+    add_grading_options(parser)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    args = parse(argv)
+    try:
+        students, skipped = list_students(args.submissions)
+    except ValueError as error:
+        print(f"grader batch: {error}", file=sys.stderr)
+        return 2
+    for name in skipped:
+        print(f"grader batch: skipped {name} (neither a folder nor a .zip)", file=sys.stderr)
+    args.out.mkdir(parents=True, exist_ok=True)
+    todo = [s for s in students if args.force or not _report_path(args.out, s).exists()]
+    if len(todo) < len(students):
+        print(f"grader batch: {len(students) - len(todo)} of {len(students)} already graded in {args.out} "
+              "(--force grades them again)", file=sys.stderr)
+    try:
+        _grade_all(todo, args)
+    except LaneError as error:
+        print(f"grader batch: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("grader batch: interrupted; what was graded is kept, run again to go on", file=sys.stderr)
+        return 130
+    write_gradebook(args.out, students)
+    print(f"grader batch: {len(students)} students in {args.out / 'grades.csv'}", file=sys.stderr)
+    return 0
+
+
+def list_students(folder: Path) -> tuple[list[Student], list[str]]:
+    """The students of ``folder`` by id, in a fixed order; and the names that are not submissions."""
+    if not folder.is_dir():
+        raise ValueError(f"{folder} is not a folder")
+    students: dict[str, Student] = {}
+    skipped = []
+    for entry in sorted(folder.iterdir()):
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            student = Student(entry.name, entry)
+        elif entry.is_file() and entry.suffix == ".zip":
+            student = Student(entry.stem, entry)
+        else:
+            skipped.append(entry.name)
+            continue
+        if student.id in students:
+            raise ValueError(f"two submissions for {student.id}: {students[student.id].source.name} and {entry.name}")
+        students[student.id] = student
+    return sorted(students.values(), key=lambda s: s.id), skipped
+
+
+# Lanes --------------------------------------------------------------------------------------
+
+
+class LaneError(RuntimeError):
+    """A lane could not start its sandbox: nothing can be graded."""
+
+
+def _lane(connection: Connection, args: argparse.Namespace) -> None:
+    """A judge process: one sandbox, then one student per message until told to stop."""
+    import torch
+
+    from grader.runner.confine import die_with_parent
+    from grader.sandbox import Sandbox, SandboxError
+
+    die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator decides when lanes stop
+    torch.set_num_threads(1)  # lanes run side by side: more threads each would only contend
+    try:
+        sandbox = Sandbox(args.device, args.sandbox)
+        sandbox.device  # noqa: B018 - fail here, once, if the zygote cannot start
+    except SandboxError as error:
+        connection.send(("fatal", str(error)))
+        return
+    connection.send(("ready", None))
+    with sandbox:
+        while (student := connection.recv()) is not None:
+            connection.send(("done", grade_student(sandbox, student, args)))
+
+
+def grade_student(sandbox, student: Student, args: argparse.Namespace) -> dict:
+    """The report of one student; an unreadable submission is graded as an empty one."""
+    from grader.__main__ import STAGES
+    from grader.session import grade_staged
+    from grader.submission import StagedSubmission, SubmissionError
+
+    try:
+        staged = sandbox.stage(student.source)
+    except (SubmissionError, OSError) as error:
+        staged = StagedSubmission(sandbox.submission, problem=str(error))
+    return grade_staged(sandbox, staged, STAGES, args.visible_only, args.timeout)
+
+
+@dataclass
+class _Lane:
+    process: multiprocessing.Process
+    connection: Connection
+    student: Student | None = None
+    started: float = 0.0
+
+
+def _start_lanes(context, args, count: int) -> list[_Lane]:
+    """Start ``count`` lanes side by side (each imports torch in its zygote), then wait for all."""
+    lanes = []
+    for _ in range(count):
+        ours, theirs = context.Pipe()
+        process = context.Process(target=_lane, args=(theirs, args), daemon=True)
+        process.start()
+        theirs.close()
+        lanes.append(_Lane(process, ours))
+    for lane in lanes:
+        kind, detail = lane.connection.recv() if lane.connection.poll(120) else ("fatal", "no answer in 120 s")
+        if kind != "ready":
+            for other in lanes:
+                other.process.kill()
+            raise LaneError(f"a grading lane could not start: {detail}")
+    return lanes
+
+
+def _grade_all(todo: list[Student], args: argparse.Namespace) -> None:
+    if not todo:
+        return
+    import grader.session  # noqa: F401 - torch, pytest and the judge, imported once and shared by every fork
+
+    context = multiprocessing.get_context("fork")
+    lanes = _start_lanes(context, args, max(1, min(args.workers, len(todo))))
+    queue = list(todo)
+    progress = Progress(len(todo))
+    try:
+        while queue or any(lane.student for lane in lanes):
+            for lane in lanes:
+                if lane.student is None and queue:
+                    lane.student, lane.started = queue.pop(0), time.monotonic()
+                    lane.connection.send(lane.student)
+            busy = {lane.connection: lane for lane in lanes if lane.student}
+            for connection in wait(list(busy), timeout=1.0):
+                lane = busy[connection]
+                try:
+                    _, report = connection.recv()
+                except (EOFError, OSError):
+                    report = _failed_report(args, "the grader stopped while grading this submission")
+                    lanes[lanes.index(lane)] = _restart(lane, context, args)
+                _finish(lane, report, args, progress)
+            for index, lane in enumerate(lanes):
+                if lane.student and time.monotonic() - lane.started > args.student_timeout:
+                    student = lane.student
+                    lanes[index] = _restart(lane, context, args)
+                    _finish(lane, _failed_report(args, f"grading stopped after {args.student_timeout:g} s"),
+                            args, progress, student)
+    finally:
+        for lane in lanes:
+            if lane.process.is_alive():
+                if lane.student is None:
+                    lane.connection.send(None)
+                lane.process.join(timeout=5)
+                lane.process.kill()
+        progress.close()
+
+
+def _restart(lane: _Lane, context, args) -> _Lane:
+    lane.process.kill()
+    lane.process.join()
+    return _start_lanes(context, args, 1)[0]
+
+
+def _finish(lane: _Lane, report: dict, args, progress: "Progress", student: Student | None = None) -> None:
+    from grader.report import render_text
+
+    student = student or lane.student
+    write_atomic(args.out / f"{student.id}.txt", render_text(report, student.id, color=False) + "\n")
+    write_atomic(_report_path(args.out, student), _json(report))  # last: its presence means "graded"
+    lane.student = None
+    progress.advance(student.id, report)
+
+
+def _failed_report(args: argparse.Namespace, reason: str) -> dict:
+    """A zero with the reason in flags, for a submission whose grading did not finish."""
+    from grader.__main__ import STAGES
+    from grader.points import points_table
+    from grader.report import TITLES
+
+    stages = [{"id": f"stage{n}", "title": TITLES[n], "score": 0,
+               "max_score": sum(points_table()[f"stage{n}"].values()), "checks": []} for n in STAGES]
+    return {"score": 0, "max_score": sum(s["max_score"] for s in stages), "device": args.device, "torch": "",
+            "sandbox": "", "stages": stages, "flags": [f"not graded: {reason}"]}
+
+
+# Output -------------------------------------------------------------------------------------
+
+
+def _report_path(out: Path, student: Student) -> Path:
+    return out / f"{student.id}.json"
+
+
+def _json(report: dict) -> str:
+    import json
+
+    return json.dumps(report, indent=2) + "\n"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write a temporary file beside ``path``, then rename it: readers see all of it or none."""
+    temporary = path.with_name(f".{path.name}.partial")
+    with open(temporary, "w", encoding="utf-8", newline="") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+
+
+def write_gradebook(out: Path, students: list[Student]) -> None:
+    """grades.csv from the reports on disk, in student order: the same reports give the same bytes."""
+    import json
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for student in students:
+        path = _report_path(out, student)
+        if not path.exists():
+            writer.writerow([student.id, "", "", *[""] * STAGE_COUNT, "not graded"])
+            continue
+        report = json.loads(path.read_text())
+        stages = {s["id"]: s["score"] for s in report["stages"]}
+        writer.writerow([student.id, report["score"], report["max_score"],
+                         *[stages.get(f"stage{n}", "") for n in range(1, STAGE_COUNT + 1)],
+                         "; ".join(report["flags"])])
+    write_atomic(out / "grades.csv", buffer.getvalue())
+
+
+class Progress:
+    """A bar with count, rate and ETA on a terminal; a plain line every tenth of the way in a log."""
+
+    def __init__(self, total: int):
+        self.total = total
+        self.done = 0
+        self.started = time.monotonic()
+        self.bar = None
+        if sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit="student", dynamic_ncols=True)
+
+    def advance(self, student_id: str, report: dict) -> None:
+        self.done += 1
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"{student_id}: {report['score']:g}/{report['max_score']:g}", refresh=False)
+            self.bar.update()
+        elif self.done == self.total or self.done % max(1, self.total // 10) == 0:
+            elapsed = time.monotonic() - self.started
+            rate = self.done / elapsed if elapsed else 0.0
+            eta = (self.total - self.done) / rate if rate else 0.0
+            print(f"grader batch: {self.done}/{self.total} graded, {rate:.1f}/s, ETA {eta:.0f} s",
+                  file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

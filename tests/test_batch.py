@@ -1,0 +1,108 @@
+"""Grading a class: one report per student, a gradebook, resumable and deterministic."""
+
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+
+import jsonschema
+import pytest
+
+from grader.report import render_text
+from tests.conftest import REPO
+from tests.grading import MUTANTS, batch, learner_copy
+
+SCHEMA = json.loads((REPO / "grader" / "schemas" / "report.schema.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def classroom(tmp_path_factory):
+    """Eight students: correct, stub, partly wrong, zipped, damaged, and a stray file."""
+    root = tmp_path_factory.mktemp("class") / "submissions"
+    learner_copy(root / "ada")
+    shutil.copytree(REPO / "exercises", root / "bo", ignore=shutil.ignore_patterns("__pycache__"))
+    for name, mutant in zip(["cy", "di", "ed"], MUTANTS[::9]):
+        learner_copy(root / name, mutant)
+    zipped = learner_copy(root.parent / "fay-files")
+    with zipfile.ZipFile(root / "fay.zip", "w") as archive:
+        for path in zipped.iterdir():
+            archive.write(path, f"fay/{path.name}")
+    (root / "gus.zip").write_bytes(b"PK\x03\x04 not really a zip")
+    learner_copy(root / "hal", stages=[1, 2])
+    (root / "README.txt").write_text("not a submission")
+    return root
+
+
+@pytest.fixture(scope="module")
+def graded(classroom, tmp_path_factory):
+    out = tmp_path_factory.mktemp("graded")
+    result = batch(classroom, out, "--workers", "2")
+    return result, out
+
+
+def gradebook(out) -> list[dict]:
+    with open(out / "grades.csv", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_every_student_gets_a_report_a_feedback_file_and_a_row(graded):
+    result, out = graded
+    rows = {row["student_id"]: row for row in gradebook(out)}
+    assert list(rows) == ["ada", "bo", "cy", "di", "ed", "fay", "gus", "hal"]
+    for student in rows:
+        report = json.loads((out / f"{student}.json").read_text())
+        jsonschema.validate(report, SCHEMA)
+        assert (out / f"{student}.txt").read_text() == render_text(report, student, color=False) + "\n"
+        assert float(rows[student]["score"]) == report["score"]
+        assert [float(rows[student][f"stage{n}"]) for n in range(1, 6)] == [s["score"] for s in report["stages"]]
+    assert rows["ada"]["score"] == rows["fay"]["score"] == "100"
+    assert rows["bo"]["score"] == "0" and rows["hal"]["score"] == "40"
+    assert all(0 < float(rows[s]["score"]) < 100 for s in ("cy", "di", "ed"))
+    assert rows["gus"]["score"] == "0" and "unreadable" in rows["gus"]["flags"]
+    assert "skipped README.txt" in result.stderr
+    assert not [p for p in out.iterdir() if p.name.startswith(".")], "temporary files left behind"
+
+
+def test_the_gradebook_is_byte_identical_across_runs_and_lane_counts(graded, classroom, tmp_path):
+    _, out = graded
+    batch(classroom, tmp_path, "--workers", "1")
+    assert (tmp_path / "grades.csv").read_bytes() == (out / "grades.csv").read_bytes()
+    for report in out.glob("*.json"):
+        assert (tmp_path / report.name).read_bytes() == report.read_bytes(), report.name
+
+
+def test_a_killed_batch_resumes_without_losing_or_redoing_work(graded, classroom, tmp_path):
+    _, reference = graded
+    command = [sys.executable, "-m", "grader", "batch", str(classroom), "--out", str(tmp_path), "--workers", "1"]
+    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    deadline = time.monotonic() + 300
+    while len(list(tmp_path.glob("*.json"))) < 3 and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    kept = {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("*.json")}
+    assert 3 <= len(kept) < 8, kept
+    for name in kept:  # written whole or not at all
+        json.loads((tmp_path / name).read_text())
+
+    result = batch(classroom, tmp_path, "--workers", "1")
+    assert f"{len(kept)} of 8 already graded" in result.stderr
+    assert {name: (tmp_path / name).stat().st_mtime_ns for name in kept} == kept  # not graded again
+    assert (tmp_path / "grades.csv").read_bytes() == (reference / "grades.csv").read_bytes()
+
+    batch(classroom, tmp_path, "--workers", "1", "--force")
+    assert all((tmp_path / name).stat().st_mtime_ns != mtime for name, mtime in kept.items())
+
+
+def test_two_submissions_for_one_student_stop_the_batch_before_it_starts(tmp_path):
+    learner_copy(tmp_path / "class" / "ada", stages=[1])
+    shutil.make_archive(str(tmp_path / "class" / "ada"), "zip", tmp_path / "class" / "ada")
+    result = subprocess.run([sys.executable, "-m", "grader", "batch", str(tmp_path / "class"), "--out",
+                             str(tmp_path / "out")], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "two submissions for ada: ada and ada.zip" in result.stderr
