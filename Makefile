@@ -11,15 +11,19 @@ PYTEST_ARGS ?=
 
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
+INSTRUCTOR_STAMP := $(VENV)/.instructor-installed
 
 .DEFAULT_GOAL := help
-.PHONY: help grade test stubs bench-grade clean
+.PHONY: help grade grade-all gradescope test stubs bench-grade bench-batch clean
 
 help:
 	@echo "make grade         grade exercises/ (STAGE=N for one stage, SUBMISSION=folder-or-zip for another)"
+	@echo "make grade-all     grade a class: SUBMISSIONS=folder (one sub-folder or .zip each) OUT=folder"
+	@echo "make gradescope    build dist/gradescope-autograder.zip for a Gradescope programming assignment"
 	@echo "make test          run the repository's own test suite"
 	@echo "make stubs         regenerate exercises/ from solutions/ (overwrites your work!)"
 	@echo "make bench-grade   time make grade against a bare 'import torch'"
+	@echo "make bench-batch   time grading 100 submissions against a process per submission"
 	@echo "make clean         remove .venv and caches"
 
 $(VENV)/bin/python:
@@ -31,12 +35,23 @@ $(RUNTIME_STAMP): pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install --quiet --disable-pip-version-check -e .
 	@touch $@
 
+$(INSTRUCTOR_STAMP): pyproject.toml $(RUNTIME_STAMP)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[instructor]'
+	@touch $@
+
 $(DEV_STAMP): pyproject.toml $(RUNTIME_STAMP)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	@touch $@
 
 grade: $(RUNTIME_STAMP)
 	@$(PY) -m grader $(SUBMISSION) $(if $(STAGE),--stage $(STAGE)) $(GRADE_ARGS)
+
+grade-all: $(INSTRUCTOR_STAMP)
+	@test -n "$(SUBMISSIONS)" -a -n "$(OUT)" || { echo "usage: make grade-all SUBMISSIONS=folder OUT=folder [GRADE_ARGS=...]"; exit 2; }
+	@$(PY) -m grader batch $(SUBMISSIONS) --out $(OUT) $(GRADE_ARGS)
+
+gradescope: $(RUNTIME_STAMP)
+	@$(PY) -m grader.authoring.gradescope dist/gradescope-autograder.zip
 
 test: $(DEV_STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -45,8 +60,11 @@ stubs: $(RUNTIME_STAMP)
 	$(PY) -m grader.authoring.stubs
 
 bench-grade: $(RUNTIME_STAMP)
-	@$(PY) tests/benchmarks/bench_grade.py
+	@$(PY) -m tests.benchmarks.bench_grade
+
+bench-batch: $(INSTRUCTOR_STAMP)
+	@$(PY) -m tests.benchmarks.bench_batch
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info
+	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info dist
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,4 +1,4 @@
-"""python -m grader SUBMISSION [--device cpu|cuda|auto] [--json FILE] [--gradescope FILE]
+"""python -m grader SUBMISSION [--device cpu|cuda|auto] [--json FILE] [--gradescope FILE] [--classroom FILE]
                             [--visible-only] [--stage N] [--timeout S] [--sandbox auto|bwrap|none]
    python -m grader batch SUBMISSIONS_DIR --out OUT_DIR [...]   (see grader/batch.py)
 
@@ -23,7 +23,8 @@ def add_grading_options(parser: argparse.ArgumentParser) -> None:
     """The options a single grade and a batch share."""
     parser.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cpu")
     parser.add_argument("--visible-only", action="store_true", help="run the visible checks only (provisional score)")
-    parser.add_argument("--timeout", type=float, default=10.0, help="seconds a single call into learner code may take")
+    parser.add_argument("--timeout", type=float, default=3.0,
+                        help="seconds one call into learner code may take (a correct one takes milliseconds)")
     parser.add_argument("--sandbox", choices=MODES, default="auto",
                         help="bwrap: insist on bubblewrap; auto: use it where it works, else say 'unsandboxed'")
 
@@ -34,6 +35,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("submission", type=Path, help="a folder or .zip holding some or all of the five stage files")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the report as JSON")
     parser.add_argument("--gradescope", type=Path, metavar="FILE", help="also write Gradescope's results.json")
+    parser.add_argument("--classroom", type=Path, metavar="FILE",
+                        help="also write the result GitHub Classroom's grading reporter reads")
     parser.add_argument("--stage", type=int, choices=STAGES, help="grade one stage only")
     add_grading_options(parser)
     return parser.parse_args(argv)
@@ -64,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def grade(args, sandbox: Sandbox, staged, started: float) -> int:
-    from grader.report import render_text, to_gradescope
+    from grader.report import render_text, to_classroom, to_gradescope
     from grader.session import GradingError, grade_staged
 
     try:
@@ -80,6 +83,8 @@ def grade(args, sandbox: Sandbox, staged, started: float) -> int:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
     if args.gradescope:
         args.gradescope.write_text(json.dumps(to_gradescope(report, time.monotonic() - started), indent=2) + "\n")
+    if args.classroom:
+        args.classroom.write_text(json.dumps(to_classroom(report)) + "\n")
     print(render_text(report, str(args.submission)))
     return 0
 

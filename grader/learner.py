@@ -16,7 +16,7 @@ WORKER_CONNECT_SECONDS = 60.0  # from fork to the worker's connection, on a busy
 # milliseconds, so a function that hangs everywhere costs seconds, not minutes, and a stage's
 # other functions still earn their points.
 TIMEOUTS_PER_STAGE = 2
-REPEAT_HANG_SECONDS = 1.0
+REPEAT_HANG_SECONDS = 0.5
 
 
 @dataclass
@@ -38,7 +38,7 @@ class LearnerFailure(Exception):
 class LearnerWorkers:
     """One student's workers, forked in ``sandbox`` on first use; close() ends them all."""
 
-    def __init__(self, sandbox: Sandbox, timeout: float = 10.0):
+    def __init__(self, sandbox: Sandbox, timeout: float = 3.0):
         self.sandbox = sandbox
         self.timeout = timeout
         self._workers: dict[int, tuple[socket.socket, int]] = {}

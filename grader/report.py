@@ -137,28 +137,36 @@ def _painter(enabled: bool):
     return paint
 
 
-# Gradescope -------------------------------------------------------------------------------
+# Gradescope and GitHub Classroom ---------------------------------------------------------
 
 
-def to_gradescope(report: dict, execution_time: float) -> dict:
-    """Gradescope's results.json: hidden checks show only after grades are published."""
-    tests = []
+def _checks_with_feedback(report: dict):
+    """(stage number, check, the text a student reads for it) for every check of the report."""
     for stage in report["stages"]:
         number = _number(stage)
         for c in stage["checks"]:
             output = c["message"] or ""
             if c["hint"]:
                 output += f"\nhint [{c['hint']}]: {explain(c['hint'], number)}"
-            tests.append({
-                "name": f"stage {number}: {c['id']}",
-                "score": c["score"],
-                "max_score": c["max_score"],
-                "status": "passed" if c["status"] == "passed" else "failed",
-                "output": output.strip(),
-                "visibility": "visible" if c["visibility"] == "visible" else "after_published",
-            })
+            yield number, c, output.strip()
+
+
+def to_gradescope(report: dict, execution_time: float) -> dict:
+    """Gradescope's results.json: hidden checks show only after grades are published."""
+    tests = [{"name": f"stage {number}: {c['id']}", "score": c["score"], "max_score": c["max_score"],
+              "status": "passed" if c["status"] == "passed" else "failed", "output": output,
+              "visibility": "visible" if c["visibility"] == "visible" else "after_published"}
+             for number, c, output in _checks_with_feedback(report)]
     summary = f"{_fmt(report['score'])}/{_fmt(report['max_score'])} on {report['device']}"
     if report["flags"]:
         summary += f" ({', '.join(report['flags'])})"
     return {"score": report["score"], "execution_time": round(execution_time, 3), "output": summary,
             "visibility": "visible", "tests": tests}
+
+
+def to_classroom(report: dict) -> dict:
+    """The result a GitHub Classroom grading reporter reads (one runner): points per check."""
+    tests = [{"name": f"stage {number}: {c['id']}", "status": "pass" if c["status"] == "passed" else "fail",
+              "score": c["score"], "message": output} for number, c, output in _checks_with_feedback(report)]
+    passed = all(t["status"] == "pass" for t in tests)
+    return {"version": 1, "status": "pass" if passed else "fail", "max_score": report["max_score"], "tests": tests}

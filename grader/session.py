@@ -18,7 +18,7 @@ class GradingError(RuntimeError):
 
 
 def grade_staged(sandbox: Sandbox, staged: StagedSubmission, stages: list[int], visible_only: bool = False,
-                 timeout: float = 10.0) -> dict:
+                 timeout: float = 3.0) -> dict:
     """The report (grader/schemas/report.schema.json) for the student staged in ``sandbox``."""
     with LearnerWorkers(sandbox, timeout) as learner:
         plugin = GradingPlugin(learner, sandbox.device, stages, visible_only)

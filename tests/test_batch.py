@@ -65,6 +65,7 @@ def test_every_student_gets_a_report_a_feedback_file_and_a_row(graded):
     assert all(0 < float(rows[s]["score"]) < 100 for s in ("cy", "di", "ed"))
     assert rows["gus"]["score"] == "0" and "unreadable" in rows["gus"]["flags"]
     assert "skipped README.txt" in result.stderr
+    assert "8/8 graded" in result.stderr and "/s, ETA" in result.stderr  # plain progress lines in a log
     assert not [p for p in out.iterdir() if p.name.startswith(".")], "temporary files left behind"
 
 

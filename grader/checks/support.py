@@ -8,6 +8,7 @@ import torch
 from grader.document_values import document_values
 from grader.learner import LearnerFailure, LearnerWorkers
 from grader.verdict import CheckFailed, expect_close  # noqa: F401 - re-exported for the checks
+from grader.runner.seeding import manual_seed
 
 
 def check(name: str, visible: bool = False, target: str | None = None):
@@ -79,7 +80,7 @@ def build_with_weights(learner: LearnerWorkers, stage: int, cls: str, args: list
 
 def reference_state(module_class, args: list, seed: int) -> dict[str, torch.Tensor]:
     """The weights a reference module gets under ``seed``: what gets injected into the learner's."""
-    torch.manual_seed(seed)
+    manual_seed(seed)
     return {k: v.clone() for k, v in module_class(*args).state_dict().items()}
 
 

@@ -11,6 +11,7 @@ from grader.checks.support import CheckFailed, check, expect_close, expect_no_ba
 from grader.document_values import document_values
 from grader.runner.protocol import Foreign
 from grader.runner.shortcuts import ATTENTION
+from grader.runner.seeding import manual_seed
 
 STAGE = 3
 NAMES = ("W_query", "W_key", "W_value")
@@ -63,7 +64,7 @@ def v1_output(reference, weights: dict, x: torch.Tensor) -> torch.Tensor:
 @check("document.transfer", visible=True, target="transfer_weights_v2_to_v1")
 def test_document_transfer(learner, reference):
     reply = transfer(learner, 3, 2, seed=123)
-    torch.manual_seed(123)  # exercise 3.1: v1, then v2, then x
+    manual_seed(123)  # exercise 3.1: v1, then v2, then x
     reference.SelfAttention_v1(3, 2), reference.SelfAttention_v2(3, 2)
     x = torch.rand(2, 3)
     value = next(v for v in document_values(STAGE) if v.id == "stage3.v1_after_transfer")

@@ -146,9 +146,9 @@ def guard_imports() -> ImportGuard:
     The worker keeps its references to the modules it uses; only the names leave sys.modules,
     so that `import grader` (or importlib, or __import__) has to ask the guard.
     """
-    for name in list(sys.modules):
-        if name.split(".")[0] in FORBIDDEN_PACKAGES:
-            del sys.modules[name]
+    prefixes = tuple(f"{package}." for package in FORBIDDEN_PACKAGES)
+    for name in [n for n in sys.modules if n in FORBIDDEN_PACKAGES or n.startswith(prefixes)]:
+        del sys.modules[name]
     guard = ImportGuard()
     sys.meta_path.insert(0, guard)
     return guard

@@ -11,6 +11,7 @@ import torch
 import torch.nn as nn
 
 from grader.runner.implementation import Implementation
+from grader.runner.seeding import manual_seed
 
 Recipe = Callable[[Implementation, torch.device], torch.Tensor]
 RECIPES: dict[str, Recipe] = {}
@@ -48,13 +49,13 @@ def journey_batch(device: torch.device) -> torch.Tensor:
 
 def once_upon_embeddings(device: torch.device) -> torch.Tensor:
     """002's "Once upon a time there": nn.Embedding(5, 4) rows after torch.manual_seed(123)."""
-    torch.manual_seed(123)
+    manual_seed(123)
     embedding = nn.Embedding(num_embeddings=5, embedding_dim=4)
     return embedding(torch.arange(5)).to(device)  # (5, 4)
 
 
 def seeded(seed: int, build: Callable[[], nn.Module], device: torch.device) -> nn.Module:
-    torch.manual_seed(seed)
+    manual_seed(seed)
     return build().to(device)
 
 
@@ -215,7 +216,7 @@ def once_upon_sa_v2_output(impl: Implementation, device: torch.device) -> torch.
 
 
 def exercise_3_1(impl: Implementation, device: torch.device) -> tuple[nn.Module, nn.Module, torch.Tensor]:
-    torch.manual_seed(123)
+    manual_seed(123)
     sa_v1 = impl.SelfAttention_v1(3, 2).to(device)
     sa_v2 = impl.SelfAttention_v2(3, 2).to(device)
     x = torch.rand(2, 3).to(device)
@@ -279,7 +280,7 @@ def masked_context_vecs(impl: Implementation, device: torch.device) -> torch.Ten
 
 def seeded_dropout(p: float, weights: torch.Tensor) -> torch.Tensor:
     """Both documents seed 123 right before applying dropout, so the mask depends only on p."""
-    torch.manual_seed(123)
+    manual_seed(123)
     return nn.Dropout(p)(weights)
 
 
@@ -316,7 +317,7 @@ def once_upon_dropout_of_causal_weights(impl: Implementation, device: torch.devi
 def seeded_batch_then_module(
     shape: tuple[int, int, int], build: Callable[[], nn.Module], device: torch.device
 ) -> torch.Tensor:
-    torch.manual_seed(123)
+    manual_seed(123)
     batch = torch.randn(*shape)
     module = build()
     return module.to(device)(batch.to(device))

@@ -15,6 +15,7 @@ from grader.runner.implementation import Implementation
 from grader.runner.protocol import Foreign
 from grader.runner.shortcuts import recording
 from grader.runner.standins import StandInSelfAttention_v1, StandInSelfAttention_v2
+from grader.runner.seeding import manual_seed
 
 Probe = Callable[..., object]
 PROBES: dict[str, Probe] = {}
@@ -76,7 +77,7 @@ def module(
 ) -> dict:
     """Build a learner module, inject weights, run forward on each input ``repeat`` times."""
     if seed is not None:
-        torch.manual_seed(seed)
+        manual_seed(seed)
     built = impl.name(cls)(*args, **(kwargs or {}))
     report: dict = {"structure": structure(built)}
     if return_state:
@@ -119,7 +120,7 @@ def transfer(
     impl: Implementation, device: str, d_in: int, d_out: int, seed: int, qkv_bias: bool = False, record: bool = False
 ) -> dict:
     """The learner's weight transfer between stand-ins built under ``seed`` (v1 first, as in 3.1)."""
-    torch.manual_seed(seed)
+    manual_seed(seed)
     sa_v1 = StandInSelfAttention_v1(d_in, d_out)
     sa_v2 = StandInSelfAttention_v2(d_in, d_out, qkv_bias=qkv_bias)
     names = ("W_query", "W_key", "W_value")

@@ -1,15 +1,18 @@
 """make bench-grade: how much grading adds to the interpreter and torch start-up.
 
 Times, in one run and interleaved so that machine noise hits both alike, the wall time of
-`make grade SUBMISSION=solutions` and of a bare `python -c "import torch"`, and prints the
-medians and their ratio (target: at most 1.5).
+`make grade` on a correct submission (the solutions as a learner's files) and of a bare
+`python -c "import torch"`, and prints the medians and their ratio (target: at most 1.5).
 """
 
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+
+from tests.grading import learner_copy
 
 REPO = Path(__file__).resolve().parents[2]
 ROUNDS = 7
@@ -22,7 +25,8 @@ def wall(command: list[str]) -> float:
 
 
 def main() -> None:
-    grade_command = ["make", "--no-print-directory", "grade", "SUBMISSION=solutions"]
+    correct = learner_copy(Path(tempfile.mkdtemp(prefix="bench-grade-")) / "submission")
+    grade_command = ["make", "--no-print-directory", "grade", f"SUBMISSION={correct}"]
     torch_command = [sys.executable, "-c", "import torch"]
     wall(grade_command)  # warm the file cache and the .venv stamp
     grades, imports = [], []
@@ -30,8 +34,8 @@ def main() -> None:
         grades.append(wall(grade_command))
         imports.append(wall(torch_command))
     grade, bare = statistics.median(grades), statistics.median(imports)
-    print(f"make grade SUBMISSION=solutions: median {grade:.2f} s (min {min(grades):.2f}, max {max(grades):.2f})")
-    print(f"python -c 'import torch':        median {bare:.2f} s (min {min(imports):.2f}, max {max(imports):.2f})")
+    print(f"make grade (a correct submission): median {grade:.2f} s (min {min(grades):.2f}, max {max(grades):.2f})")
+    print(f"python -c 'import torch':          median {bare:.2f} s (min {min(imports):.2f}, max {max(imports):.2f})")
     print(f"ratio: {grade / bare:.2f} (target <= 1.5), {ROUNDS} rounds")
 
 

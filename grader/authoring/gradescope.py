@@ -1,0 +1,56 @@
+"""make gradescope: the autograder zip to upload to a Gradescope programming assignment.
+
+    python -m grader.authoring.gradescope [OUT_ZIP]     (default dist/gradescope-autograder.zip)
+
+Gradescope unpacks the zip into /autograder/source, runs setup.sh once to build its image and
+run_autograder for every submission, which grades /autograder/submission and writes
+/autograder/results/results.json. The zip holds the grader with its checks and the solutions
+(the hidden checks compare against them; students never see the zip) and a requirements.txt
+made from pyproject.toml, so the versions are the repository's. Entries carry a fixed date:
+the same sources give the same zip.
+"""
+
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPTS = Path(__file__).with_name("gradescope")
+PACKAGES = ["grader", "solutions"]
+LEFT_OUT = {"authoring", "__pycache__"}  # authoring tools are for the repository, not for grading
+FIXED_DATE = (2026, 1, 1, 0, 0, 0)
+
+
+def requirements() -> str:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    return "".join(f"{requirement}\n" for requirement in project["dependencies"])
+
+
+def contents() -> dict[str, tuple[bytes, bool]]:
+    """Zip entry name -> (bytes, executable)."""
+    entries = {name: ((SCRIPTS / name).read_bytes(), True) for name in ("setup.sh", "run_autograder")}
+    entries["requirements.txt"] = (requirements().encode(), False)
+    for package in PACKAGES:
+        for path in sorted((REPO / package).rglob("*")):
+            relative = path.relative_to(REPO)
+            if path.is_file() and not LEFT_OUT & set(relative.parts) and path.suffix != ".pyc":
+                entries[relative.as_posix()] = (path.read_bytes(), False)
+    return entries
+
+
+def build(out: Path) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, (data, executable) in sorted(contents().items()):
+            info = zipfile.ZipInfo(name, FIXED_DATE)
+            info.external_attr = (0o100755 if executable else 0o100644) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, data)
+    return out
+
+
+if __name__ == "__main__":
+    target = build(Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "dist" / "gradescope-autograder.zip")
+    print(f"wrote {target}: upload it as the autograder of a Gradescope programming assignment "
+          "(Ubuntu 22.04 or newer); students submit their five stage files")

@@ -1,0 +1,96 @@
+"""make bench-batch: grading a class of 100 with the batch grader, against a process per student.
+
+Generates 100 submissions (correct, partly wrong, stubs and every hostile case of
+tests/hostile.py), then, in one run and on the same submissions:
+  1. `python -m grader batch` (lanes = CPU cores, sandbox as available);
+  2. the baseline: one fresh `python -m grader SUBMISSION` process per student (each imports
+     torch and pytest and starts its own sandbox), as many at once as the batch has lanes;
+  3. nbgrader autograde of the same work as notebooks, once the nbgrader course exists.
+Prints submissions per second and the ratios (targets: >= 4/s; >= 5x the baseline; >= 10x
+nbgrader), and checks that both ways give every student the same score.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from grader.sandbox import confinement
+from tests.grading import MUTANTS, learner_copy
+from tests.hostile import hostile_cases, write_hostile
+
+REPO = Path(__file__).resolve().parents[2]
+CLASS_SIZE = 100
+LANES = os.cpu_count() or 1
+
+
+def make_class(root: Path) -> Path:
+    submissions = root / "class"
+    hostile = hostile_cases(root / "outside")
+    wrong, stubs = 20, 15
+    correct = CLASS_SIZE - len(hostile) - wrong - stubs
+    for n in range(correct):
+        learner_copy(submissions / f"correct-{n:02d}")
+    mutants = [m for m in MUTANTS if not m.get("needs_cuda")]
+    for n in range(wrong):
+        learner_copy(submissions / f"wrong-{n:02d}", mutants[n % len(mutants)])
+    for n in range(stubs):
+        shutil.copytree(REPO / "exercises", submissions / f"stub-{n:02d}", ignore=shutil.ignore_patterns("__pycache__"))
+    for case in hostile:
+        write_hostile(submissions / f"hostile-{case.name}", case)
+    (root / "outside").mkdir()
+    return submissions
+
+
+def time_batch(submissions: Path, out: Path) -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "grader", "batch", str(submissions), "--out", str(out),
+                    "--workers", str(LANES)], cwd=REPO, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def time_process_per_student(submissions: Path, out: Path) -> float:
+    out.mkdir()
+
+    def grade_one(folder: Path) -> None:
+        subprocess.run([sys.executable, "-m", "grader", str(folder), "--json", str(out / f"{folder.name}.json")],
+                       cwd=REPO, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(LANES) as pool:
+        list(pool.map(grade_one, sorted(submissions.iterdir())))
+    return time.perf_counter() - started
+
+
+def scores(out: Path) -> dict[str, float]:
+    return {p.stem: json.loads(p.read_text())["score"] for p in sorted(out.glob("*.json"))}
+
+
+def main() -> None:
+    root = Path(tempfile.mkdtemp(prefix="bench-batch-"))
+    try:
+        submissions = make_class(root)
+        sandbox = confinement("auto")
+        print(f"{CLASS_SIZE} submissions, {LANES} lanes, sandbox: {sandbox.detail}")
+        batch_seconds = time_batch(submissions, root / "batch")
+        baseline_seconds = time_process_per_student(submissions, root / "baseline")
+        batch_rate, baseline_rate = CLASS_SIZE / batch_seconds, CLASS_SIZE / baseline_seconds
+        print(f"python -m grader batch:          {batch_seconds:6.1f} s  {batch_rate:5.2f} submissions/s "
+              f"(target >= 4)")
+        print(f"a process per submission:        {baseline_seconds:6.1f} s  {baseline_rate:5.2f} submissions/s")
+        print(f"ratio batch / process-per-student: {batch_rate / baseline_rate:.1f}x (target >= 5)")
+        print("nbgrader autograde:              not measured: the nbgrader course (issue 5) has not landed")
+        differ = {k for k, v in scores(root / "batch").items() if scores(root / "baseline").get(k) != v}
+        print(f"same score both ways: {CLASS_SIZE - len(differ)}/{CLASS_SIZE}" + (f" (differ: {sorted(differ)})"
+                                                                               if differ else ""))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
