@@ -12,6 +12,7 @@ student at a time: a class pays the torch import once per lane, not once per stu
 import argparse
 import csv
 import io
+import json
 import multiprocessing
 import os
 import signal
@@ -188,10 +189,9 @@ def _grade_all(todo: list[Student], args: argparse.Namespace) -> None:
                 _finish(lane, report, args, progress)
             for index, lane in enumerate(lanes):
                 if lane.student and time.monotonic() - lane.started > args.student_timeout:
-                    student = lane.student
                     lanes[index] = _restart(lane, context, args)
                     _finish(lane, _failed_report(args, f"grading stopped after {args.student_timeout:g} s"),
-                            args, progress, student)
+                            args, progress)
     finally:
         for lane in lanes:
             if lane.process.is_alive():
@@ -208,12 +208,13 @@ def _restart(lane: _Lane, context, args) -> _Lane:
     return _start_lanes(context, args, 1)[0]
 
 
-def _finish(lane: _Lane, report: dict, args, progress: "Progress", student: Student | None = None) -> None:
+def _finish(lane: _Lane, report: dict, args, progress: "Progress") -> None:
+    """Write the student ``lane`` held (a lane being replaced still holds it), and free the lane."""
     from grader.report import render_text
 
-    student = student or lane.student
+    student = lane.student
     write_atomic(args.out / f"{student.id}.txt", render_text(report, student.id, color=False) + "\n")
-    write_atomic(_report_path(args.out, student), _json(report))  # last: its presence means "graded"
+    write_atomic(_report_path(args.out, student), json.dumps(report, indent=2) + "\n")  # last: its presence means "graded"
     lane.student = None
     progress.advance(student.id, report)
 
@@ -237,12 +238,6 @@ def _report_path(out: Path, student: Student) -> Path:
     return out / f"{student.id}.json"
 
 
-def _json(report: dict) -> str:
-    import json
-
-    return json.dumps(report, indent=2) + "\n"
-
-
 def write_atomic(path: Path, text: str) -> None:
     """Write a temporary file beside ``path``, then rename it: readers see all of it or none."""
     temporary = path.with_name(f".{path.name}.partial")
@@ -255,8 +250,6 @@ def write_atomic(path: Path, text: str) -> None:
 
 def write_gradebook(out: Path, students: list[Student]) -> None:
     """grades.csv from the reports on disk, in student order: the same reports give the same bytes."""
-    import json
-
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)

@@ -38,16 +38,12 @@ class LearnerFailure(Exception):
 class LearnerWorkers:
     """One student's workers, forked in ``sandbox`` on first use; close() ends them all."""
 
-    def __init__(self, sandbox: Sandbox, timeout: float = 3.0):
+    def __init__(self, sandbox: Sandbox, timeout: float):
         self.sandbox = sandbox
         self.timeout = timeout
         self._workers: dict[int, tuple[socket.socket, int]] = {}
         self._timeouts: dict[int, int] = {}
         self._hung_at_import: set[int] = set()
-
-    @property
-    def device(self) -> str:
-        return self.sandbox.device
 
     def request(self, stage: int, op: str, timeout: float | None = None, **params) -> object:
         """Run probe ``op`` in the worker of ``stage``; its result, or LearnerFailure."""

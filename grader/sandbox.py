@@ -98,7 +98,7 @@ class Sandbox:
     def stage(self, source: Path) -> StagedSubmission:
         """Make ``source`` the current student: its stage files in, the last student's traces out."""
         _empty(self.submission)
-        if self._zygote.poll() is None and self._device is not None:
+        if self.alive and self._device is not None:
             self.command({"reset": True})
         return stage_submission(source, self.submission)
 

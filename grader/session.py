@@ -17,8 +17,8 @@ class GradingError(RuntimeError):
     """The checks themselves could not run: a fault of the grader, not of the submission."""
 
 
-def grade_staged(sandbox: Sandbox, staged: StagedSubmission, stages: list[int], visible_only: bool = False,
-                 timeout: float = 3.0) -> dict:
+def grade_staged(sandbox: Sandbox, staged: StagedSubmission, stages: list[int], visible_only: bool,
+                 timeout: float) -> dict:
     """The report (grader/schemas/report.schema.json) for the student staged in ``sandbox``."""
     with LearnerWorkers(sandbox, timeout) as learner:
         plugin = GradingPlugin(learner, sandbox.device, stages, visible_only)

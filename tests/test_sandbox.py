@@ -52,7 +52,7 @@ def sandbox():
 
 def import_report(sandbox: Sandbox, folder: Path) -> dict:
     sandbox.stage(folder)
-    with LearnerWorkers(sandbox) as learner, pytest.raises(LearnerFailure) as failure:
+    with LearnerWorkers(sandbox, timeout=10.0) as learner, pytest.raises(LearnerFailure) as failure:
         learner.request(1, "call", function="softmax_naive", args=[])
     return json.loads(failure.value.message.split("RuntimeError: ", 1)[1])
 
