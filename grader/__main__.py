@@ -23,8 +23,9 @@ def add_grading_options(parser: argparse.ArgumentParser) -> None:
     """The options a single grade and a batch share."""
     parser.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cpu")
     parser.add_argument("--visible-only", action="store_true", help="run the visible checks only (provisional score)")
-    parser.add_argument("--timeout", type=float, default=3.0,
-                        help="seconds one call into learner code may take (a correct one takes milliseconds)")
+    parser.add_argument("--timeout", type=float, default=1.0,
+                        help="seconds one call into learner code may take; a correct one takes milliseconds "
+                             "(raise it on a very slow machine)")
     parser.add_argument("--sandbox", choices=MODES, default="auto",
                         help="bwrap: insist on bubblewrap; auto: use it where it works, else say 'unsandboxed'")
 

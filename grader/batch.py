@@ -104,14 +104,11 @@ class LaneError(RuntimeError):
 
 def _lane(connection: Connection, args: argparse.Namespace) -> None:
     """A judge process: one sandbox, then one student per message until told to stop."""
-    import torch
-
     from grader.runner.confine import die_with_parent
     from grader.sandbox import Sandbox, SandboxError
 
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator decides when lanes stop
-    torch.set_num_threads(1)  # lanes run side by side: more threads each would only contend
     try:
         sandbox = Sandbox(args.device, args.sandbox)
         sandbox.device  # noqa: B018 - fail here, once, if the zygote cannot start

@@ -12,11 +12,10 @@ from grader.runner.protocol import ProtocolError, receive, send
 from grader.sandbox import Sandbox, SandboxError
 
 WORKER_CONNECT_SECONDS = 60.0  # from fork to the worker's connection, on a busy machine
-# After this many hangs in a stage, its later calls get a short limit: a correct call takes
+# After a hang in a stage, its later calls get a short limit: a correct call takes
 # milliseconds, so a function that hangs everywhere costs seconds, not minutes, and a stage's
 # other functions still earn their points.
-TIMEOUTS_PER_STAGE = 2
-REPEAT_HANG_SECONDS = 0.5
+REPEAT_HANG_SECONDS = 0.25
 
 
 @dataclass
@@ -42,13 +41,13 @@ class LearnerWorkers:
         self.sandbox = sandbox
         self.timeout = timeout
         self._workers: dict[int, tuple[socket.socket, int]] = {}
-        self._timeouts: dict[int, int] = {}
+        self._hung_stages: set[int] = set()
         self._hung_at_import: set[int] = set()
 
     def request(self, stage: int, op: str, timeout: float | None = None, **params) -> object:
         """Run probe ``op`` in the worker of ``stage``; its result, or LearnerFailure."""
         limit = timeout or self.timeout
-        if self._timeouts.get(stage, 0) >= TIMEOUTS_PER_STAGE:
+        if stage in self._hung_stages:
             limit = min(limit, REPEAT_HANG_SECONDS)
         sock, _ = self._worker(stage)
         try:
@@ -57,7 +56,7 @@ class LearnerWorkers:
             reply = receive(sock)
         except TimeoutError:
             self._discard(stage)
-            self._timeouts[stage] = self._timeouts.get(stage, 0) + 1
+            self._hung_stages.add(stage)
             raise LearnerFailure("timeout", f"no answer within {limit:g} s") from None
         except (ConnectionError, ProtocolError, OSError):
             self._discard(stage)

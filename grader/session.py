@@ -20,6 +20,9 @@ class GradingError(RuntimeError):
 def grade_staged(sandbox: Sandbox, staged: StagedSubmission, stages: list[int], visible_only: bool,
                  timeout: float) -> dict:
     """The report (grader/schemas/report.schema.json) for the student staged in ``sandbox``."""
+    # The judge's tensors are tiny: a second intra-op thread only spins, taking a core from the
+    # workers and from the other lanes of a batch (more than half of the judge's CPU time).
+    torch.set_num_threads(1)
     with LearnerWorkers(sandbox, timeout) as learner:
         plugin = GradingPlugin(learner, sandbox.device, stages, visible_only)
         pytest_output = io.StringIO()
