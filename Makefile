@@ -12,15 +12,18 @@ PYTEST_ARGS ?=
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
 INSTRUCTOR_STAMP := $(VENV)/.instructor-installed
+NBGRADER_STAMP := $(VENV)/.nbgrader-installed
 
 .DEFAULT_GOAL := help
-.PHONY: help grade grade-all gradescope test stubs bench-grade bench-batch clean
+.PHONY: help grade grade-all gradescope nbgrader nbgrader-demo test stubs bench-grade bench-batch clean
 
 help:
 	@echo "make grade         grade exercises/ (STAGE=N for one stage, SUBMISSION=folder-or-zip for another)"
 	@echo "make grade-all     grade a class: SUBMISSIONS=folder (one sub-folder or .zip each) OUT=folder"
 	@echo "make gradescope    build dist/gradescope-autograder.zip for a Gradescope programming assignment"
-	@echo "make test          run the repository's own test suite"
+	@echo "make nbgrader      write the nbgrader course to build/nbgrader (installs nbgrader)"
+	@echo "make nbgrader-demo a whole nbgrader term on two made-up students, then grades.csv"
+	@echo "make test          run the repository's own test suite (PYTEST_ARGS='-m \"not nbgrader\"' skips the slow nbgrader tests)"
 	@echo "make stubs         regenerate exercises/ from solutions/ (overwrites your work!)"
 	@echo "make bench-grade   time make grade against a bare 'import torch'"
 	@echo "make bench-batch   time grading 100 submissions against a process per submission"
@@ -39,6 +42,11 @@ $(INSTRUCTOR_STAMP): pyproject.toml $(RUNTIME_STAMP)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[instructor]'
 	@touch $@
 
+$(NBGRADER_STAMP): pyproject.toml $(RUNTIME_STAMP)
+	@echo "Installing nbgrader and Jupyter into $(VENV) (instructors only; learners never need them)..."
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[nbgrader]'
+	@touch $@
+
 $(DEV_STAMP): pyproject.toml $(RUNTIME_STAMP)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	@touch $@
@@ -53,6 +61,12 @@ grade-all: $(INSTRUCTOR_STAMP)
 gradescope: $(RUNTIME_STAMP)
 	@$(PY) -m grader.authoring.gradescope dist/gradescope-autograder.zip
 
+nbgrader: $(NBGRADER_STAMP)
+	@$(PY) -m grader.authoring.nbgrader_course build/nbgrader
+
+nbgrader-demo: $(NBGRADER_STAMP)
+	@$(PY) -m grader.authoring.nbgrader_demo build/nbgrader-demo
+
 test: $(DEV_STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
@@ -62,9 +76,9 @@ stubs: $(RUNTIME_STAMP)
 bench-grade: $(RUNTIME_STAMP)
 	@$(PY) -m tests.benchmarks.bench_grade
 
-bench-batch: $(INSTRUCTOR_STAMP)
+bench-batch: $(INSTRUCTOR_STAMP) $(NBGRADER_STAMP)
 	@$(PY) -m tests.benchmarks.bench_batch
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info dist
+	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info dist build
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -44,8 +44,6 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # Only the plugins grading needs: whatever else is installed must not change a grade.
-    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["batch"]:
         from grader.batch import main as batch

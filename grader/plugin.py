@@ -1,5 +1,8 @@
 """The pytest plugin of a grading run: fixtures for the checks, and one verdict per check."""
 
+import contextlib
+import io
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +48,14 @@ class CheckResult:
     hint: str | None
 
 
+@dataclass(frozen=True)
+class PlannedCheck:
+    stage: int
+    id: str
+    visibility: str
+    points: float
+
+
 class GradingPlugin:
     """Registered as "grading"; the checks reach it through the fixtures below."""
 
@@ -54,6 +65,7 @@ class GradingPlugin:
         self.stages = stages
         self.visible_only = visible_only
         self.results: list[CheckResult] = []
+        self.planned: list[PlannedCheck] = []
 
     def pytest_collection_modifyitems(self, config, items):
         kept, dropped = [], []
@@ -64,6 +76,10 @@ class GradingPlugin:
             graded = _stage_of(item) in self.stages
             shown = marker.kwargs["visibility"] == "visible" or not self.visible_only
             (kept if graded and shown else dropped).append(item)
+            if graded and shown:
+                stage = _stage_of(item)
+                self.planned.append(PlannedCheck(stage, marker.kwargs["name"], marker.kwargs["visibility"],
+                                                 points(stage, marker.kwargs["name"])))
         items[:] = kept
         config.hook.pytest_deselected(items=dropped)
 
@@ -96,6 +112,23 @@ class GradingPlugin:
             message=message,
             hint=hint,
         )
+
+
+def run_checks(plugin: GradingPlugin, *extra_args: str) -> tuple[int, str]:
+    """pytest over the checks with ``plugin``: its exit code and what it printed."""
+    # Only the plugins grading needs: whatever else is installed must not change a grade.
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+        exit_code = pytest.main([*CHECK_ARGS, *extra_args], plugins=[plugin])
+    return exit_code, output.getvalue()
+
+
+def planned_checks(stages: list[int]) -> list[PlannedCheck]:
+    """Every check of ``stages`` with its visibility and points, as a grading run would collect them."""
+    plugin = GradingPlugin(None, "cpu", stages, visible_only=False)
+    run_checks(plugin, "--collect-only")
+    return plugin.planned
 
 
 def _plugin(request) -> GradingPlugin:

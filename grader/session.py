@@ -1,13 +1,10 @@
 """One grading session: the checks, run by pytest against one student's workers, become a report."""
 
-import contextlib
-import io
-
 import pytest
 import torch
 
 from grader.learner import LearnerWorkers
-from grader.plugin import CHECK_ARGS, GradingPlugin
+from grader.plugin import GradingPlugin, run_checks
 from grader.report import build
 from grader.sandbox import Sandbox
 from grader.submission import StagedSubmission
@@ -25,12 +22,10 @@ def grade_staged(sandbox: Sandbox, staged: StagedSubmission, stages: list[int], 
     torch.set_num_threads(1)
     with LearnerWorkers(sandbox, timeout) as learner:
         plugin = GradingPlugin(learner, sandbox.device, stages, visible_only)
-        pytest_output = io.StringIO()
-        with contextlib.redirect_stdout(pytest_output), contextlib.redirect_stderr(pytest_output):
-            exit_code = pytest.main(CHECK_ARGS, plugins=[plugin])
+        exit_code, pytest_output = run_checks(plugin)
     if exit_code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         raise GradingError(f"the checks could not run (pytest exit {int(exit_code)}):\n"
-                           f"{pytest_output.getvalue()[-2000:]}")
+                           f"{pytest_output[-2000:]}")
     return build(plugin.results, stages, sandbox.device, torch.__version__, flags(sandbox, staged, visible_only),
                  sandbox.confinement.detail)
 

@@ -52,13 +52,13 @@ def load_folder(folder: Path) -> Implementation:
     folder = Path(folder).resolve()
     for name in [n for n in sys.modules if n == SUBMISSION_PACKAGE or n.startswith(SUBMISSION_PACKAGE + ".")]:
         del sys.modules[name]
-    _register_package(folder)
+    register_package(folder)
     return _import_stages(SUBMISSION_PACKAGE, folder)
 
 
 def load_stage(folder: Path, stage: int) -> Implementation:
     """Only stage ``stage`` of a submission folder, the other stages as already-installed stand-ins."""
-    _register_package(Path(folder).resolve())
+    register_package(Path(folder).resolve())
     implementation = Implementation()
     for number, module_name in STAGE_MODULES.items():
         name = f"{SUBMISSION_PACKAGE}.{module_name}"
@@ -71,7 +71,8 @@ def load_stage(folder: Path, stage: int) -> Implementation:
     return implementation
 
 
-def _register_package(folder: Path) -> None:
+def register_package(folder: Path) -> None:
+    """Make ``folder`` the package ``exercises``, so its stage files import one another as learners write it."""
     spec = importlib.util.spec_from_loader(SUBMISSION_PACKAGE, loader=None, is_package=True)
     package = importlib.util.module_from_spec(spec)
     package.__path__ = [str(folder)]

@@ -6,11 +6,14 @@ tests/hostile.py), then, in one run and on the same submissions:
      machines are noisy, so the median is the figure;
   2. the baseline: one fresh `python -m grader SUBMISSION` process per student (each imports
      torch and pytest and starts its own sandbox), as many at once as the batch has lanes;
-  3. nbgrader autograde of the same work as notebooks, once the nbgrader course exists.
+  3. nbgrader autograde of the same work as notebooks (each stage file pasted into its answer
+     cell), on a sample of one student per kind: nbgrader runs every notebook in a fresh kernel,
+     one after another, so the whole class would take most of an hour.
 Prints submissions per second and the ratios (targets: >= 4/s; >= 5x the baseline; >= 10x
 nbgrader), and checks that both ways give every student the same score.
 """
 
+import csv
 import json
 import os
 import shutil
@@ -22,6 +25,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from grader.authoring.nbgrader_course import ASSIGNMENT
+from grader.authoring.nbgrader_demo import nbgrader, prepare, submit
+from grader.runner.implementation import STAGE_MODULES
 from grader.sandbox import confinement
 from tests.grading import MUTANTS, learner_copy
 from tests.hostile import hostile_cases, write_hostile
@@ -70,6 +76,27 @@ def time_process_per_student(submissions: Path, out: Path) -> float:
     return time.perf_counter() - started
 
 
+def nbgrader_sample(submissions: Path) -> list[Path]:
+    """One student per kind. The hostile one hangs: nbgrader runs notebooks unconfined (a fork bomb
+    would take the machine down), and only the grader's own limits stand between it and a hang."""
+    return [submissions / name for name in ("correct-00", "wrong-00", "stub-00", "hostile-infinite-loop")]
+
+
+def time_nbgrader(sample: list[Path], course: Path) -> tuple[float, dict[str, float]]:
+    """Seconds nbgrader autograde takes for the sample handed in as notebooks, and their scores."""
+    prepare(course)
+    for folder in sample:
+        answers = {f"{module}.ipynb": f"%%writefile {module}.py\n" + (folder / f"{module}.py").read_text()
+                   for module in STAGE_MODULES.values() if (folder / f"{module}.py").is_file()}
+        submit(course, folder.name, answers)
+    started = time.perf_counter()
+    nbgrader(course, "autograde", ASSIGNMENT, "--force")
+    seconds = time.perf_counter() - started
+    nbgrader(course, "export", "--to", "grades.csv")
+    with (course / "grades.csv").open() as grades:
+        return seconds, {row["student_id"]: float(row["score"]) for row in csv.DictReader(grades)}
+
+
 def scores(out: Path) -> dict[str, float]:
     return {p.stem: json.loads(p.read_text())["score"] for p in sorted(out.glob("*.json"))}
 
@@ -88,7 +115,14 @@ def main() -> None:
               f"(target >= 4; median of {', '.join(f'{r:.1f}' for r in rounds)} s)")
         print(f"a process per submission:        {baseline_seconds:6.1f} s  {baseline_rate:5.2f} submissions/s")
         print(f"ratio batch / process-per-student: {batch_rate / baseline_rate:.1f}x (target >= 5)")
-        print("nbgrader autograde:              not measured: the nbgrader course (issue 5) has not landed")
+        sample = nbgrader_sample(submissions)
+        nbgrader_seconds, nbgrader_scores = time_nbgrader(sample, root / "nbgrader")
+        nbgrader_rate = len(sample) / nbgrader_seconds
+        print(f"nbgrader autograde ({len(sample)} students): {nbgrader_seconds:6.1f} s  {nbgrader_rate:5.2f} submissions/s")
+        print(f"ratio batch / nbgrader:          {batch_rate / nbgrader_rate:.0f}x (target >= 10)")
+        batch_scores = scores(root / "batch-0")
+        agree = sum(batch_scores[folder.name] == nbgrader_scores.get(folder.name) for folder in sample)
+        print(f"same score in nbgrader as in the batch: {agree}/{len(sample)}")
         gradebooks = {(root / f"batch-{n}" / "grades.csv").read_bytes() for n in range(BATCH_ROUNDS)}
         print(f"grades.csv byte-identical across the {BATCH_ROUNDS} batch rounds: {'yes' if len(gradebooks) == 1 else 'NO'}")
         differ = {k for k, v in scores(root / "batch-0").items() if scores(root / "baseline").get(k) != v}

@@ -1,0 +1,95 @@
+"""The grader from inside a Jupyter notebook of the nbgrader course (grader/authoring/nbgrader_course.py).
+
+Each stage notebook's answer cell starts with ``%%writefile stage<N>_<topic>.py``: running it saves
+the cell as the same file the ``.py`` exercise is. ``load`` imports that file into the notebook;
+``check`` grades it with ``python -m grader`` in a separate, sandboxed process (the notebook's
+kernel never judges anything), prints one line per check and returns the points earned, which
+nbgrader takes as the test cell's partial credit. Hidden checks print their verdict and the
+catalog's explanation, never their data, so nbgrader's feedback cannot leak it.
+"""
+
+import hashlib
+import importlib
+import json
+import subprocess
+import sys
+import tempfile
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+
+from grader.hints import explain
+from grader.runner.implementation import STAGE_MODULES, SUBMISSION_PACKAGE, register_package
+
+GRADING_SECONDS = 240  # the whole grader run for one stage; a correct one takes about 3 s
+
+
+class NotebookGradingError(RuntimeError):
+    """The stage could not be graded; the message says why and what to do."""
+
+
+def load(stage: int) -> ModuleType:
+    """The stage module as this notebook's answer cell last saved it, freshly imported."""
+    path = _stage_file(stage)
+    register_package(path.parent)  # stage 3 and 5 import their neighbours as `exercises.<module>`
+    for name in [n for n in sys.modules if n.startswith(f"{SUBMISSION_PACKAGE}.")]:
+        del sys.modules[name]
+    importlib.invalidate_caches()
+    return importlib.import_module(f"{SUBMISSION_PACKAGE}.{STAGE_MODULES[stage]}")
+
+
+def check(stage: int, hidden: bool = False) -> float:
+    """Grade the stage's file; print its visible (or hidden) checks; return the points they earned."""
+    path = _stage_file(stage)
+    report = _grade(stage, hashlib.sha256(path.read_bytes()).hexdigest(), str(path))
+    checks = [c for c in report["stages"][0]["checks"] if (c["visibility"] == "hidden") == hidden]
+    if hidden and not checks:
+        print("The hidden checks run when your notebook is graded.")
+        return 0.0
+    for c in checks:
+        print(_verdict_line(c, stage, hidden))
+    earned = float(sum(c["score"] for c in checks))
+    print(f"{'hidden' if hidden else 'visible'} checks of stage {stage}: {earned:g}/{sum(c['max_score'] for c in checks):g}")
+    return earned
+
+
+def _stage_file(stage: int) -> Path:
+    path = Path.cwd() / f"{STAGE_MODULES[stage]}.py"
+    if not path.is_file():
+        raise NotebookGradingError(f"{path.name} is not in {path.parent}: run the answer cell first (its first "
+                                   f"line, %%writefile {path.name}, saves it)")
+    return path
+
+
+@cache
+def _grade(stage: int, digest: str, path: str) -> dict:
+    """The grader's report for one stage file; the same file (by content) is graded once per kernel."""
+    with tempfile.TemporaryDirectory(prefix="notebook-grade-") as folder:
+        submission = Path(folder) / "submission"
+        submission.mkdir()
+        (submission / Path(path).name).write_bytes(Path(path).read_bytes())
+        report_path = Path(folder) / "report.json"
+        try:
+            finished = subprocess.run(
+                [sys.executable, "-m", "grader", str(submission), "--stage", str(stage), "--json", str(report_path)],
+                capture_output=True, text=True, timeout=GRADING_SECONDS)
+        except subprocess.TimeoutExpired:
+            raise NotebookGradingError(f"grading stage {stage} took over {GRADING_SECONDS} s") from None
+        if not report_path.is_file():
+            reason = (finished.stderr or finished.stdout).strip().splitlines()[-1:] or ["no reason given"]
+            raise NotebookGradingError(f"the grader could not run: {reason[0]}")
+        return json.loads(report_path.read_text(encoding="utf-8"))
+
+
+def _verdict_line(c: dict, stage: int, hidden: bool) -> str:
+    mark = "✓" if c["status"] == "passed" else "✗"
+    line = f"{mark} {c['id']}: {c['score']:g}/{c['max_score']:g}"
+    if c["status"] == "passed":
+        return line
+    # A hidden check's message may quote its reference data: only the catalog speaks for it.
+    detail = [] if hidden else [f"    {text}" for text in c["message"].splitlines()]
+    if c["hint"]:
+        detail.append(f"    hint [{c['hint']}]: {explain(c['hint'], stage)}")
+    elif hidden:
+        detail.append(f"    {c['status'].replace('_', ' ')}")
+    return "\n".join([line, *detail])
