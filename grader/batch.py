@@ -104,8 +104,10 @@ class LaneError(RuntimeError):
 
 def _lane(connection: Connection, args: argparse.Namespace) -> None:
     """A judge process: one sandbox, then one student per message until told to stop."""
+    from grader.__main__ import STAGES
     from grader.runner.confine import die_with_parent
     from grader.sandbox import Sandbox, SandboxError
+    from grader.session import grade_each
 
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator decides when lanes stop
@@ -117,21 +119,19 @@ def _lane(connection: Connection, args: argparse.Namespace) -> None:
         return
     connection.send(("ready", None))
     with sandbox:
-        while (student := connection.recv()) is not None:
-            connection.send(("done", grade_student(sandbox, student, args)))
+        grade_each(sandbox, _staged_students(connection, sandbox), lambda report: connection.send(("done", report)),
+                   STAGES, args.visible_only, args.timeout)
 
 
-def grade_student(sandbox, student: Student, args: argparse.Namespace) -> dict:
-    """The report of one student; an unreadable submission is graded as an empty one."""
-    from grader.__main__ import STAGES
-    from grader.session import grade_staged
+def _staged_students(connection: Connection, sandbox):
+    """Each student the coordinator sends, staged in the sandbox; an unreadable one as an empty submission."""
     from grader.submission import StagedSubmission, SubmissionError
 
-    try:
-        staged = sandbox.stage(student.source)
-    except (SubmissionError, OSError) as error:
-        staged = StagedSubmission(sandbox.submission, problem=str(error))
-    return grade_staged(sandbox, staged, STAGES, args.visible_only, args.timeout)
+    while (student := connection.recv()) is not None:
+        try:
+            yield sandbox.stage(student.source)
+        except (SubmissionError, OSError) as error:
+            yield StagedSubmission(sandbox.submission, problem=str(error))
 
 
 @dataclass

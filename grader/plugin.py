@@ -114,13 +114,13 @@ class GradingPlugin:
         )
 
 
-def run_checks(plugin: GradingPlugin, *extra_args: str) -> tuple[int, str]:
-    """pytest over the checks with ``plugin``: its exit code and what it printed."""
+def run_checks(plugin: GradingPlugin, *extra_args: str, plugins: tuple | list = ()) -> tuple[int, str]:
+    """pytest over the checks with ``plugin`` (and ``plugins``): its exit code and what it printed."""
     # Only the plugins grading needs: whatever else is installed must not change a grade.
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     output = io.StringIO()
     with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-        exit_code = pytest.main([*CHECK_ARGS, *extra_args], plugins=[plugin])
+        exit_code = pytest.main([*CHECK_ARGS, *extra_args], plugins=[plugin, *plugins])
     return exit_code, output.getvalue()
 
 

@@ -1,4 +1,6 @@
-"""One grading session: the checks, run by pytest against one student's workers, become a report."""
+"""A grading session: the checks, run by pytest against each student's workers, become reports."""
+
+from collections.abc import Callable, Iterator
 
 import pytest
 import torch
@@ -17,17 +19,51 @@ class GradingError(RuntimeError):
 def grade_staged(sandbox: Sandbox, staged: StagedSubmission, stages: list[int], visible_only: bool,
                  timeout: float) -> dict:
     """The report (grader/schemas/report.schema.json) for the student staged in ``sandbox``."""
+    reports: list[dict] = []
+    grade_each(sandbox, iter([staged]), reports.append, stages, visible_only, timeout)
+    return reports[0]
+
+
+def grade_each(sandbox: Sandbox, students: Iterator[StagedSubmission], deliver: Callable[[dict], None],
+               stages: list[int], visible_only: bool, timeout: float) -> None:
+    """Grade each student ``students`` stages in ``sandbox``, one after another, in one pytest session,
+    and ``deliver`` each report as soon as it is ready."""
     # The judge's tensors are tiny: a second intra-op thread only spins, taking a core from the
     # workers and from the other lanes of a batch (more than half of the judge's CPU time).
     torch.set_num_threads(1)
-    with LearnerWorkers(sandbox, timeout) as learner:
-        plugin = GradingPlugin(learner, sandbox.device, stages, visible_only)
-        exit_code, pytest_output = run_checks(plugin)
-    if exit_code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-        raise GradingError(f"the checks could not run (pytest exit {int(exit_code)}):\n"
-                           f"{pytest_output[-2000:]}")
-    return build(plugin.results, stages, sandbox.device, torch.__version__, flags(sandbox, staged, visible_only),
-                 sandbox.confinement.detail)
+    grading = GradingPlugin(None, sandbox.device, stages, visible_only)
+    loop = _StudentLoop(grading, sandbox, students, deliver, timeout)
+    exit_code, pytest_output = run_checks(grading, plugins=[loop])
+    if exit_code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or not loop.ran:
+        raise GradingError(f"the checks could not run (pytest exit {int(exit_code)}):\n{pytest_output[-2000:]}")
+
+
+class _StudentLoop:
+    """pytest's run loop, once per student: configuration and collection are paid once per session."""
+
+    def __init__(self, grading: GradingPlugin, sandbox: Sandbox, students: Iterator[StagedSubmission],
+                 deliver: Callable[[dict], None], timeout: float):
+        self.grading, self.sandbox, self.students = grading, sandbox, students
+        self.deliver, self.timeout = deliver, timeout
+        self.ran = False
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
+        if session.testsfailed:
+            return None  # a collection error: pytest's own loop reports it
+        self.ran = True
+        items = session.items
+        for staged in self.students:
+            with LearnerWorkers(self.sandbox, self.timeout) as learner:
+                self.grading.learner, self.grading.results = learner, []
+                # nextitem=None after the last check tears every fixture down: none outlives its student
+                for index, item in enumerate(items):
+                    nextitem = items[index + 1] if index + 1 < len(items) else None
+                    item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+            grading = self.grading
+            self.deliver(build(grading.results, grading.stages, self.sandbox.device, torch.__version__,
+                               flags(self.sandbox, staged, grading.visible_only), self.sandbox.confinement.detail))
+        return True
 
 
 def flags(sandbox: Sandbox, staged: StagedSubmission, visible_only: bool) -> list[str]:
