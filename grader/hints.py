@@ -15,4 +15,5 @@ def catalog() -> dict[str, dict[str, str]]:
 def explain(hint: str, stage: int) -> str:
     """The catalog sentence for ``hint`` with its docs link, for a learner working on ``stage``."""
     entry = catalog()[hint]
-    return f"{entry['text']} (see {entry['docs'].format(stage=stage)})"
+    pages = entry.get("stages", [stage])
+    return f"{entry['text']} (see {entry['docs'].format(stage=stage if stage in pages else pages[0])})"
