@@ -13,9 +13,10 @@ RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
 INSTRUCTOR_STAMP := $(VENV)/.instructor-installed
 NBGRADER_STAMP := $(VENV)/.nbgrader-installed
+DOCS_STAMP := $(VENV)/.docs-installed
 
 .DEFAULT_GOAL := help
-.PHONY: help grade grade-all gradescope nbgrader nbgrader-demo test stubs bench-grade bench-batch clean
+.PHONY: help grade grade-all gradescope nbgrader nbgrader-demo figures test stubs bench-grade bench-batch clean
 
 help:
 	@echo "make grade         grade exercises/ (STAGE=N for one stage, SUBMISSION=folder-or-zip for another)"
@@ -24,6 +25,7 @@ help:
 	@echo "make nbgrader      write the nbgrader course to build/nbgrader (installs nbgrader)"
 	@echo "make nbgrader-demo a whole nbgrader term on two made-up students, then grades.csv"
 	@echo "make test          run the repository's own test suite (PYTEST_ARGS='-m \"not nbgrader\"' skips the slow nbgrader tests)"
+	@echo "make figures       redraw docs/figures from solutions/ (installs matplotlib)"
 	@echo "make stubs         regenerate exercises/ from solutions/ (overwrites your work!)"
 	@echo "make bench-grade   time make grade against a bare 'import torch'"
 	@echo "make bench-batch   time grading 100 submissions against a process per submission"
@@ -45,6 +47,10 @@ $(INSTRUCTOR_STAMP): pyproject.toml $(RUNTIME_STAMP)
 $(NBGRADER_STAMP): pyproject.toml $(RUNTIME_STAMP)
 	@echo "Installing nbgrader and Jupyter into $(VENV) (instructors only; learners never need them)..."
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[nbgrader]'
+	@touch $@
+
+$(DOCS_STAMP): pyproject.toml $(RUNTIME_STAMP)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[docs]'
 	@touch $@
 
 $(DEV_STAMP): pyproject.toml $(RUNTIME_STAMP)
@@ -69,6 +75,9 @@ nbgrader-demo: $(NBGRADER_STAMP)
 
 test: $(DEV_STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+figures: $(DOCS_STAMP)
+	$(PY) -m grader.authoring.figures
 
 stubs: $(RUNTIME_STAMP)
 	$(PY) -m grader.authoring.stubs
