@@ -5,6 +5,7 @@ import zlib
 import pytest
 import torch
 
+from grader.checks.documented import DOCUMENTED
 from grader.document_values import document_values
 from grader.learner import LearnerFailure, LearnerWorkers
 from grader.verdict import CheckFailed, expect_close  # noqa: F401 - re-exported for the checks
@@ -41,13 +42,13 @@ def expect_document_values(learner: LearnerWorkers, stage: int, ids: list[str], 
         raise CheckFailed("the documents' values are not reproduced:\n" + "\n".join(problems))
 
 
-def expect_seeded_module_values(learner: LearnerWorkers, stage: int, ids: list[str], reference_class,
-                                args: list, seed: int) -> None:
+def expect_seeded_module_values(learner: LearnerWorkers, stage: int, ids: list[str], cls: str, args: list,
+                                seed: int) -> None:
     """Document values of a seeded module; when they differ, say if the creation order is to blame."""
     try:
         expect_document_values(learner, stage, ids)
     except CheckFailed as failed:
-        hint = init_order_hint(learner, stage, reference_class.__name__, args, seed, reference_class)
+        hint = init_order_hint(learner, stage, cls, args, seed)
         raise CheckFailed(failed.message, hint) from None
 
 
@@ -84,13 +85,13 @@ def reference_state(module_class, args: list, seed: int) -> dict[str, torch.Tens
     return {k: v.clone() for k, v in module_class(*args).state_dict().items()}
 
 
-def init_order_hint(learner: LearnerWorkers, stage: int, cls: str, args: list, seed: int, reference_class) -> str | None:
-    """param-init-order when the learner drew the reference's random numbers, but arranged otherwise."""
+def init_order_hint(learner: LearnerWorkers, stage: int, cls: str, args: list, seed: int) -> str | None:
+    """param-init-order when the learner drew the documented random numbers, but arranged otherwise."""
     try:
         learner_state = build(learner, stage, cls, args, seed=seed, return_state=True)["state"]
     except LearnerFailure:
         return None  # no diagnosis possible: the check's own failure stands
-    expected = reference_state(reference_class, args, seed)
+    expected = reference_state(DOCUMENTED[cls], args, seed)
     same_place = all(k in learner_state and torch.equal(learner_state[k], v) for k, v in expected.items())
     return "param-init-order" if not same_place and _draws(learner_state) == _draws(expected) else None
 

@@ -2,11 +2,12 @@
 
 The worker hands the learner's function two stand-ins built under a seed (v1 with three
 nn.Parameter, v2 with three nn.Linear, as documented) and returns the weights v1 ends up with.
-What those weights compute is then worked out here, with the reference classes.
+What those weights compute is then worked out here, with torch's own attention.
 """
 
 import torch
 
+from grader.checks import documented
 from grader.checks.support import CheckFailed, check, expect_close, expect_no_banned_ops
 from grader.document_values import document_values
 from grader.runner.protocol import Foreign
@@ -53,22 +54,14 @@ def expect_transposed(reply: dict, what: str) -> None:
         expect_close(v1[name], v2[name].T, f"{what}: sa_v1.{name}")
 
 
-def v1_output(reference, weights: dict, x: torch.Tensor) -> torch.Tensor:
-    d_in, d_out = weights["W_query"].shape
-    module = reference.SelfAttention_v1(d_in, d_out)
-    module.load_state_dict(weights)
-    with torch.no_grad():
-        return module(x)
-
-
 @check("document.transfer", visible=True, target="transfer_weights_v2_to_v1")
-def test_document_transfer(learner, reference):
+def test_document_transfer(learner):
     reply = transfer(learner, 3, 2, seed=123)
     manual_seed(123)  # exercise 3.1: v1, then v2, then x
-    reference.SelfAttention_v1(3, 2), reference.SelfAttention_v2(3, 2)
+    documented.SelfAttention_v1(3, 2), documented.SelfAttention_v2(3, 2)
     x = torch.rand(2, 3)
     value = next(v for v in document_values(STAGE) if v.id == "stage3.v1_after_transfer")
-    problem = value.check(v1_output(reference, reply["v1"], x))
+    problem = value.check(documented.attention(x, reply["v1"]))
     if problem is not None:
         expect_transposed(reply, "exercise 3.1")  # names the mistake when it is one we know
         raise CheckFailed(f"{value.id} ({value.document}, {value.section}): {problem}")
@@ -84,12 +77,13 @@ def test_random_transfer(learner):
 def test_outputs_agree_after_transfer(learner, reference):
     for index, (d_in, d_out) in enumerate(SHAPES):
         reply = transfer(learner, d_in, d_out, seed=3000 + index)
-        v2 = reference.SelfAttention_v2(d_in, d_out)
+        v1, v2 = reference.SelfAttention_v1(d_in, d_out), reference.SelfAttention_v2(d_in, d_out)
+        v1.load_state_dict(reply["v1"])
         v2.load_state_dict({f"{name}.weight": weight for name, weight in reply["v2"].items()})
         x = torch.rand(5, d_in, generator=torch.Generator().manual_seed(index))
         with torch.no_grad():
-            expected = v2(x)
-        expect_close(v1_output(reference, reply["v1"], x), expected,
+            expected, got = v2(x), v1(x)
+        expect_close(got, expected,
                      f"sa_v1(x) after the transfer against sa_v2(x), d_in={d_in}, d_out={d_out}")
 
 

@@ -7,6 +7,7 @@ stage 4 costs nothing here.
 
 import torch
 
+from grader.checks import documented
 from grader.checks.causal import expect_causal_and_independent, run_injected
 from grader.checks.support import (
     CheckFailed,
@@ -46,22 +47,21 @@ def expect_concatenated_heads(reply: dict, what: str, num_heads: int) -> torch.T
 
 
 @check("document.MultiHeadAttentionWrapper", visible=True, target=WRAPPER)
-def test_document_wrapper(learner, reference):
+def test_document_wrapper(learner):
     args = [3, 2, 6, 0.0, 2]
     reply = build(learner, STAGE, WRAPPER, args, seed=123, inputs=[journey_batch(torch.device("cpu"))], heads=True,
                   return_state=True)
     expect_concatenated_heads(reply, "MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)", 2)
-    expected_state = reference_state(reference.name(WRAPPER), args, seed=123)
+    expected_state = reference_state(documented.MultiHeadAttentionWrapper, args, seed=123)
     learner_state = reply["state"]
     if not all(k in learner_state and torch.equal(learner_state[k], v) for k, v in expected_state.items()):
         raise CheckFailed("with torch.manual_seed(123) the heads' weights are not the book's: build the heads in a "
                           "list comprehension, CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) each",
-                          init_order_hint(learner, STAGE, WRAPPER, args, 123, reference.name(WRAPPER)))
+                          init_order_hint(learner, STAGE, WRAPPER, args, 123))
     # The heads hold the book's weights and are concatenated in order: what the book prints follows.
-    wrapper = reference.name(WRAPPER)(*args)
-    wrapper.load_state_dict(learner_state)
-    with torch.no_grad():
-        output = wrapper(journey_batch(torch.device("cpu")))
+    batch = journey_batch(torch.device("cpu"))
+    output = torch.cat([documented.attention(batch, learner_state, f"heads.{h}.", causal=True, transposed=True)
+                        for h in range(args[-1])], dim=-1)
     value = next(v for v in document_values(STAGE) if v.id == "stage5.wrapper_output")
     problem = value.check(output)
     if problem is not None:
@@ -70,7 +70,7 @@ def test_document_wrapper(learner, reference):
 
 
 @check("document.MultiHeadAttention", visible=True, target="MultiHeadAttention")
-def test_document_multihead(learner, reference):
+def test_document_multihead(learner):
     try:
         expect_document_values(learner, STAGE, ["stage5.multihead_output", "stage5.exercise_3_3_parameter_count"])
     except CheckFailed as failed:
@@ -79,8 +79,7 @@ def test_document_multihead(learner, reference):
             raise CheckFailed(failed.message + "\nYour MultiHeadAttention reproduces 002's multi-head example, "
                               "which divides by sqrt(d_out) instead of sqrt(head_dim) (see docs/errata.md)",
                               "wrong-scaling") from None
-        hint = init_order_hint(learner, STAGE, "MultiHeadAttention", [3, 2, 6, 0.0, 2], 123,
-                               reference.MultiHeadAttention)
+        hint = init_order_hint(learner, STAGE, "MultiHeadAttention", [3, 2, 6, 0.0, 2], 123)
         raise CheckFailed(failed.message, hint) from None
 
 

@@ -1,0 +1,55 @@
+"""What the visible checks judge with: the documented structure of each module, and torch's attention.
+
+Visible checks ship to students (make release) without solutions/, so they never call reference
+code. A seeded module must hold the documents' weights: the classes here create exactly the
+documented attributes, in the documented order (the stand-ins the workers use, and the two
+multi-head modules), and have no forward. Outputs are computed with torch's own
+scaled_dot_product_attention, which learners may not use and the grader may.
+"""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from grader.runner.standins import StandInCausalAttention as CausalAttention
+from grader.runner.standins import StandInSelfAttention_v1 as SelfAttention_v1
+from grader.runner.standins import StandInSelfAttention_v2 as SelfAttention_v2
+
+
+class MultiHeadAttentionWrapper(nn.Module):
+    def __init__(self, d_in: int, d_out: int, context_length: int, dropout: float, num_heads: int,
+                 qkv_bias: bool = False):
+        super().__init__()
+        self.heads = nn.ModuleList(
+            [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)])
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_in: int, d_out: int, context_length: int, dropout: float, num_heads: int,
+                 qkv_bias: bool = False):
+        super().__init__()
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_out)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+
+
+DOCUMENTED = {"SelfAttention_v1": SelfAttention_v1, "SelfAttention_v2": SelfAttention_v2,
+              "CausalAttention": CausalAttention, "MultiHeadAttentionWrapper": MultiHeadAttentionWrapper,
+              "MultiHeadAttention": MultiHeadAttention}
+
+
+def attention(x: torch.Tensor, weights: dict[str, torch.Tensor], prefix: str = "", causal: bool = False,
+              transposed: bool = False) -> torch.Tensor:
+    """Scaled dot-product attention of x with the projections W_query, W_key, W_value in ``weights``.
+
+    ``transposed``: nn.Linear's (d_out, d_in) weights, with optional biases; else (d_in, d_out) matrices.
+    """
+    def project(name: str) -> torch.Tensor:
+        if transposed:
+            return x @ weights[f"{prefix}{name}.weight"].T + weights.get(f"{prefix}{name}.bias", 0)
+        return x @ weights[f"{prefix}{name}"]
+
+    return F.scaled_dot_product_attention(project("W_query"), project("W_key"), project("W_value"), is_causal=causal)
