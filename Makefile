@@ -16,7 +16,7 @@ NBGRADER_STAMP := $(VENV)/.nbgrader-installed
 DOCS_STAMP := $(VENV)/.docs-installed
 
 .DEFAULT_GOAL := help
-.PHONY: help grade grade-all gradescope nbgrader nbgrader-demo figures test stubs bench-grade bench-batch clean
+.PHONY: help grade grade-all gradescope nbgrader nbgrader-demo figures release test stubs bench-grade bench-batch clean
 
 help:
 	@echo "make grade         grade exercises/ (STAGE=N for one stage, SUBMISSION=folder-or-zip for another)"
@@ -25,6 +25,7 @@ help:
 	@echo "make nbgrader      write the nbgrader course to build/nbgrader (installs nbgrader)"
 	@echo "make nbgrader-demo a whole nbgrader term on two made-up students, then grades.csv"
 	@echo "make test          run the repository's own test suite (PYTEST_ARGS='-m \"not nbgrader\"' skips the slow nbgrader tests)"
+	@echo "make release      the students' repository: dist/student/ and dist/student.zip (no solutions, no hidden checks)"
 	@echo "make figures       redraw docs/figures from solutions/ (installs matplotlib)"
 	@echo "make stubs         regenerate exercises/ from solutions/ (overwrites your work!)"
 	@echo "make bench-grade   time make grade against a bare 'import torch'"
@@ -75,6 +76,9 @@ nbgrader-demo: $(NBGRADER_STAMP)
 
 test: $(DEV_STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+release: $(RUNTIME_STAMP)
+	@$(PY) -m grader.authoring.release dist/student
 
 figures: $(DOCS_STAMP)
 	$(PY) -m grader.authoring.figures

@@ -1,0 +1,151 @@
+"""make release: the students' repository, with nothing in it that could stand in for the work.
+
+    python -m grader.authoring.release [OUT]      # default: dist/student/ and dist/student.zip
+
+It holds the stubs (written from solutions/ as `make stubs` does), the learners' docs, the
+grader with the visible checks only (each check module rewritten without its hidden checks and
+whatever only they used), the GitHub Classroom workflow, a Makefile whose `make grade` labels its score provisional and whose
+`make submit` zips the stage files as `make grade-all` takes them, and a README. No solutions/,
+no hidden check, no points or data of one, no tests.
+"""
+
+import argparse
+import ast
+import re
+import shutil
+import sys
+import zipfile
+from pathlib import Path
+
+from grader.authoring.stubs import expected_exercises
+from grader.plugin import planned_checks
+from grader.runner.implementation import STAGE_MODULES
+
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_OUT = REPO / "dist" / "student"
+RELEASE_DIR = Path(__file__).with_name("release")  # the student Makefile, README, pyproject
+LEARNER_DOCS = ["errata.md", "troubleshooting.md", *(f"stage{stage}.md" for stage in STAGE_MODULES)]
+# The judge and the runner, whole: none of them holds a solution or a hidden check.
+GRADER_FILES = ["__init__.py", "__main__.py", "batch.py", "document_values.py", "document_values.toml",
+                "hints.py", "hints.toml", "learner.py", "notebook.py", "plugin.py", "points.py", "report.py",
+                "sandbox.py", "session.py", "submission.py", "tensor_diff.py", "verdict.py"]
+CHECK_SUPPORT = ["__init__.py", "conftest.py", "pytest.ini", "support.py", "documented.py"]
+# Used by hidden checks: shipped only when a visible check imports them.
+OPTIONAL_MODULES = {"grader.diagnosis": "diagnosis.py", "grader.checks.causal": "checks/causal.py"}
+
+
+def _is_hidden_check(node: ast.AST) -> bool:
+    for decorator in getattr(node, "decorator_list", []):
+        if isinstance(decorator, ast.Call) and getattr(decorator.func, "id", None) == "check":
+            visible = next((k.value for k in decorator.keywords if k.arg == "visible"), None)
+            return not (isinstance(visible, ast.Constant) and visible.value is True)
+    return False
+
+
+def _defined_names(node: ast.stmt) -> set[str]:
+    if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return set()
+
+
+def visible_only(source: str) -> str:
+    """A check module without its hidden checks, nor the constants, helpers and imports only they used."""
+    lines = source.splitlines(keepends=True)
+    body = ast.parse(source).body
+    kept = [node for node in body if not _is_hidden_check(node)]
+    while True:  # drop what nothing left refers to, until nothing changes
+        used = {n.id for node in kept for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+        def unused(node: ast.stmt) -> bool:
+            names = _defined_names(node)
+            return bool(names) and not names & used and not (isinstance(node, ast.FunctionDef)
+                                                            and node.name.startswith("test_"))
+
+        dead = [node for node in kept if unused(node)]
+        if not dead:
+            break
+        kept = [node for node in kept if node not in dead]
+    out: list[str] = []
+    previous_end = 0
+    for node in body:  # each kept statement with the blank lines and comments just above it
+        start, previous_end = previous_end, node.end_lineno
+        if node not in kept:
+            continue
+        segment = lines[start:node.end_lineno]
+        if isinstance(node, ast.ImportFrom):
+            names = [a for a in node.names if (a.asname or a.name) in used]
+            if not names:
+                continue
+            if len(names) != len(node.names):
+                imported = ", ".join(ast.unparse(a) for a in names)
+                segment = lines[start:node.lineno - 1] + [f"from {node.module} import {imported}\n"]
+        out.extend(segment)
+    return re.sub(r"\n{4,}", "\n\n\n", "".join(out)).rstrip("\n") + "\n"
+
+
+def _visible_points() -> str:
+    visible = [c for c in planned_checks(sorted(STAGE_MODULES)) if c.visibility == "visible"]
+    lines = ["# Points of the visible checks; the rest of each stage's 20 is in the hidden checks.\n"]
+    for stage in sorted(STAGE_MODULES):
+        lines.append(f"\n[stage{stage}]\n")
+        lines += [f'"{c.id}" = {c.points:g}\n' for c in visible if c.stage == stage]
+    return "".join(lines)
+
+
+def build_release(out: Path) -> Path:
+    """Write the students' repository to ``out`` (replacing it) and ``out``.zip; the zip's path."""
+    shutil.rmtree(out, ignore_errors=True)
+    (out / "exercises").mkdir(parents=True)
+    for name, text in expected_exercises().items():
+        (out / "exercises" / name).write_text(text, encoding="utf-8")
+    (out / "docs" / "figures").mkdir(parents=True)
+    for name in LEARNER_DOCS:
+        shutil.copy2(REPO / "docs" / name, out / "docs" / name)
+    for png in sorted((REPO / "docs" / "figures").glob("*.png")):
+        shutil.copy2(png, out / "docs" / "figures" / png.name)
+    grader = out / "grader"
+    (grader / "checks").mkdir(parents=True)
+    (grader / "runner").mkdir()
+    for name in GRADER_FILES:
+        shutil.copy2(REPO / "grader" / name, grader / name)
+    for path in sorted((REPO / "grader" / "runner").glob("*.py")):
+        shutil.copy2(path, grader / "runner" / path.name)
+    for name in CHECK_SUPPORT:
+        shutil.copy2(REPO / "grader" / "checks" / name, grader / "checks" / name)
+    checks_text = ""
+    for stage in sorted(STAGE_MODULES):
+        text = visible_only((REPO / "grader" / "checks" / f"test_stage{stage}.py").read_text(encoding="utf-8"))
+        compile(text, f"test_stage{stage}.py", "exec")
+        (grader / "checks" / f"test_stage{stage}.py").write_text(text, encoding="utf-8")
+        checks_text += text
+    for module, name in OPTIONAL_MODULES.items():
+        if f"from {module} import" in checks_text:
+            shutil.copy2(REPO / "grader" / name, grader / name)
+    (grader / "points.toml").write_text(_visible_points(), encoding="utf-8")
+    for path in sorted(RELEASE_DIR.iterdir()):  # gitignore.release -> .gitignore
+        shutil.copy2(path, out / (f".{path.stem}" if path.suffix == ".release" else path.name))
+    (out / ".github" / "workflows").mkdir(parents=True)
+    shutil.copy2(REPO / "grader" / "authoring" / "classroom" / "classroom.yml", out / ".github" / "workflows" / "classroom.yml")
+    archive = out.with_suffix(".zip")
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as bundle:
+        for path in sorted(p for p in out.rglob("*") if p.is_file()):
+            info = zipfile.ZipInfo(f"{out.name}/{path.relative_to(out)}", date_time=(2026, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            bundle.writestr(info, path.read_bytes(), zipfile.ZIP_DEFLATED)
+    return archive
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out", nargs="?", type=Path, default=DEFAULT_OUT)
+    args = parser.parse_args(argv)
+    archive = build_release(args.out.resolve())
+    print(f"student repository: {args.out}/ and {archive.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""make release: the students' repository holds nothing that could stand in for the work, and works."""
+
+import ast
+import fnmatch
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from grader.authoring.release import build_release
+from grader.authoring.stubs import BEGIN, END
+from grader.plugin import planned_checks
+from grader.runner.implementation import STAGE_MODULES
+from tests.grading import REPO, batch, learner_copy
+
+ALLOWED = [".gitignore", "Makefile", "README.md", "pyproject.toml", ".github/workflows/classroom.yml",
+           "docs/stage?.md", "docs/errata.md", "docs/troubleshooting.md", "docs/figures/*.png",
+           "exercises/*.py", "grader/*.py", "grader/*.toml", "grader/runner/*.py", "grader/checks/*.py",
+           "grader/checks/pytest.ini"]
+STAGES = sorted(STAGE_MODULES)
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("release") / "student"
+    archive = build_release(folder)
+    return folder, archive
+
+
+def release_files(folder) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+
+
+def text_of(folder) -> dict[str, str]:
+    return {name: (folder / name).read_text(encoding="utf-8") for name in release_files(folder) if not name.endswith(".png")}
+
+
+def secret_lines() -> set[str]:
+    """Lines only a solution region holds, outside constructors (whose attributes the guides document)."""
+    secret, public = set(), set()
+    for path in sorted((REPO / "solutions").glob("stage*.py")):
+        source = path.read_text()
+        constructors = {line for node in ast.walk(ast.parse(source)) if isinstance(node, ast.FunctionDef)
+                        and node.name == "__init__" for line in range(node.lineno, node.end_lineno + 1)}
+        inside = False
+        for number, line in enumerate(source.splitlines(), start=1):
+            if line.strip() in (BEGIN, END):
+                inside = line.strip() == BEGIN
+            elif inside and number not in constructors:
+                secret.add(line.strip())
+            else:
+                public.add(line.strip())
+    # Block openers (`with torch.no_grad():`) say nothing of a solution; statements do.
+    return {line for line in secret - public if len(line) >= 8 and not line.startswith("#") and not line.endswith(":")}
+
+
+def test_only_allowed_files(release):
+    folder, _ = release
+    outside = [name for name in release_files(folder) if not any(fnmatch.fnmatch(name, p) for p in ALLOWED)]
+    assert not outside
+    for absent in ("solutions", "tests", "grader/authoring", "grader/schemas", "docs/instructors.md"):
+        assert not (folder / absent).exists()
+
+
+def test_no_solution_and_no_hidden_check(release):
+    folder, _ = release
+    texts = text_of(folder)
+    secrets = secret_lines()
+    assert len(secrets) > 20, "the test must have solution lines to look for"
+    for name, text in texts.items():
+        assert not secrets & {line.strip() for line in text.splitlines()}, name
+        assert BEGIN not in text and "BEGIN HIDDEN TESTS" not in text, name
+    hidden = [c for c in planned_checks(STAGES) if c.visibility == "hidden"]
+    assert hidden
+    for check in hidden:
+        assert not [name for name, text in texts.items() if check.id in text], check.id
+    assert "reference_state(reference" not in "".join(texts.values())
+
+
+def test_points_are_the_visible_checks_points(release):
+    folder, _ = release
+    import tomllib
+
+    table = tomllib.loads((folder / "grader" / "points.toml").read_text())
+    visible = {(f"stage{c.stage}", c.id): c.points for c in planned_checks(STAGES) if c.visibility == "visible"}
+    assert {(stage, check): points for stage, checks in table.items() for check, points in checks.items()} == visible
+
+
+def test_the_zip_holds_the_folder(release):
+    folder, archive = release
+    with zipfile.ZipFile(archive) as bundle:
+        assert sorted(n.removeprefix("student/") for n in bundle.namelist()) == release_files(folder)
+
+
+def make(folder, *args: str) -> subprocess.CompletedProcess:
+    """`make` in the release, on this interpreter (SETUP= skips creating the release's own .venv)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    return subprocess.run(["make", "-s", *args, f"PY={sys.executable}", "SETUP=", f"PYTHON={sys.executable}"],
+                          cwd=folder, capture_output=True, text=True, env=env, timeout=600)
+
+
+def test_make_grade_in_the_release(release, tmp_path):
+    folder, _ = release
+    stubbed = make(folder, "grade", f"GRADE_ARGS=--json {tmp_path / 'stubs.json'}")
+    assert stubbed.returncode == 0, stubbed.stderr
+    report = json.loads((tmp_path / "stubs.json").read_text())
+    assert report["score"] == 0 and "provisional" in report["flags"]
+    assert "Provisional total (visible checks only): 0/29" in stubbed.stdout
+    solved = shutil.copytree(folder, tmp_path / "solved")
+    learner_copy(solved / "exercises")
+    full = make(solved, "grade", f"GRADE_ARGS=--json {tmp_path / 'solved.json'}")
+    report = json.loads((tmp_path / "solved.json").read_text())
+    assert report["score"] == report["max_score"] == 29, full.stdout
+    assert {c["visibility"] for s in report["stages"] for c in s["checks"]} == {"visible"}
+
+
+def test_make_submit_gives_what_the_batch_grader_takes(release, tmp_path):
+    folder, _ = release
+    solved = shutil.copytree(folder, tmp_path / "solved")
+    learner_copy(solved / "exercises")
+    assert make(solved, "submit").returncode == 2  # no STUDENT: a usage line, no zip
+    done = make(solved, "submit", "STUDENT=ada")
+    assert done.returncode == 0, done.stderr
+    class_folder = tmp_path / "class"
+    class_folder.mkdir()
+    shutil.move(solved / "ada.zip", class_folder / "ada.zip")
+    with zipfile.ZipFile(class_folder / "ada.zip") as bundle:
+        assert sorted(bundle.namelist()) == sorted(f"{m}.py" for m in STAGE_MODULES.values())
+    result = batch(class_folder, tmp_path / "grades")
+    assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "grades" / "ada.json").read_text())["score"] == 100
