@@ -56,7 +56,7 @@ $(DOCS_STAMP): pyproject.toml $(RUNTIME_STAMP)
 
 $(DEV_STAMP): pyproject.toml $(RUNTIME_STAMP)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
-	@touch $@
+	@touch $@ $(INSTRUCTOR_STAMP) $(NBGRADER_STAMP) $(DOCS_STAMP)  # dev includes those extras
 
 grade: $(RUNTIME_STAMP)
 	@$(PY) -m grader $(SUBMISSION) $(if $(STAGE),--stage $(STAGE)) $(GRADE_ARGS)

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from grader.authoring.figures import DATA, FIGURES, figure_data
+from grader.authoring.figures import DATA, FIGURES, figure_data, render
 from tests.grading import REPO
 
 TOLERANCE = 1e-4  # the data is written with 4 decimals
@@ -34,3 +34,10 @@ def test_the_figures_show_the_documents_numbers():
     assert data["causal"]["weights"][1][:2] == [0.5517, 0.4483]  # the masked, renormalised row 2
     assert all(sum(row) == pytest.approx(1, abs=1e-3) for name in ("plain", "scaled", "causal", "head1", "head2")
                for row in data[name]["weights"])
+
+
+def test_make_figures_draws_a_png_per_figure(tmp_path):
+    data = figure_data()
+    written = render(data, tmp_path)
+    assert sorted(p.name for p in written) == sorted(f"{name}.png" for name in data)
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 10_000 for p in written)

@@ -1,0 +1,74 @@
+"""Every command the README shows works: run here when cheap, else proven by CI or a named test."""
+
+import os
+import re
+import subprocess
+
+import pytest
+
+from tests.grading import REPO, learner_copy
+
+README = (REPO / "README.md").read_text(encoding="utf-8")
+CI = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+# target -> the test file that runs what the target runs (checked against `make -n`)
+PROVEN_BY_TESTS = {
+    "nbgrader-demo": ("tests/test_nbgrader.py", "grader.authoring.nbgrader_demo"),
+    "stubs": ("tests/test_stubs.py", "grader.authoring.stubs"),
+    "figures": ("tests/test_figures.py", "grader.authoring.figures"),
+}
+RUN_HERE = {"grade", "grade-all", "release", "gradescope", "nbgrader"}
+PROVEN_BY_CI = {"grade", "test"}
+STUDENT_REPOSITORY = {"submit"}  # the README describes the release's Makefile: tests/test_release.py runs it
+
+
+def readme_targets() -> set[str]:
+    return set(re.findall(r"\bmake ([a-z][a-z-]*)", README))
+
+
+def make(*args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    return subprocess.run(["make", "-s", *args], cwd=REPO, capture_output=True, text=True, env=env, timeout=600)
+
+
+def test_every_readme_command_is_accounted_for():
+    assert readme_targets() == RUN_HERE | PROVEN_BY_CI | set(PROVEN_BY_TESTS) | STUDENT_REPOSITORY
+    release_tests = (REPO / "tests" / "test_release.py").read_text(encoding="utf-8")
+    release_makefile = (REPO / "grader" / "authoring" / "release" / "Makefile").read_text(encoding="utf-8")
+    for target in STUDENT_REPOSITORY:
+        assert f"\n{target}:" in release_makefile and f'make(solved, "{target}"' in release_tests
+    for target in PROVEN_BY_CI:
+        assert re.search(rf"^make {target}$", CI, re.MULTILINE), f"CI does not run make {target}"
+
+
+@pytest.mark.parametrize("target", sorted(PROVEN_BY_TESTS))
+def test_targets_proven_elsewhere_run_what_their_test_covers(target):
+    test_file, module = PROVEN_BY_TESTS[target]
+    dry_run = make("-n", target)
+    assert dry_run.returncode == 0 and f"-m {module}" in dry_run.stdout
+    assert f"from {module} import" in (REPO / test_file).read_text(encoding="utf-8")
+
+
+def test_make_grade_one_stage_points_to_the_next_function():
+    done = make("grade", "STAGE=2")
+    assert done.returncode == 0, done.stderr
+    assert "stage 2" in done.stdout and "stage 1" not in done.stdout.split("\n\n")[1]
+    assert "open exercises/stage2_self_attention.py" in done.stdout
+    assert "SelfAttention_v1.__init__ is not implemented yet" in done.stdout
+
+
+def test_make_grade_a_submission_and_a_class(tmp_path):
+    learner_copy(tmp_path / "class" / "ada")
+    one = make("grade", f"SUBMISSION={tmp_path / 'class' / 'ada'}", f"GRADE_ARGS=--json {tmp_path / 'ada.json'}")
+    assert one.returncode == 0 and "Total: 100/100" in one.stdout, one.stdout + one.stderr
+    everyone = make("grade-all", f"SUBMISSIONS={tmp_path / 'class'}", f"OUT={tmp_path / 'grades'}")
+    assert everyone.returncode == 0, everyone.stderr
+    assert (tmp_path / "grades" / "grades.csv").read_text().splitlines()[1].startswith("ada,100,100,")
+    assert make("grade-all").returncode != 0  # without SUBMISSIONS and OUT: a usage line
+
+
+def test_make_release_gradescope_and_nbgrader_build_what_they_say():
+    for target, output in (("release", "dist/student.zip"), ("gradescope", "dist/gradescope-autograder.zip"),
+                           ("nbgrader", "build/nbgrader/source/attention/stage1_softmax.ipynb")):
+        done = make(target)
+        assert done.returncode == 0, f"make {target}: {done.stderr}"
+        assert (REPO / output).is_file(), f"make {target} did not write {output}"
