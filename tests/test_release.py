@@ -133,3 +133,36 @@ def test_make_submit_gives_what_the_batch_grader_takes(release, tmp_path):
     result = batch(class_folder, tmp_path / "grades")
     assert result.returncode == 0, result.stderr
     assert json.loads((tmp_path / "grades" / "ada.json").read_text())["score"] == 100
+
+
+def test_visible_only_drops_hidden_checks_with_their_data():
+    from grader.authoring.release import visible_only
+
+    source = '''"""A check module."""
+
+import torch
+
+from grader.checks.support import check, generator
+
+SHAPES = [(3, 2), (4, 4)]  # hidden inputs
+SEED = 123
+
+
+def helper(x):
+    return x
+
+
+@check("document.thing", visible=True)
+def test_document_thing(learner):
+    return helper(SEED)
+
+
+@check("random.thing")
+def test_random_thing(learner):
+    return [generator("random.thing") for _ in SHAPES]
+'''
+    released = visible_only(source)
+    compile(released, "released.py", "exec")
+    assert "test_document_thing" in released and "helper" in released and "SEED = 123" in released
+    for secret in ("SHAPES", "random.thing", "generator", "hidden inputs"):
+        assert secret not in released
