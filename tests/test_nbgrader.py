@@ -13,7 +13,7 @@ import pytest
 from nbgrader.api import Gradebook
 from nbgrader.nbgraderformat.v3 import MetadataValidatorV3
 
-from grader.authoring.nbgrader_course import ASSIGNMENT, answer_source, stage_points, write_course
+from grader.authoring.nbgrader_course import ASSIGNMENT, answer_cell_source, answer_source, stage_points, write_course
 from grader.authoring.nbgrader_demo import grade, prepare, solved_answers, submit
 from grader.authoring.stubs import BEGIN, END
 from grader.plugin import planned_checks
@@ -35,7 +35,7 @@ def term(tmp_path_factory):
     submit(course, "bob", {})
     mistaken = learner_copy(course.parent / "cy-files", MUTANT)
     name = f"{STAGE_MODULES[2]}.py"
-    folder = submit(course, "cy", {f"{STAGE_MODULES[2]}.ipynb": f"%%writefile {name}\n" + (mistaken / name).read_text()})
+    folder = submit(course, "cy", {f"{STAGE_MODULES[2]}.ipynb": answer_cell_source(2, (mistaken / name).read_text())})
     for notebook in folder.glob("*.ipynb"):
         if notebook.stem != STAGE_MODULES[2]:
             notebook.unlink()  # cy handed in only stage 2

@@ -69,10 +69,20 @@ def explanation(stage: int) -> str:
     return "\n\n".join([title, *kept])
 
 
+def answer_cell_source(stage: int, code: str) -> str:
+    """An answer cell holding ``code``: running it saves the code as the stage's file."""
+    return f"%%writefile {STAGE_MODULES[stage]}.py\n{code}".rstrip("\n")
+
+
 def answer_source(stage: int) -> str:
-    module = STAGE_MODULES[stage]
-    solution = (REPO / "solutions" / f"{module}.py").read_text(encoding="utf-8")
-    return f"%%writefile {module}.py\n{learner_imports(solution)}".rstrip("\n")
+    """The source notebook's answer cell: the solution module, as a learner's file imports."""
+    solution = (REPO / "solutions" / f"{STAGE_MODULES[stage]}.py").read_text(encoding="utf-8")
+    return answer_cell_source(stage, learner_imports(solution))
+
+
+def answer_cell(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The notebook's one answer cell (nbgrader's solution cell)."""
+    return next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("solution"))
 
 
 def stage_notebook(stage: int, points: dict[str, float]) -> nbformat.NotebookNode:

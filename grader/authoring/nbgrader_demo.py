@@ -16,7 +16,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader.authoring.nbgrader_course import ASSIGNMENT, REPO, write_course
+from grader.authoring.nbgrader_course import ASSIGNMENT, REPO, answer_cell, write_course
 
 DEFAULT_COURSE = REPO / "build" / "nbgrader-demo"
 class NbgraderFailed(RuntimeError):
@@ -44,8 +44,7 @@ def prepare(course: Path) -> None:
 
 def solved_answers(course: Path) -> dict[str, str]:
     """Notebook name -> the source notebook's answer cell: a student who pasted the solutions in."""
-    return {path.name: next(c.source for c in nbformat.read(path, as_version=4).cells
-                            if c.metadata.get("nbgrader", {}).get("solution"))
+    return {path.name: answer_cell(nbformat.read(path, as_version=4)).source
             for path in sorted((course / "source" / ASSIGNMENT).glob("*.ipynb"))}
 
 
@@ -56,8 +55,7 @@ def submit(course: Path, student: str, answers: dict[str, str]) -> Path:
     shutil.copytree(course / "release" / ASSIGNMENT, folder)
     for name, answer in answers.items():
         notebook = nbformat.read(folder / name, as_version=4)
-        cell = next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("solution"))
-        cell.source = answer
+        answer_cell(notebook).source = answer
         nbformat.write(notebook, folder / name)
     (folder / "timestamp.txt").write_text(datetime.datetime.now(datetime.timezone.utc).isoformat())
     return folder

@@ -25,7 +25,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from grader.authoring.nbgrader_course import ASSIGNMENT
+from grader.authoring.nbgrader_course import ASSIGNMENT, answer_cell_source
 from grader.authoring.nbgrader_demo import nbgrader, prepare, submit
 from grader.runner.implementation import STAGE_MODULES
 from grader.sandbox import confinement
@@ -86,8 +86,8 @@ def time_nbgrader(sample: list[Path], course: Path) -> tuple[float, dict[str, fl
     """Seconds nbgrader autograde takes for the sample handed in as notebooks, and their scores."""
     prepare(course)
     for folder in sample:
-        answers = {f"{module}.ipynb": f"%%writefile {module}.py\n" + (folder / f"{module}.py").read_text()
-                   for module in STAGE_MODULES.values() if (folder / f"{module}.py").is_file()}
+        answers = {f"{module}.ipynb": answer_cell_source(stage, (folder / f"{module}.py").read_text())
+                   for stage, module in STAGE_MODULES.items() if (folder / f"{module}.py").is_file()}
         submit(course, folder.name, answers)
     started = time.perf_counter()
     nbgrader(course, "autograde", ASSIGNMENT, "--force")
