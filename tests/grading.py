@@ -1,6 +1,7 @@
-"""Helpers for the grader's own tests: learner-style copies of the solutions, and a CLI run."""
+"""Helpers for the grader's own tests: learner-style copies of the solutions, CLI and make runs."""
 
 import json
+import os
 import subprocess
 import sys
 import tomllib
@@ -47,3 +48,9 @@ def batch(submissions: Path, out: Path, *options: str) -> subprocess.CompletedPr
 
 def stage_scores(report: dict) -> dict[int, float]:
     return {int(s["id"].removeprefix("stage")): s["score"] for s in report["stages"]}
+
+
+def make(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    """`make -s ARGS` in ``folder``, as a user types it (pytest's own environment left out)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    return subprocess.run(["make", "-s", *args], cwd=folder, capture_output=True, text=True, env=env, timeout=600)

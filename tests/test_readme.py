@@ -1,12 +1,12 @@
 """Every command the README shows works: run here when cheap, else proven by CI or a named test."""
 
-import os
 import re
 import subprocess
 
 import pytest
 
 from tests.grading import REPO, learner_copy
+from tests.grading import make as run_make
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
 CI = (REPO / ".ci" / "run").read_text(encoding="utf-8")
@@ -26,8 +26,7 @@ def readme_targets() -> set[str]:
 
 
 def make(*args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    return subprocess.run(["make", "-s", *args], cwd=REPO, capture_output=True, text=True, env=env, timeout=600)
+    return run_make(REPO, *args)
 
 
 def test_every_readme_command_is_accounted_for():

@@ -3,7 +3,6 @@
 import ast
 import fnmatch
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from grader.authoring.stubs import BEGIN, END
 from grader.plugin import planned_checks
 from grader.runner.implementation import STAGE_MODULES
 from tests.grading import REPO, batch, learner_copy
+from tests.grading import make as run_make
 
 ALLOWED = [".gitignore", "Makefile", "README.md", "pyproject.toml", ".github/workflows/classroom.yml",
            "docs/stage?.md", "docs/errata.md", "docs/troubleshooting.md", "docs/figures/*.png",
@@ -98,9 +98,7 @@ def test_the_zip_holds_the_folder(release):
 
 def make(folder, *args: str) -> subprocess.CompletedProcess:
     """`make` in the release, on this interpreter (SETUP= skips creating the release's own .venv)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    return subprocess.run(["make", "-s", *args, f"PY={sys.executable}", "SETUP=", f"PYTHON={sys.executable}"],
-                          cwd=folder, capture_output=True, text=True, env=env, timeout=600)
+    return run_make(folder, *args, f"PY={sys.executable}", "SETUP=", f"PYTHON={sys.executable}")
 
 
 def test_make_grade_in_the_release(release, tmp_path):
