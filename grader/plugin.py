@@ -73,13 +73,14 @@ class GradingPlugin:
             marker = item.get_closest_marker("check")
             if marker is None:
                 raise pytest.UsageError(f"{item.nodeid} has no @check marker")
-            graded = _stage_of(item) in self.stages
+            stage = _stage_of(item)
             shown = marker.kwargs["visibility"] == "visible" or not self.visible_only
-            (kept if graded and shown else dropped).append(item)
-            if graded and shown:
-                stage = _stage_of(item)
+            if stage in self.stages and shown:
+                kept.append(item)
                 self.planned.append(PlannedCheck(stage, marker.kwargs["name"], marker.kwargs["visibility"],
                                                  points(stage, marker.kwargs["name"])))
+            else:
+                dropped.append(item)
         items[:] = kept
         config.hook.pytest_deselected(items=dropped)
 

@@ -26,7 +26,7 @@ def grade_staged(sandbox: Sandbox, staged: StagedSubmission, stages: list[int], 
 
 def grade_each(sandbox: Sandbox, students: Iterator[StagedSubmission], deliver: Callable[[dict], None],
                stages: list[int], visible_only: bool, timeout: float) -> None:
-    """Grade each student ``students`` stages in ``sandbox``, one after another, in one pytest session,
+    """Grade ``stages`` of each of ``students`` in ``sandbox``, one after another, in one pytest session,
     and ``deliver`` each report as soon as it is ready."""
     # The judge's tensors are tiny: a second intra-op thread only spins, taking a core from the
     # workers and from the other lanes of a batch (more than half of the judge's CPU time).
