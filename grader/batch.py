@@ -112,7 +112,7 @@ def _lane(connection: Connection, args: argparse.Namespace) -> None:
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator decides when lanes stop
     try:
-        sandbox = Sandbox(args.device, args.sandbox)
+        sandbox = Sandbox(args.device, args.sandbox, many_students=True)
         sandbox.device  # noqa: B018 - fail here, once, if the zygote cannot start
     except SandboxError as error:
         connection.send(("fatal", str(error)))

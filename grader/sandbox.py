@@ -72,7 +72,8 @@ def _probe_bubblewrap() -> Confinement:
 class Sandbox:
     """A running zygote and the folders it shares with the judge."""
 
-    def __init__(self, device: str = "cpu", mode: str = "auto"):
+    def __init__(self, device: str = "cpu", mode: str = "auto", many_students: bool = False):
+        """``many_students``: the zygote moves to huge pages first (grader.runner.hugepages)."""
         self.confinement = confinement(mode)
         self._root = Path(tempfile.mkdtemp(prefix="grader-sandbox-"))
         self.submission = self._root / "submission"  # the current student's staged stage files
@@ -83,7 +84,7 @@ class Sandbox:
         self.listener.bind(str(self.socket_path))
         self.listener.listen(8)
         self._device: str | None = None
-        self._zygote = self._start(device)
+        self._zygote = self._start(device, many_students)
 
     @property
     def device(self) -> str:
@@ -142,10 +143,10 @@ class Sandbox:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _start(self, device: str) -> subprocess.Popen:
+    def _start(self, device: str, many_students: bool) -> subprocess.Popen:
         scratch = self._root / "scratch"
         zygote = [sys.executable, "-P", "-m", "grader.runner.zygote", self.inside(self.submission),
-                  self.inside(scratch), device]
+                  self.inside(scratch), device, *(["--many-students"] if many_students else [])]
         environment = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1"}
         for name in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "LANG", "PATH"):
             if name in os.environ:

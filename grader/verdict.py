@@ -1,6 +1,6 @@
 """Judge one result: pass, or fail with what was expected, what came back, and the mistake's name."""
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import torch
 
@@ -32,10 +32,13 @@ def expect_close(
     actual: object,
     expected: torch.Tensor,
     what: str,
-    variants: Mapping[str, torch.Tensor] | None = None,
+    variants: Mapping[str, torch.Tensor] | Callable[[], Mapping[str, torch.Tensor]] | None = None,
     tolerance: torch.Tensor | None = None,
 ) -> None:
-    """Fail unless ``actual`` matches ``expected``; name the first known-wrong variant it matches."""
+    """Fail unless ``actual`` matches ``expected``; name the first known-wrong variant it matches.
+
+    ``variants`` may be a function that computes them: most results match, and need none.
+    """
     expected = expected.detach().to("cpu", torch.float64)
     tolerance = tolerance_for(expected) if tolerance is None else tolerance
     if isinstance(actual, Foreign):
@@ -44,6 +47,8 @@ def expect_close(
     problem = describe_difference(actual, expected, tolerance)
     if problem is None:
         return
+    if callable(variants):
+        variants = variants()
     for hint, variant in (variants or {}).items():
         if _matches(actual, variant.detach().to("cpu", torch.float64)):
             raise CheckFailed(f"{what}: {problem}. It is exactly the result of this mistake: {catalog()[hint]['text']}", hint)

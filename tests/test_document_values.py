@@ -99,3 +99,22 @@ def test_erratum_is_what_scaling_by_sqrt_d_out_prints(erratum, solutions, monkey
     # 002's heads have 3 features and divide by sqrt(6): rescale the scores by sqrt(3 / 6).
     monkeypatch.setattr(torch, "softmax", lambda x, dim: real_softmax(x * (3 / 6) ** 0.5, dim=dim))
     assert erratum.check(run_recipe(erratum.recipe, solutions)) is None
+
+
+def test_counting_gpt2_parameters_draws_no_random_numbers_and_leaves_init_working(solutions):
+    # The count is the document's; its 2.4 million initial weights are never drawn.
+    state = torch.get_rng_state()
+    count = run_recipe("exercise_3_3_parameter_count", solutions)
+    assert int(count) == 2_360_064
+    assert torch.equal(torch.get_rng_state(), state)
+    assert torch.nn.Linear(4, 4).weight.abs().sum() > 0  # nn.init fills weights again afterwards
+
+
+def test_counting_parameters_passes_on_what_the_learners_module_raises():
+    class Broken:
+        def MultiHeadAttention(self, *args, **kwargs):  # noqa: N802 - the public name being graded
+            raise ValueError("d_out must be divisible by num_heads")
+
+    with pytest.raises(ValueError, match="divisible"):
+        run_recipe("exercise_3_3_parameter_count", Broken())
+    assert torch.nn.Linear(4, 4).weight.abs().sum() > 0

@@ -76,3 +76,12 @@ def test_printing_to_n_decimals_round_trips_and_two_units_off_does_not(numbers, 
     off = actual.double().clone()
     off[0] += 2.5 * 10.0**-decimals
     assert describe_difference(off, expected, tolerance) is not None
+
+
+def test_difference_takes_no_shortcut_past_infinities_or_nan():
+    expected = torch.tensor([1.0, -torch.inf])
+    tolerance = torch.full((2,), 1e-4)
+    assert describe_difference(torch.tensor([1.0, -torch.inf]), expected, tolerance) is None
+    assert describe_difference(torch.tensor([1.0, torch.inf]), expected, tolerance) is not None
+    assert describe_difference(torch.tensor([1.0, 0.0]), expected, tolerance) is not None
+    assert "NaN" in describe_difference(torch.tensor([torch.nan, -torch.inf]), expected, tolerance)

@@ -218,3 +218,28 @@ def test_without_bubblewrap_the_grader_says_why_and_can_insist(tmp_path):
                               text=True, timeout=300)
     assert insisted.returncode == 2 and "bubblewrap is not installed" in insisted.stderr
     assert shutil.which("bwrap", path=str(bin_dir)) is None
+
+
+HUGE_PAGE_PROBE = """
+import json
+rollup = open("/proc/self/smaps_rollup").read().split()
+raise RuntimeError(json.dumps({"huge_kib": int(rollup[rollup.index("AnonHugePages:") + 1])}))
+"""
+
+
+def test_a_sandbox_for_a_class_forks_its_workers_from_huge_pages(tmp_path):
+    # What the zygote has after importing torch: can this kernel move it?
+    probe = subprocess.run([sys.executable, "-c", "import torch\nfrom grader.runner.hugepages import "
+                            "collapse_into_huge_pages\nprint(collapse_into_huge_pages())"],
+                           cwd=REPO, capture_output=True, text=True, check=True)
+    if int(probe.stdout) == 0:
+        pytest.skip("this kernel does not move memory into huge pages (Linux 6.1+ with transparent huge pages)")
+    (tmp_path / "class" / "probe").mkdir(parents=True)
+    (tmp_path / "class" / "probe" / STAGE1).write_text(HUGE_PAGE_PROBE)
+    batch(tmp_path / "class", tmp_path / "out")
+    message = json.loads((tmp_path / "out" / "probe.json").read_text())["stages"][0]["checks"][0]["message"]
+    # The zygote moves ~110 MB; a worker's own writes have split some of it by the time it looks.
+    assert json.loads(message.split("RuntimeError: ", 1)[1])["huge_kib"] >= 16 * 1024
+    if "[always]" not in Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text():
+        with Sandbox() as for_one:  # one submission forks five workers: not worth the move
+            assert import_report(for_one, tmp_path / "class" / "probe")["huge_kib"] < 16 * 1024

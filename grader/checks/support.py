@@ -1,5 +1,6 @@
 """What every stage's checks share: the marker, seeded inputs, and the common ways to judge."""
 
+import functools
 import zlib
 
 import pytest
@@ -62,7 +63,7 @@ def expect_function_on_cases(learner: LearnerWorkers, stage: int, function: str,
     outputs = [call(learner, stage, function, *args) for args in cases]
     expect_input_dependent(outputs[2:], function)
     for args, output in zip(cases, outputs):
-        expect_close(output, reference_function(*args), describe(*args), variants_for(*args))
+        expect_close(output, reference_function(*args), describe(*args), lambda args=args: variants_for(*args))
 
 
 def build(learner: LearnerWorkers, stage: int, cls: str, args: list, **options) -> dict:
@@ -80,7 +81,16 @@ def build_with_weights(learner: LearnerWorkers, stage: int, cls: str, args: list
 
 
 def reference_state(module_class, args: list, seed: int) -> dict[str, torch.Tensor]:
-    """The weights a reference module gets under ``seed``: what gets injected into the learner's."""
+    """The weights a reference module gets under ``seed``: what gets injected into the learner's.
+
+    The same for every student: a batch builds each module once. Callers get their own dict of
+    tensors that no one changes.
+    """
+    return dict(_reference_state(module_class, tuple(args), seed))
+
+
+@functools.cache
+def _reference_state(module_class, args: tuple, seed: int) -> dict[str, torch.Tensor]:
     manual_seed(seed)
     return {k: v.clone() for k, v in module_class(*args).state_dict().items()}
 

@@ -98,16 +98,18 @@ def test_softmax_naive_properties(learner):
 
 @check("shortcut.softmax_naive", target="softmax_naive")
 def test_softmax_naive_is_written_by_hand(learner):
-    reply = learner.request(STAGE, "call", function="softmax_naive", args=[torch.rand(6)], record=True)
+    scores = torch.rand(6, generator=generator("shortcut.softmax_naive"))
+    reply = learner.request(STAGE, "call", function="softmax_naive", args=[scores], record=True)
     expect_no_banned_ops(reply["ops"], SOFTMAX, "softmax_naive")
 
 
 @check("structure.outputs")
 def test_output_shapes_and_devices(learner, device):
-    inputs, query = torch.rand(1, 4), torch.rand(4)
+    rng = generator("structure.outputs")
+    inputs, query, score = torch.rand(1, 4, generator=rng), torch.rand(4, generator=rng), torch.rand(1, generator=rng)
     results = {
         "attention_scores": (call(learner, STAGE, "attention_scores", inputs, query), (1,)),
-        "softmax_naive": (call(learner, STAGE, "softmax_naive", torch.rand(1)), (1,)),
+        "softmax_naive": (call(learner, STAGE, "softmax_naive", score), (1,)),
         "context_vector": (call(learner, STAGE, "context_vector", inputs, torch.ones(1)), (4,)),
         "simple_self_attention": (call(learner, STAGE, "simple_self_attention", inputs), (1, 4)),
     }

@@ -15,13 +15,14 @@ from grader.checks.support import (
     expect_seeded_module_values,
     generator,
 )
-from grader.diagnosis import single_head_variants
+from grader.diagnosis import linear, single_head_variants
 from grader.runner.shortcuts import ATTENTION
 
 STAGE = 4
 # (batch, num_tokens, d_in, d_out, context_length): one token, fewer tokens than the context,
 # the book's, d_in > d_out
 SHAPES = [(1, 1, 3, 2, 4), (3, 5, 4, 6, 8), (2, 6, 3, 2, 6), (4, 7, 6, 3, 7)]
+PROJECTIONS = ("W_query", "W_key", "W_value")
 
 
 @check("document.mask_and_renormalize", visible=True, target="mask_and_renormalize")
@@ -93,9 +94,8 @@ def test_random_causal_attention(learner, reference):
         x = torch.rand(b, n, d_in, generator=rng)
         actual, expected, state = run_injected(learner, reference, STAGE, "CausalAttention", args, 8000 + index, x)
         outputs.append(actual)
-        q, k, v = (x @ state[f"{name}.weight"].T for name in ("W_query", "W_key", "W_value"))
         expect_close(actual, expected, f"CausalAttention{tuple(args)} on a {(b, n, d_in)} batch",
-                     single_head_variants(q, k, v, causal=True))
+                     lambda: single_head_variants(*(linear(x, state, name) for name in PROJECTIONS), causal=True))
 
 
 @check("property.causal", target="CausalAttention")
@@ -131,5 +131,6 @@ def test_causal_attention_structure(learner, device):
 
 @check("shortcut.CausalAttention", target="CausalAttention")
 def test_causal_attention_shortcut(learner):
-    reply = build(learner, STAGE, "CausalAttention", [3, 2, 6, 0.0], inputs=[torch.rand(2, 6, 3)], record=True)
+    reply = build(learner, STAGE, "CausalAttention", [3, 2, 6, 0.0], record=True,
+                  inputs=[torch.rand(2, 6, 3, generator=generator("shortcut.CausalAttention"))])
     expect_no_banned_ops(reply["ops"], ATTENTION, "CausalAttention.forward")

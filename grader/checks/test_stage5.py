@@ -103,7 +103,7 @@ def test_random_multihead(learner, reference):
         x = torch.rand(b, n, d_in, generator=rng)
         actual, expected, state = run_injected(learner, reference, STAGE, "MultiHeadAttention", args, 9000 + index, x)
         expect_close(actual, expected, f"MultiHeadAttention{tuple(args)} on a {(b, n, d_in)} batch",
-                     multihead_variants(x, state, num_heads))
+                     lambda: multihead_variants(x, state, num_heads))
 
 
 @check("property.MultiHeadAttention", target="MultiHeadAttention")
@@ -151,7 +151,8 @@ def test_multihead_structure(learner):
 
 @check("shortcut.MultiHeadAttention", target="MultiHeadAttention")
 def test_multihead_shortcut(learner):
-    reply = build(learner, STAGE, "MultiHeadAttention", [3, 4, 6, 0.0, 2], inputs=[torch.rand(2, 6, 3)], record=True)
+    reply = build(learner, STAGE, "MultiHeadAttention", [3, 4, 6, 0.0, 2], record=True,
+                  inputs=[torch.rand(2, 6, 3, generator=generator("shortcut.MultiHeadAttention"))])
     expect_no_banned_ops(reply["ops"], ATTENTION, "MultiHeadAttention.forward")
     if any(kind == "MultiheadAttention" for _, kind in reply["structure"]["modules"]):
         raise CheckFailed("MultiHeadAttention holds a torch.nn.MultiheadAttention", "banned-api")

@@ -140,15 +140,19 @@ class ImportGuard(MetaPathFinder):
         return None
 
 
-def guard_imports() -> ImportGuard:
-    """Call once everything the worker needs is imported: later imports of those packages fail.
+def forget_grader_modules() -> None:
+    """Take the grader's packages out of sys.modules, so that importing them has to ask the guard.
 
-    The worker keeps its references to the modules it uses; only the names leave sys.modules,
-    so that `import grader` (or importlib, or __import__) has to ask the guard.
+    The zygote calls this once everything a worker needs is imported; workers keep their
+    references to the modules they use.
     """
     prefixes = tuple(f"{package}." for package in FORBIDDEN_PACKAGES)
     for name in [n for n in sys.modules if n in FORBIDDEN_PACKAGES or n.startswith(prefixes)]:
         del sys.modules[name]
+
+
+def guard_imports() -> ImportGuard:
+    """Refuse the grader's packages from now on (they must be forgotten already: see above)."""
     guard = ImportGuard()
     sys.meta_path.insert(0, guard)
     return guard

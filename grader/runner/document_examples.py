@@ -10,6 +10,8 @@ from collections.abc import Callable
 import torch
 import torch.nn as nn
 
+from torch.overrides import TorchFunctionMode
+
 from grader.runner.implementation import Implementation
 from grader.runner.seeding import manual_seed
 
@@ -52,6 +54,23 @@ def once_upon_embeddings(device: torch.device) -> torch.Tensor:
     manual_seed(123)
     embedding = nn.Embedding(num_embeddings=5, embedding_dim=4)
     return embedding(torch.arange(5)).to(device)  # (5, 4)
+
+
+class _NoRandomFills(TorchFunctionMode):
+    """Leaves weights as allocated where nn.init would fill them with random numbers.
+
+    For a module whose values nobody reads: drawing GPT-2's 2.4 million initial weights is most
+    of what a stage-5 worker spends. The meta device would skip them too, but its first use
+    imports torch._dynamo, which takes longer.
+    """
+
+    FILLS = {"uniform_", "normal_", "trunc_normal_", "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_",
+             "xavier_normal_", "orthogonal_"}
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", None) in self.FILLS:
+            return (args or tuple((kwargs or {}).values()))[0]  # the tensor to fill, first wherever it is
+        return func(*args, **(kwargs or {}))
 
 
 def seeded(seed: int, build: Callable[[], nn.Module], device: torch.device) -> nn.Module:
@@ -352,7 +371,8 @@ def exercise_3_2_shape(impl: Implementation, device: torch.device) -> torch.Tens
 
 @recipe
 def exercise_3_3_parameter_count(impl: Implementation, device: torch.device) -> torch.Tensor:
-    gpt2_small = impl.MultiHeadAttention(768, 768, 1024, 0.0, num_heads=12)
+    with _NoRandomFills():  # only the count is printed
+        gpt2_small = impl.MultiHeadAttention(768, 768, 1024, 0.0, num_heads=12)
     return torch.tensor(sum(p.numel() for p in gpt2_small.parameters()))
 
 
