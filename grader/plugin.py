@@ -18,12 +18,15 @@ CHECKS_DIR = Path(__file__).with_name("checks")
 # Learner code never runs in this process, so the end-of-session gc sweeps for unraisable
 # exceptions (0.2 s) have nothing to find either, and the plugins that watch a test's logging,
 # warnings, output or temporary files (a third of a batch's time) have nothing to watch.
+# A batch lane's session holds every check of its students: pytest's end-of-session list of
+# failures, one section each, searches all reports for each one (6.7 s for 90 students, and
+# quadratic); --tb=line makes it a line each, and -rN leaves out the short summary repeating it.
 UNUSED_PLUGINS = ["cacheprovider", "unraisableexception", "threadexception", "logging", "warnings", "capture",
                   "doctest", "junitxml", "pastebin", "stepwise", "legacypath", "tmpdir", "monkeypatch", "recwarn",
                   "setuponly", "setupplan", "faulthandler", "subtests", "unittest"]
 CHECK_ARGS = ["-c", str(CHECKS_DIR / "pytest.ini"), "--rootdir", str(CHECKS_DIR),
               *[arg for name in UNUSED_PLUGINS for arg in ("-p", f"no:{name}")],
-              "-p", "pytest_timeout", "--assert=plain", "-q", str(CHECKS_DIR)]
+              "-p", "pytest_timeout", "--assert=plain", "-q", "--tb=line", "-rN", str(CHECKS_DIR)]
 
 # How a learner failure reads as a check status and a catalog hint.
 FAILURE_STATUS = {

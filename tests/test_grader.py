@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from grader.hints import catalog
+from grader.plugin import GradingPlugin, run_checks
 from grader.points import STAGE_POINTS, points_table
 from tests.conftest import REPO
 from tests.grading import MUTANTS, grade, learner_copy, stage_scores
@@ -155,3 +156,11 @@ def test_terminal_report_reads_without_colour_and_colours_on_request(solutions_r
     plain, coloured = render_text(report, "work", color=False), render_text(report, "work", color=True)
     assert "\033[" not in plain and "stage 5  multi-head attention" in plain and "Total: 100/100" in plain
     assert "\033[32m✓\033[0m" in coloured
+
+
+def test_a_broken_check_module_is_reported_with_its_traceback(tmp_path):
+    # A lane's session lists its failures a line each; the grader's own errors keep their detail.
+    (tmp_path / "test_stage9.py").write_text("def test_broken(:\n    pass\n")
+    exit_code, output = run_checks(GradingPlugin(None, "cpu", [1], visible_only=False), str(tmp_path))
+    assert exit_code == pytest.ExitCode.INTERRUPTED
+    assert "SyntaxError" in output and "test_stage9.py" in output
