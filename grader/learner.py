@@ -2,9 +2,12 @@
 
 Learner code never runs in this process. Requests go to a worker over a Unix socket; answers
 are decoded safely (grader.runner.protocol). A worker that dies or hangs is discarded and the
-next request forks a fresh one, so a crash costs only the check that caused it.
+next request forks a fresh one, so a crash costs only the check that caused it. The workers of
+the stages to be graded are forked up front, so that each imports its file while the judge
+works on the stages before; every worker names its student, and a stray one is refused.
 """
 
+import itertools
 import socket
 from dataclasses import dataclass
 
@@ -16,6 +19,8 @@ WORKER_CONNECT_SECONDS = 60.0  # from fork to the worker's connection, on a busy
 # milliseconds, so a function that hangs everywhere costs seconds, not minutes, and a stage's
 # other functions still earn their points.
 REPEAT_HANG_SECONDS = 0.25
+STRAGGLER_SECONDS = 5.0  # at close, for a forked worker to connect so that it can be ended
+_students = itertools.count()
 
 
 @dataclass
@@ -35,14 +40,20 @@ class LearnerFailure(Exception):
 
 
 class LearnerWorkers:
-    """One student's workers, forked in ``sandbox`` on first use; close() ends them all."""
+    """One student's workers in ``sandbox``: those of ``stages`` forked at once, any other on first use;
+    close() ends them all."""
 
-    def __init__(self, sandbox: Sandbox, timeout: float):
+    def __init__(self, sandbox: Sandbox, timeout: float, stages: list[int] | tuple = ()):
         self.sandbox = sandbox
         self.timeout = timeout
-        self._workers: dict[int, tuple[socket.socket, int]] = {}
+        self._student = next(_students)
+        self._workers: dict[int, tuple[socket.socket, int]] = {}  # connected and loaded (or failed to)
+        self._forked: set[int] = set()  # not connected yet
+        self._connected: dict[int, tuple[socket.socket, int]] = {}  # introduced, not yet asked for
         self._hung_stages: set[int] = set()
         self._hung_at_import: set[int] = set()
+        for stage in stages:
+            self._start(stage)
 
     def request(self, stage: int, op: str, timeout: float | None = None, **params) -> object:
         """Run probe ``op`` in the worker of ``stage``; its result, or LearnerFailure."""
@@ -79,6 +90,13 @@ class LearnerWorkers:
 
     def close(self) -> None:
         """End every worker and wait until each is gone, so the next student starts clean."""
+        try:
+            while self._forked:  # a worker connects before it reads any file: wait, then end it
+                self._arrive(limit=STRAGGLER_SECONDS)
+        except (SandboxError, OSError, ProtocolError):
+            pass  # what never connects belongs to no student: the next one refuses it
+        self._workers.update(self._connected)
+        self._connected.clear()
         self._discard(*self._workers)
 
     def __enter__(self) -> "LearnerWorkers":
@@ -90,18 +108,25 @@ class LearnerWorkers:
     def _worker(self, stage: int) -> tuple[socket.socket, int]:
         return self._workers[stage] if stage in self._workers else self._fork(stage)
 
+    def _start(self, stage: int) -> None:
+        """Have the zygote fork the worker of ``stage``, without waiting for it."""
+        self.sandbox.command({"fork": stage, "socket": self.sandbox.inside(self.sandbox.socket_path),
+                              "student": self._student}, answered=False)
+        self._forked.add(stage)
+
     def _fork(self, stage: int) -> tuple[socket.socket, int]:
         """A worker that has imported the stage, or LearnerFailure when importing it crashed or hung."""
         if stage in self._hung_at_import:
             raise LearnerFailure("timeout", f"not run: importing your file took longer than {self.timeout:g} s")
         try:
-            self.sandbox.command({"fork": stage, "socket": self.sandbox.inside(self.sandbox.socket_path)},
-                                 answered=False)
-            connection = self._accept()
-            pid = int(receive(connection)["hello"]["pid"])
+            if stage not in self._forked and stage not in self._connected:
+                self._start(stage)
+            while stage not in self._connected:
+                self._arrive(limit=WORKER_CONNECT_SECONDS)
         except (SandboxError, OSError, ProtocolError) as error:
+            self._forked.discard(stage)
             raise LearnerFailure("crash", f"the grader could not start a process for your code ({error})") from None
-        self._workers[stage] = (connection, pid)
+        connection, pid = self._workers[stage] = self._connected.pop(stage)
         try:
             connection.settimeout(self.timeout)
             receive(connection)  # {"loaded": ...}: an import error is answered per request
@@ -115,16 +140,29 @@ class LearnerWorkers:
                                           "(os._exit, a segfault or the memory limit can do that)") from None
         return connection, pid
 
-    def _accept(self) -> socket.socket:
+    def _arrive(self, limit: float) -> None:
+        """Take the next worker's connection and introduction; end it if it is another student's."""
+        connection = self._accept(limit)
+        connection.settimeout(limit)
+        hello = receive(connection)["hello"]  # sent by our worker code, before any learner code runs
+        stage, pid = int(hello["stage"]), int(hello["pid"])
+        if hello.get("student") != self._student or stage not in self._forked:
+            connection.close()
+            self.sandbox.command({"kill": [pid]})
+            return
+        self._forked.discard(stage)
+        self._connected[stage] = (connection, pid)
+
+    def _accept(self, limit: float) -> socket.socket:
         """The next worker's connection; the zygote's death ends the wait early."""
-        self.sandbox.listener.settimeout(1.0)
-        for _ in range(int(WORKER_CONNECT_SECONDS)):
+        self.sandbox.listener.settimeout(min(1.0, limit))
+        for _ in range(max(1, int(limit))):
             try:
                 return self.sandbox.listener.accept()[0]
             except TimeoutError:
                 if not self.sandbox.alive:
                     break
-        raise SandboxError(f"no worker connected within {WORKER_CONNECT_SECONDS:g} s")
+        raise SandboxError(f"no worker connected within {limit:g} s")
 
     def _discard(self, *stages: int) -> None:
         pids = []

@@ -54,7 +54,7 @@ class _StudentLoop:
         self.ran = True
         items = session.items
         for staged in self.students:
-            with LearnerWorkers(self.sandbox, self.timeout) as learner:
+            with LearnerWorkers(self.sandbox, self.timeout, self.grading.stages) as learner:
                 self.grading.learner, self.grading.results = learner, []
                 # nextitem=None after the last check tears every fixture down: none outlives its student
                 for index, item in enumerate(items):

@@ -112,6 +112,29 @@ def test_non_tensor_results_arrive_as_foreign_values(tmp_path, workers_for):
     assert result == Foreign("list", "[1, 2]")
 
 
+def test_a_worker_forked_for_another_student_is_refused(tmp_path):
+    (tmp_path / "first").mkdir(), (tmp_path / "second").mkdir()
+    first, second = submission(tmp_path / "first"), submission(tmp_path / "second", "raise RuntimeError('second')\n")
+    with Sandbox() as sandbox:
+        sandbox.stage(first)
+        LearnerWorkers(sandbox, 10.0, stages=[1])  # forked up front, then left without close()
+        time.sleep(0.5)  # its worker has connected and loaded the first student's file by now
+        sandbox.stage(second)
+        with LearnerWorkers(sandbox, 10.0) as workers, pytest.raises(LearnerFailure, match="second"):
+            scores(workers)  # the first student's worker would have answered
+
+
+def test_workers_forked_up_front_are_ended_at_close(tmp_path):
+    with Sandbox() as sandbox:
+        sandbox.stage(submission(tmp_path))
+        LearnerWorkers(sandbox, 10.0, stages=[1, 2, 3, 4, 5]).close()
+        sandbox.listener.settimeout(0.5)
+        with pytest.raises(TimeoutError):  # nothing left to connect
+            sandbox.listener.accept()
+        with LearnerWorkers(sandbox, 10.0) as workers:
+            assert scores(workers).shape == (6,)
+
+
 def test_decode_refuses_forged_tensors():
     good = encode(torch.arange(4.0))
     assert decode(good).tolist() == [0.0, 1.0, 2.0, 3.0]

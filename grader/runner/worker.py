@@ -15,7 +15,7 @@ from grader.runner.protocol import receive, send
 from grader.runner.standins import install_stand_ins
 
 
-def run(stage: int, socket_path: str, submission: Path, scratch: Path, device: str) -> None:
+def run(stage: int, socket_path: str, student: int, submission: Path, scratch: Path, device: str) -> None:
     confine.die_with_parent()
     _silence_output()  # learner prints go nowhere: only the socket reaches the judge
     os.chdir(scratch)
@@ -31,7 +31,7 @@ def run(stage: int, socket_path: str, submission: Path, scratch: Path, device: s
     sock.connect(socket_path)
     confine.limit_resources(device)
     confine.forbid_new_processes(os.getpid())
-    send(sock, {"hello": {"stage": stage, "pid": os.getpid()}})
+    send(sock, {"hello": {"stage": stage, "pid": os.getpid(), "student": student}})
     # The judge times the import on its own: a module that hangs at import costs its stage once.
     install_stand_ins(stage)
     guard = confine.guard_imports()

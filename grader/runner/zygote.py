@@ -2,8 +2,9 @@
 
     python -m grader.runner.zygote SUBMISSION_FOLDER SCRATCH_FOLDER DEVICE [--many-students]
 
-Reads one JSON command per line on stdin. {"fork": stage, "socket": path} starts a worker, which
-introduces itself on the socket (no answer here, so the judge need not wait for the fork);
+Reads one JSON command per line on stdin. {"fork": stage, "socket": path, "student": n} starts a
+worker, which introduces itself on the socket with the three (no answer here, so the judge need
+not wait for the fork);
 {"kill": [pid, ...]} ends workers and answers once all are gone; {"reset": true} empties the
 scratch folder between students and answers. Commands run in order, so a student's workers are
 gone before the next student's files arrive. The zygote runs no torch operation itself, so
@@ -38,7 +39,8 @@ def main() -> None:
             pid = os.fork()
             if pid == 0:
                 try:
-                    worker.run(int(command["fork"]), command["socket"], submission, scratch, device)
+                    worker.run(int(command["fork"]), command["socket"], int(command["student"]), submission,
+                               scratch, device)
                 finally:
                     os._exit(0)
         elif "kill" in command:
