@@ -3,11 +3,10 @@
     python -m grader.runner.zygote SUBMISSION_FOLDER SCRATCH_FOLDER DEVICE [--many-students]
 
 Reads one JSON command per line on stdin. {"fork": stage, "socket": path, "student": n} starts a
-worker, which introduces itself on the socket with the three (no answer here, so the judge need
-not wait for the fork);
-{"kill": [pid, ...]} ends workers and answers once all are gone; {"reset": true} empties the
-scratch folder between students and answers. Commands run in order, so a student's workers are
-gone before the next student's files arrive. The zygote runs no torch operation itself, so
+worker, which introduces itself on the socket with its stage, pid and student (no answer here, so
+the judge need not wait for the fork); {"kill": [pid, ...]} ends workers and answers once all are
+gone; {"reset": true} empties the scratch folder between students and answers. Commands run in
+order, so a student's workers are gone before the next student's files arrive. The zygote runs no torch operation itself, so
 forks stay safe, and it never imports learner code: every student starts clean. With
 --many-students its memory first moves to huge pages, which makes each fork cheaper.
 """
