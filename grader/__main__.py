@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from grader.sandbox import MODES, Sandbox, SandboxError
-from grader.submission import SubmissionError
+from grader.submission import SubmissionError, stage_submission
 
 STAGES = [1, 2, 3, 4, 5]
 
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     with sandbox:
         try:
-            staged = sandbox.stage(args.submission)
+            staged = stage_submission(args.submission)
         except (SubmissionError, OSError) as error:
             print(f"grader: {error}", file=sys.stderr)
             return 2

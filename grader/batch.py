@@ -119,19 +119,19 @@ def _lane(connection: Connection, args: argparse.Namespace) -> None:
         return
     connection.send(("ready", None))
     with sandbox:
-        grade_each(sandbox, _staged_students(connection, sandbox), lambda report: connection.send(("done", report)),
+        grade_each(sandbox, _staged_students(connection), lambda report: connection.send(("done", report)),
                    STAGES, args.visible_only, args.timeout)
 
 
-def _staged_students(connection: Connection, sandbox):
-    """Each student the coordinator sends, staged in the sandbox; an unreadable one as an empty submission."""
-    from grader.submission import StagedSubmission, SubmissionError
+def _staged_students(connection: Connection):
+    """Each student the coordinator sends, read into memory; an unreadable one as an empty submission."""
+    from grader.submission import StagedSubmission, SubmissionError, stage_submission
 
     while (student := connection.recv()) is not None:
         try:
-            yield sandbox.stage(student.source)
+            yield stage_submission(student.source)
         except (SubmissionError, OSError) as error:
-            yield StagedSubmission(sandbox.submission, problem=str(error))
+            yield StagedSubmission(problem=str(error))
 
 
 @dataclass

@@ -1,26 +1,28 @@
 """The judge's handle on one student's code: a worker per stage in the sandbox, requests with time limits.
 
-Learner code never runs in this process. Requests go to a worker over a Unix socket; answers
-are decoded safely (grader.runner.protocol). A worker that dies or hangs is discarded and the
-next request forks a fresh one, so a crash costs only the check that caused it. The workers of
-the stages to be graded are forked up front, so that each imports its file while the judge
-works on the stages before; every worker names its student, and a stray one is refused.
+Learner code never runs in this process. Each worker is forked with a socket made here, for this
+student and stage: nothing a worker says decides who it is. Requests go over that socket; answers
+are decoded safely and must arrive whole within their time limit (grader.runner.protocol). A
+worker that dies or hangs is discarded and the next request forks a fresh one, so a crash costs
+only the check that caused it. The workers of the stages to be graded are forked up front, so
+that each imports its file while the judge works on the stages before. close() has the zygote end
+the student: every process that ran their code, at once.
 """
 
-import itertools
 import socket
 from dataclasses import dataclass
 
+from grader.runner.commands import send_command
 from grader.runner.protocol import ProtocolError, receive, send
 from grader.sandbox import Sandbox, SandboxError
 
-WORKER_CONNECT_SECONDS = 60.0  # from fork to the worker's connection, on a busy machine
+# From fork to "ready" (before any learner code runs): the fork and the worker's own set-up, on
+# a busy machine. The import of the learner's file then has the per-call limit.
+WORKER_READY_SECONDS = 60.0
 # After a hang in a stage, its later calls get a short limit: a correct call takes
 # milliseconds, so a function that hangs everywhere costs seconds, not minutes, and a stage's
 # other functions still earn their points.
 REPEAT_HANG_SECONDS = 0.25
-STRAGGLER_SECONDS = 5.0  # at close, for a forked worker to connect so that it can be ended
-_students = itertools.count()
 
 
 @dataclass
@@ -43,13 +45,13 @@ class LearnerWorkers:
     """One student's workers in ``sandbox``: those of ``stages`` forked at once, any other on first use;
     close() ends them all."""
 
-    def __init__(self, sandbox: Sandbox, timeout: float, stages: list[int] | tuple = ()):
+    def __init__(self, sandbox: Sandbox, files: dict[str, bytes], timeout: float, stages: list[int] | tuple = ()):
+        """``files``: the student's stage files by name (grader.submission.StagedSubmission.files)."""
         self.sandbox = sandbox
         self.timeout = timeout
-        self._student = next(_students)
-        self._workers: dict[int, tuple[socket.socket, int]] = {}  # connected and loaded (or failed to)
-        self._forked: set[int] = set()  # not connected yet
-        self._connected: dict[int, tuple[socket.socket, int]] = {}  # introduced, not yet asked for
+        self._student = sandbox.start_student(files)
+        self._workers: dict[int, socket.socket] = {}  # loaded (or failed to)
+        self._forked: dict[int, socket.socket] = {}  # not yet asked for
         self._hung_stages: set[int] = set()
         self._hung_at_import: set[int] = set()
         for stage in stages:
@@ -60,16 +62,18 @@ class LearnerWorkers:
         limit = timeout or self.timeout
         if stage in self._hung_stages:
             limit = min(limit, REPEAT_HANG_SECONDS)
-        sock, _ = self._worker(stage)
+        sock = self._worker(stage)
         try:
             send(sock, {"op": op, "params": params})
-            sock.settimeout(limit)
-            reply = receive(sock)
+            reply = receive(sock, limit)
         except TimeoutError:
             self._discard(stage)
             self._hung_stages.add(stage)
             raise LearnerFailure("timeout", f"no answer within {limit:g} s") from None
-        except (ConnectionError, ProtocolError, OSError):
+        except ProtocolError as error:
+            self._discard(stage)
+            raise LearnerFailure("crash", f"the process running your code sent an answer the grader refuses ({error})") from None
+        except (ConnectionError, OSError):
             self._discard(stage)
             raise LearnerFailure(
                 "crash", "the process running your code stopped without answering "
@@ -89,15 +93,13 @@ class LearnerWorkers:
         return reply["ok"]
 
     def close(self) -> None:
-        """End every worker and wait until each is gone, so the next student starts clean."""
-        try:
-            while self._forked:  # a worker connects before it reads any file: wait, then end it
-                self._arrive(limit=STRAGGLER_SECONDS)
-        except (SandboxError, OSError, ProtocolError):
-            pass  # what never connects belongs to no student: the next one refuses it
-        self._workers.update(self._connected)
-        self._connected.clear()
-        self._discard(*self._workers)
+        """End the student: the zygote kills their first process and with it every worker."""
+        for sock in [*self._workers.values(), *self._forked.values()]:
+            sock.close()
+        self._workers.clear(), self._forked.clear()
+        self._student.close()
+        if self.sandbox.alive:
+            self.sandbox.end_student()
 
     def __enter__(self) -> "LearnerWorkers":
         return self
@@ -105,31 +107,37 @@ class LearnerWorkers:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _worker(self, stage: int) -> tuple[socket.socket, int]:
+    def _worker(self, stage: int) -> socket.socket:
         return self._workers[stage] if stage in self._workers else self._fork(stage)
 
     def _start(self, stage: int) -> None:
-        """Have the zygote fork the worker of ``stage``, without waiting for it."""
-        self.sandbox.command({"fork": stage, "socket": self.sandbox.inside(self.sandbox.socket_path),
-                              "student": self._student}, answered=False)
-        self._forked.add(stage)
+        """Have the student's first process fork the worker of ``stage``, without waiting for it."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            send_command(self._student, {"fork": stage}, [theirs.fileno()])
+        except OSError:
+            ours.close()
+            raise SandboxError("the grader lost the process that starts your code's workers") from None
+        finally:
+            theirs.close()
+        self._forked[stage] = ours
 
-    def _fork(self, stage: int) -> tuple[socket.socket, int]:
+    def _fork(self, stage: int) -> socket.socket:
         """A worker that has imported the stage, or LearnerFailure when importing it crashed or hung."""
         if stage in self._hung_at_import:
             raise LearnerFailure("timeout", f"not run: importing your file took longer than {self.timeout:g} s")
+        if stage not in self._forked:
+            self._start(stage)
+        sock = self._workers[stage] = self._forked.pop(stage)
+        try:  # "ready" is sent before any learner code runs there: its absence is the grader's failure
+            ready = receive(sock, WORKER_READY_SECONDS)
+        except (TimeoutError, ConnectionError, ProtocolError, OSError):
+            ready = None
+        if ready != {"ready": True}:
+            self._discard(stage)
+            raise SandboxError(f"the grader could not start a process for stage {stage}")
         try:
-            if stage not in self._forked and stage not in self._connected:
-                self._start(stage)
-            while stage not in self._connected:
-                self._arrive(limit=WORKER_CONNECT_SECONDS)
-        except (SandboxError, OSError, ProtocolError) as error:
-            self._forked.discard(stage)
-            raise LearnerFailure("crash", f"the grader could not start a process for your code ({error})") from None
-        connection, pid = self._workers[stage] = self._connected.pop(stage)
-        try:
-            connection.settimeout(self.timeout)
-            receive(connection)  # {"loaded": ...}: an import error is answered per request
+            receive(sock, self.timeout)  # {"loaded": ...}: an import error is answered per request
         except TimeoutError:
             self._discard(stage)
             self._hung_at_import.add(stage)
@@ -138,37 +146,12 @@ class LearnerWorkers:
             self._discard(stage)
             raise LearnerFailure("crash", "the process running your code stopped while importing your file "
                                           "(os._exit, a segfault or the memory limit can do that)") from None
-        return connection, pid
+        return sock
 
-    def _arrive(self, limit: float) -> None:
-        """Take the next worker's connection and introduction; end it if it is another student's."""
-        connection = self._accept(limit)
-        connection.settimeout(limit)
-        hello = receive(connection)["hello"]  # sent by our worker code, before any learner code runs
-        stage, pid = int(hello["stage"]), int(hello["pid"])
-        if hello.get("student") != self._student or stage not in self._forked:
-            connection.close()
-            self.sandbox.command({"kill": [pid]})
-            return
-        self._forked.discard(stage)
-        self._connected[stage] = (connection, pid)
-
-    def _accept(self, limit: float) -> socket.socket:
-        """The next worker's connection; the zygote's death ends the wait early."""
-        self.sandbox.listener.settimeout(min(1.0, limit))
-        for _ in range(max(1, int(limit))):
-            try:
-                return self.sandbox.listener.accept()[0]
-            except TimeoutError:
-                if not self.sandbox.alive:
-                    break
-        raise SandboxError(f"no worker connected within {limit:g} s")
-
-    def _discard(self, *stages: int) -> None:
-        pids = []
-        for stage in stages:
-            sock, pid = self._workers.pop(stage)
-            sock.close()
-            pids.append(pid)
-        if pids and self.sandbox.alive:
-            self.sandbox.command({"kill": pids})
+    def _discard(self, stage: int) -> None:
+        """Close the worker's socket and have the student's first process kill it (by the pid it keeps)."""
+        self._workers.pop(stage).close()
+        try:
+            send_command(self._student, {"kill": stage})
+        except OSError:
+            pass  # the student's processes are gone already

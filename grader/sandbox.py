@@ -13,6 +13,7 @@ before the judge imports torch and both imports run side by side.
 
 import functools
 import glob
+import itertools
 import json
 import os
 import shutil
@@ -23,11 +24,12 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.submission import StagedSubmission, stage_submission
+from grader.runner.commands import receive_command, send_command
 
 REPO = Path(__file__).resolve().parents[1]
 INSIDE = Path("/grading")
-SCRATCH_BYTES = 256 * 1024**2
+READY_SECONDS = 120.0  # the zygote's torch import, on a busy machine
+END_SECONDS = 60.0  # killing a student's processes and reaping them
 # What a sandbox may read besides the Python installation: the dynamic loader's configuration
 # and the like. Everything else on the machine stays out of sight.
 SYSTEM_PATHS = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/ld.so.cache", "/etc/ld.so.conf",
@@ -70,72 +72,76 @@ def _probe_bubblewrap() -> Confinement:
 
 
 class Sandbox:
-    """A running zygote and the folders it shares with the judge."""
+    """A running zygote: the judge's end of its command socket, and one student at a time."""
 
     def __init__(self, device: str = "cpu", mode: str = "auto", many_students: bool = False):
         """``many_students``: the zygote moves to huge pages first (grader.runner.hugepages)."""
         self.confinement = confinement(mode)
-        self._root = Path(tempfile.mkdtemp(prefix="grader-sandbox-"))
-        self.submission = self._root / "submission"  # the current student's staged stage files
-        for folder in (self.submission, self._root / "judge", self._root / "scratch"):
-            folder.mkdir()
-        self.socket_path = self._root / "judge" / "judge.sock"
-        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(str(self.socket_path))
-        self.listener.listen(8)
-        self._device: str | None = None
-        self._zygote = self._start(device, many_students)
+        self._host_folders: Path | None = None  # unsandboxed only: the stage files and scratch live on the host
+        self._control, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._students = itertools.count()
+        self._ending: list[int] = []  # students told to end whose "ended" has not been read yet
+        self._ready: dict | None = None
+        try:
+            self._zygote = self._start(device, many_students, zygote_end)
+        finally:
+            zygote_end.close()
 
     @property
     def device(self) -> str:
         """The device workers use ("auto" resolved by the zygote, which has imported torch)."""
-        if self._device is None:
-            line = self._zygote.stdout.readline()
-            if not line:
-                raise SandboxError("the process that runs learner code failed to start (could it import torch?)")
-            self._device = json.loads(line)["device"]
-        return self._device
+        return self._hello()["device"]
 
-    def stage(self, source: Path) -> StagedSubmission:
-        """Make ``source`` the current student: its stage files in, the last student's traces out."""
-        _empty(self.submission)
-        if self.alive and self._device is not None:
-            self.command({"reset": True})
-        return stage_submission(source, self.submission)
-
-    def inside(self, path: Path) -> str:
-        """``path`` (under the sandbox's folders) as the zygote sees it."""
+    @property
+    def isolation(self) -> str:
+        """What kept learner code in, in words, for the report."""
+        found = self._hello()["isolation"]
+        parts = [self.confinement.detail]
+        namespaces = {"setns": "a PID namespace per student", "child": "a PID namespace per student",
+                      "user": "a PID namespace per student", "none": "no PID namespace per student"}
+        parts.append(namespaces.get(found.get("namespaces"), "no PID namespace per student"))
+        parts.append(f"workers as uid {found['uid']}" if found.get("uid") is not None else "workers as this user")
         if not self.confinement.confined:
-            return str(path)
-        return str(INSIDE / Path(path).relative_to(self._root))
+            parts.append(f"Landlock ABI {found['landlock']}: only the Python installation, the stage files and a "
+                         "scratch folder" if found.get("landlock") else "no Landlock: this user's files were reachable")
+        return "; ".join(parts)
 
-    def command(self, command: dict, answered: bool = True) -> dict | None:
-        """Send a zygote command (see grader.runner.zygote); its answer, when it gives one."""
-        self.device  # the zygote takes commands once it is ready
+    def start_student(self, files: dict[str, bytes]) -> socket.socket:
+        """Lay out a new student's stage files and start their first process; the judge's end of its channel.
+
+        The zygote ends the previous student first, whatever happened to it: everything that ran their
+        code is gone, and their scratch folder with it, before this student's code can load.
+        """
+        self._collect_ended()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        handles = [_in_memory_file(name, data) for name, data in files.items()]
         try:
-            self._zygote.stdin.write(json.dumps(command) + "\n")
-            self._zygote.stdin.flush()
-        except BrokenPipeError:
-            raise SandboxError("the process that runs learner code has stopped") from None
-        if not answered:
-            return None
-        line = self._zygote.stdout.readline()
-        if not line:
-            raise SandboxError("the process that runs learner code has stopped")
-        return json.loads(line)
+            self._command({"student": next(self._students), "files": list(files)}, [theirs.fileno(), *handles])
+        finally:
+            theirs.close()
+            for handle in handles:
+                os.close(handle)
+        return ours
+
+    def end_student(self) -> None:
+        """Have the zygote end the current student; start_student and close() check that it did."""
+        number = next(self._students)
+        self._command({"end": number})
+        self._ending.append(number)
 
     @property
     def alive(self) -> bool:
         return self._zygote.poll() is None
 
     def close(self) -> None:
-        if self._zygote.poll() is None:
+        self._control.close()  # the zygote sees the end of its commands and exits
+        try:
+            self._zygote.wait(timeout=5)
+        except subprocess.TimeoutExpired:
             self._zygote.kill()
             self._zygote.wait()
-        for stream in (self._zygote.stdin, self._zygote.stdout):
-            stream.close()
-        self.listener.close()
-        shutil.rmtree(self._root, ignore_errors=True)
+        if self._host_folders is not None:
+            shutil.rmtree(self._host_folders, ignore_errors=True)
 
     def __enter__(self) -> "Sandbox":
         return self
@@ -143,49 +149,125 @@ class Sandbox:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _start(self, device: str, many_students: bool) -> subprocess.Popen:
-        scratch = self._root / "scratch"
-        zygote = [sys.executable, "-P", "-m", "grader.runner.zygote", self.inside(self.submission),
-                  self.inside(scratch), device, *(["--many-students"] if many_students else [])]
-        environment = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1"}
+    def _hello(self) -> dict:
+        if self._ready is None:
+            self._ready = self._answer(READY_SECONDS, "ready")
+        return self._ready
+
+    def _command(self, command: dict, fds: list[int] = ()) -> None:
+        self._hello()  # the zygote takes commands once it is ready
+        try:
+            send_command(self._control, command, fds)
+        except OSError:
+            raise SandboxError("the process that runs learner code has stopped") from None
+
+    def _collect_ended(self) -> None:
+        while self._ending:
+            answer = self._answer(END_SECONDS, "ended")
+            if answer["ended"] != self._ending.pop(0):
+                raise SandboxError("the process that runs learner code answered out of order")
+
+    def _answer(self, seconds: float, key: str) -> dict:
+        """The zygote's next message, which must hold ``key``; SandboxError when it does not come."""
+        self._control.settimeout(seconds)
+        try:
+            answer, fds = receive_command(self._control)
+        except (OSError, ValueError):
+            answer, fds = None, []
+        for fd in fds:
+            os.close(fd)
+        if not isinstance(answer, dict) or key not in answer:
+            raise SandboxError("the process that runs learner code stopped or failed to start "
+                               "(could it import torch?)")
+        return answer
+
+    def _start(self, device: str, many_students: bool, control: socket.socket) -> subprocess.Popen:
+        confined = self.confinement.confined
+        if confined:
+            submission, scratch = INSIDE / "submission", INSIDE / "scratch"
+        else:
+            self._host_folders = Path(tempfile.mkdtemp(prefix="grader-unsandboxed-"))
+            submission, scratch = self._host_folders / "submission", self._host_folders / "scratch"
+            submission.mkdir(), scratch.mkdir()
+        options = {"control": control.fileno(), "device": device, "many_students": many_students,
+                   "submission": str(submission), "scratch": str(scratch), "mounts": confined,
+                   "landlock": None if confined else _landlock_paths()}
+        zygote = [sys.executable, "-P", "-m", "grader.runner.zygote", json.dumps(options)]
+        environment = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1", "HOME": str(scratch),
+                       "TMPDIR": str(scratch)}
         for name in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "LANG", "PATH"):
             if name in os.environ:
                 environment[name] = os.environ[name]
-        if self.confinement.confined:
-            environment.update(PYTHONPATH=str(INSIDE / "lib"), HOME=self.inside(scratch), TMPDIR=self.inside(scratch))
+        if confined:
+            environment["PYTHONPATH"] = str(INSIDE / "lib")
             # The sandbox's own root (where bwrap made the mount points) turns read-only last.
-            command = ["bwrap", *_namespace_options(), *_system_binds(), *self._grading_binds(device),
+            command = ["bwrap", *_namespace_options(), *_system_binds(), *_grading_binds(device),
                        "--remount-ro", "/", "--chdir", "/", "--", *zygote]
         else:
-            environment.update(PYTHONPATH=str(REPO), HOME=str(scratch), TMPDIR=str(scratch))
+            environment["PYTHONPATH"] = str(REPO)
             command = zygote
-        return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                cwd=scratch if not self.confinement.confined else None, env=environment, text=True)
+        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, pass_fds=(control.fileno(),), env=environment,
+                                cwd=scratch if not confined else None)
 
-    def _grading_binds(self, device: str) -> list[str]:
-        runner = REPO / "grader" / "runner"
-        lib = INSIDE / "lib" / "grader"
-        binds = ["--ro-bind", str(REPO / "grader" / "__init__.py"), str(lib / "__init__.py"),
-                 "--ro-bind", str(runner), str(lib / "runner"),
-                 "--ro-bind", str(self._root / "judge"), self.inside(self._root / "judge"),
-                 "--ro-bind", str(self.submission), self.inside(self.submission),
-                 "--size", str(SCRATCH_BYTES), "--tmpfs", self.inside(self._root / "scratch")]
-        # A non-editable install would put the references in site-packages: cover them.
-        for entry in sys.path:
-            for package in ("solutions", "grader"):
-                if entry and os.path.isdir(os.path.join(entry, package)) and Path(entry).resolve() != REPO:
-                    binds += ["--tmpfs", os.path.join(entry, package)]
-        if device != "cpu":  # CUDA needs the driver's device nodes and sysfs
-            for node in sorted(glob.glob("/dev/nvidia*")):
-                binds += ["--dev-bind", node, node]
-            binds += ["--ro-bind-try", "/sys", "/sys"]
-        return binds
+
+def _grading_binds(device: str) -> list[str]:
+    runner = REPO / "grader" / "runner"
+    lib = INSIDE / "lib" / "grader"
+    # The zygote mounts a fresh tmpfs on each folder for every student; bwrap only makes the mount points.
+    # bwrap makes a bind's missing parents 0700: workers run as another uid and must get through.
+    binds = [arg for folder in (INSIDE, INSIDE / "lib", lib) for arg in ("--perms", "0755", "--dir", str(folder))]
+    binds += ["--ro-bind", str(REPO / "grader" / "__init__.py"), str(lib / "__init__.py"),
+             "--ro-bind", str(runner), str(lib / "runner"),
+             "--dir", str(INSIDE / "submission"), "--dir", str(INSIDE / "scratch")]
+    # A non-editable install would put the references in site-packages: cover them.
+    for entry in sys.path:
+        for package in ("solutions", "grader"):
+            if entry and os.path.isdir(os.path.join(entry, package)) and Path(entry).resolve() != REPO:
+                binds += ["--tmpfs", os.path.join(entry, package)]
+    if device != "cpu":  # CUDA needs the driver's device nodes and sysfs
+        for node in sorted(glob.glob("/dev/nvidia*")):
+            binds += ["--dev-bind", node, node]
+        binds += ["--ro-bind-try", "/sys", "/sys"]
+    return binds
+
+
+def _landlock_paths() -> dict:
+    """Unsandboxed, what a worker may still read: the system and the Python installation, never the repository."""
+    prefixes = {str(Path(p).resolve()) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+    site = {str(Path(entry).resolve()) for entry in sys.path
+            if entry and os.path.isdir(entry) and not REPO.is_relative_to(Path(entry).resolve())
+            and Path(entry).resolve() != REPO}
+    readable = sorted({*SYSTEM_PATHS, "/etc", "/proc", "/sys", "/dev", *prefixes, *site})
+    devices = ["/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", *sorted(glob.glob("/dev/nvidia*"))]
+    return {"readable": readable, "devices": devices}
+
+
+def _in_memory_file(name: str, data: bytes) -> int:
+    """A descriptor holding ``data`` that leaves nothing on disk, whatever happens to this process."""
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    else:  # macOS: an already-deleted temporary file
+        handle = tempfile.TemporaryFile()
+        fd = os.dup(handle.fileno())
+        handle.close()
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    return fd
 
 
 def _namespace_options() -> list[str]:
-    # --unshare-all: no network, own PID/IPC/UTS namespaces; --new-session: no terminal injection.
-    return ["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--proc", "/proc",
-            "--dev", "/dev"]
+    """No network, own PID/IPC/UTS namespaces; --new-session: no terminal injection. The zygote keeps
+    CAP_SYS_ADMIN (a PID namespace and fresh tmpfs folders per student) and, as root, CAP_SETUID,
+    CAP_SETGID (workers become an unprivileged uid) and CAP_KILL (to end them); workers drop every
+    capability."""
+    common = ["--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+              "--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev", "--cap-drop", "ALL",
+              "--cap-add", "CAP_SYS_ADMIN"]
+    if os.geteuid() == 0:  # no user namespace: it would map root alone, and workers need another uid
+        return [*common, "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_KILL"]
+    return ["--unshare-user", *common]
 
 
 @functools.cache
@@ -196,14 +278,8 @@ def _system_binds() -> tuple[str, ...]:
     prefixes = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
     for prefix in sorted(prefixes):
         if not any(prefix.is_relative_to(p) for p in ("/usr", "/lib", "/bin")):
+            # bwrap would make the missing parents 0700: workers run as another uid and must get through.
+            for parent in reversed(prefix.parents[:-1]):
+                binds += ["--perms", "0755", "--dir", str(parent)]
             binds += ["--ro-bind", str(prefix), str(prefix)]
     return tuple(binds)
-
-
-def _empty(folder: Path) -> None:
-    """Remove what is in ``folder`` but keep the folder: the sandbox has it bind-mounted."""
-    for entry in folder.iterdir():
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
-        else:
-            entry.unlink()

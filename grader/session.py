@@ -54,7 +54,7 @@ class _StudentLoop:
         self.ran = True
         items = session.items
         for staged in self.students:
-            with LearnerWorkers(self.sandbox, self.timeout, self.grading.stages) as learner:
+            with LearnerWorkers(self.sandbox, staged.files, self.timeout, self.grading.stages) as learner:
                 self.grading.learner, self.grading.results = learner, []
                 # nextitem=None after the last check tears every fixture down: none outlives its student
                 for index, item in enumerate(items):
@@ -62,7 +62,7 @@ class _StudentLoop:
                     item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
             grading = self.grading
             self.deliver(build(grading.results, grading.stages, self.sandbox.device, torch.__version__,
-                               flags(self.sandbox, staged, grading.visible_only), self.sandbox.confinement.detail))
+                               flags(self.sandbox, staged, grading.visible_only), self.sandbox.isolation))
         return True
 
 

@@ -1,4 +1,4 @@
-"""Take a submission (a folder or a .zip) and stage its five stage files, and nothing else."""
+"""Take a submission (a folder or a .zip) and read its five stage files, and nothing else, into the judge."""
 
 import zipfile
 from collections.abc import Callable
@@ -17,7 +17,7 @@ class SubmissionError(Exception):
 
 @dataclass
 class StagedSubmission:
-    folder: Path
+    files: dict[str, bytes] = field(default_factory=dict)  # stage file name -> its bytes, held by the judge
     found: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
     problem: str | None = None  # why nothing could be read, when the batch grades it as empty
@@ -31,8 +31,8 @@ class _Entry:
     read: Callable[[], bytes]
 
 
-def stage_submission(source: Path, into: Path) -> StagedSubmission:
-    """Copy the stage files of ``source`` into the empty folder ``into``; list what was left out.
+def stage_submission(source: Path) -> StagedSubmission:
+    """Read the stage files of ``source`` into memory; list what was left out.
 
     Stage files may sit at the top or in sub-folders (the shallowest copy of each wins).
     """
@@ -46,7 +46,7 @@ def stage_submission(source: Path, into: Path) -> StagedSubmission:
     else:
         raise SubmissionError(f"{source} does not exist")
 
-    staged = StagedSubmission(Path(into))
+    staged = StagedSubmission()
     chosen: dict[str, _Entry] = {}
     for entry in sorted(entries, key=lambda e: (e.name.count("/"), e.name)):
         base = PurePosixPath(entry.name).name
@@ -64,7 +64,7 @@ def stage_submission(source: Path, into: Path) -> StagedSubmission:
             data = entry.read()
         except (zipfile.BadZipFile, OSError, EOFError) as error:
             raise SubmissionError(f"{source}: {entry.name} cannot be read ({error})") from None
-        (staged.folder / base).write_bytes(data)
+        staged.files[base] = data
         staged.found.append(base)
     return staged
 

@@ -10,6 +10,7 @@ import torch
 from grader.learner import LearnerFailure, LearnerWorkers
 from grader.runner.protocol import Foreign, ProtocolError, decode, encode, receive
 from grader.sandbox import Sandbox
+from grader.submission import stage_submission
 from tests.conftest import REPO
 
 STAGE1 = (REPO / "solutions" / "stage1_softmax.py").read_text()
@@ -26,8 +27,7 @@ def workers_for():
 
     def open_workers(folder: Path, timeout: float = 10.0) -> LearnerWorkers:
         sandbox = Sandbox()
-        sandbox.stage(folder)
-        opened.append((sandbox, LearnerWorkers(sandbox, timeout)))
+        opened.append((sandbox, LearnerWorkers(sandbox, stage_submission(folder).files, timeout)))
         return opened[-1][1]
 
     yield open_workers
@@ -112,27 +112,37 @@ def test_non_tensor_results_arrive_as_foreign_values(tmp_path, workers_for):
     assert result == Foreign("list", "[1, 2]")
 
 
-def test_a_worker_forked_for_another_student_is_refused(tmp_path):
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid``, as the host sees them."""
+    found, queue = [], [pid]
+    while queue:
+        for task in Path(f"/proc/{queue.pop()}/task").glob("*"):
+            children = [int(c) for c in (task / "children").read_text().split()]
+            found += children
+            queue += children
+    return found
+
+
+def test_the_next_student_starts_only_after_every_process_of_the_last_is_gone(tmp_path):
     (tmp_path / "first").mkdir(), (tmp_path / "second").mkdir()
     first, second = submission(tmp_path / "first"), submission(tmp_path / "second", "raise RuntimeError('second')\n")
     with Sandbox() as sandbox:
-        sandbox.stage(first)
-        LearnerWorkers(sandbox, 10.0, stages=[1])  # forked up front, then left without close()
-        time.sleep(0.5)  # its worker has connected and loaded the first student's file by now
-        sandbox.stage(second)
-        with LearnerWorkers(sandbox, 10.0) as workers, pytest.raises(LearnerFailure, match="second"):
-            scores(workers)  # the first student's worker would have answered
-
-
-def test_workers_forked_up_front_are_ended_at_close(tmp_path):
-    with Sandbox() as sandbox:
-        sandbox.stage(submission(tmp_path))
-        LearnerWorkers(sandbox, 10.0, stages=[1, 2, 3, 4, 5]).close()
-        sandbox.listener.settimeout(0.5)
-        with pytest.raises(TimeoutError):  # nothing left to connect
-            sandbox.listener.accept()
-        with LearnerWorkers(sandbox, 10.0) as workers:
-            assert scores(workers).shape == (6,)
+        sandbox.device  # noqa: B018 - the zygote is up
+        idle = len(descendants(sandbox._zygote.pid))
+        abandoned = LearnerWorkers(sandbox, stage_submission(first).files, 10.0, stages=[1, 2, 3, 4, 5])  # never closed
+        time.sleep(0.5)  # its workers have loaded the first student's file by now
+        assert len(descendants(sandbox._zygote.pid)) == idle + 6  # the student's first process and five workers
+        with LearnerWorkers(sandbox, stage_submission(second).files, 10.0) as workers:
+            with pytest.raises(LearnerFailure, match="second"):
+                scores(workers)  # a worker of the first student would have answered
+            assert len(descendants(sandbox._zygote.pid)) == idle + 2
+        with sandbox.start_student({}):  # reads the zygote's "ended" for the second student first
+            counts = [len(descendants(sandbox._zygote.pid))]
+            while counts[-1] == idle and len(counts) < 500:  # the zygote forks the third student's first process
+                time.sleep(0.01)
+                counts.append(len(descendants(sandbox._zygote.pid)))
+            assert set(counts) <= {idle, idle + 1} and counts[-1] == idle + 1, counts
+        del abandoned
 
 
 def test_decode_refuses_forged_tensors():

@@ -11,6 +11,7 @@ import pytest
 
 from grader.learner import LearnerFailure, LearnerWorkers
 from grader.sandbox import Sandbox, confinement
+from grader.submission import stage_submission
 from tests.conftest import REPO
 from tests.grading import batch, grade, learner_copy, stage_scores
 from tests.hostile import STAGE1, hostile_cases, write_hostile
@@ -51,8 +52,8 @@ def sandbox():
 
 
 def import_report(sandbox: Sandbox, folder: Path) -> dict:
-    sandbox.stage(folder)
-    with LearnerWorkers(sandbox, timeout=10.0) as learner, pytest.raises(LearnerFailure) as failure:
+    with LearnerWorkers(sandbox, stage_submission(folder).files, timeout=10.0) as learner, \
+            pytest.raises(LearnerFailure) as failure:
         learner.request(1, "call", function="softmax_naive", args=[])
     return json.loads(failure.value.message.split("RuntimeError: ", 1)[1])
 
@@ -200,7 +201,7 @@ def test_unsandboxed_grading_says_so_in_every_report(tmp_path):
 @needs_bubblewrap
 def test_sandboxed_grading_carries_no_unsandboxed_flag(tmp_path):
     _, report = grade(learner_copy(tmp_path / "submission", stages=[1]), "--stage", "1")
-    assert "unsandboxed" not in report["flags"] and report["sandbox"] == "bubblewrap"
+    assert "unsandboxed" not in report["flags"] and report["sandbox"].startswith("bubblewrap; a PID namespace per student")
 
 
 def test_without_bubblewrap_the_grader_says_why_and_can_insist(tmp_path):

@@ -1,20 +1,27 @@
 """The wire format between judge and worker: length-prefixed JSON, tensors as raw bytes.
 
-No pickle: decoding what a worker sends can never run code. Decoding checks every tensor's
-dtype, shape and byte count, and caps sizes, so a hostile worker can at worst send wrong data.
+No pickle: decoding what a worker sends can never run code. Decoding bounds the frame's bytes,
+the objects it may hold and their nesting, checks every tensor's dtype, shape and byte count, and
+a frame must arrive whole before its deadline, so a hostile worker can at worst send wrong data,
+late, and be cut off.
 """
 
 import base64
 import json
 import math
 import socket
+import time
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-MAX_FRAME_BYTES = 256 * 1024 * 1024
-MAX_TENSOR_ELEMENTS = 16 * 1024 * 1024
+# The largest answer a check asks for is a few hundred kilobytes; a frame is bounded far above
+# that, and so is what decoding it may build: each JSON value costs a Python object.
+MAX_FRAME_BYTES = 32 * 1024 * 1024
+MAX_FRAME_VALUES = 200_000
+MAX_NESTING = 32
+MAX_TENSOR_ELEMENTS = 4 * 1024 * 1024
 MAX_DIMS = 8
 WIRE_DTYPES = {
     "float16": torch.float16,
@@ -56,10 +63,12 @@ def encode(value: object) -> object:
     return {"__foreign__": [type(value).__qualname__, _short_repr(value)]}
 
 
-def decode(value: object) -> object:
+def decode(value: object, depth: int = 0) -> object:
     """The inverse of encode, for data from an untrusted worker."""
+    if depth > MAX_NESTING:
+        raise ProtocolError(f"values nested deeper than {MAX_NESTING}")
     if isinstance(value, list):
-        return [decode(v) for v in value]
+        return [decode(v, depth + 1) for v in value]
     if not isinstance(value, dict):
         return value
     if len(value) != 1:
@@ -72,7 +81,7 @@ def decode(value: object) -> object:
     if tag == "__dict__" and isinstance(body, list):
         if not all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in body):
             raise ProtocolError("malformed dict")
-        return {key: decode(item) for key, item in body}
+        return {key: decode(item, depth + 1) for key, item in body}
     raise ProtocolError(f"unknown tag {tag!r}")
 
 
@@ -84,21 +93,34 @@ def send(sock: socket.socket, message: object) -> None:
     sock.sendall(len(data).to_bytes(4, "big") + data)
 
 
-def receive(sock: socket.socket) -> object:
-    """One message; ConnectionError at end of stream, ProtocolError for a malformed frame."""
-    length = int.from_bytes(_read_exactly(sock, 4), "big")
+def receive(sock: socket.socket, seconds: float | None = None) -> object:
+    """One message, whole within ``seconds`` (None: no limit); TimeoutError past it, ConnectionError
+    at end of stream, ProtocolError for a frame too large, too rich or malformed."""
+    deadline = None if seconds is None else time.monotonic() + seconds
+    length = int.from_bytes(_read_exactly(sock, 4, deadline), "big")
     if length > MAX_FRAME_BYTES:
         raise ProtocolError(f"frame of {length} bytes")
+    data = _read_exactly(sock, length, deadline)
+    # Every JSON value but the first is preceded by a comma, a colon or an opening bracket.
+    values = data.count(b",") + data.count(b":") + data.count(b"[") + data.count(b"{")
+    if values > MAX_FRAME_VALUES:
+        raise ProtocolError(f"frame of about {values} values")
     try:
-        message = json.loads(_read_exactly(sock, length))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ProtocolError(f"not JSON: {error}") from None
+        message = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        raise ProtocolError(f"not JSON: {type(error).__name__}") from None
     return decode(message)
 
 
-def _read_exactly(sock: socket.socket, count: int) -> bytes:
+def _read_exactly(sock: socket.socket, count: int, deadline: float | None) -> bytes:
+    """``count`` bytes; the deadline bounds the whole read, however slowly they drip in."""
     chunks, remaining = [], count
     while remaining:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the answer did not arrive in time")
+            sock.settimeout(left)
         chunk = sock.recv(min(remaining, 1 << 20))
         if not chunk:
             raise ConnectionError("the worker closed the connection")

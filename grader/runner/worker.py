@@ -1,4 +1,4 @@
-"""A worker: one process per graded stage, forked from the zygote, serving the judge's requests."""
+"""A worker: one process per graded stage, forked by a student's first process, serving the judge's requests."""
 
 import os
 import socket
@@ -14,10 +14,22 @@ from grader.runner.probes import PROBES
 from grader.runner.protocol import receive, send
 from grader.runner.standins import install_stand_ins
 
+SCRATCH_BYTES = 256 * 1024**2  # the one writable folder's size, in the sandbox
 
-def run(stage: int, socket_path: str, student: int, submission: Path, scratch: Path, device: str) -> None:
-    confine.die_with_parent()
-    _silence_output()  # learner prints go nowhere: only the socket reaches the judge
+
+def run(stage: int, channel: int, parent: int, submission: Path, scratch: Path, device: str, uid: int | None,
+        landlock: dict | None) -> None:
+    """Confine this process (grader.runner.confine), say "ready", import the stage, then serve.
+
+    ``channel``: the socket the judge made for this worker; ``parent``: the student's first process;
+    ``uid``: the one to become (from root), or None; ``landlock``: without bubblewrap, the paths this
+    worker keeps ({"readable": [...], "devices": [...]}), or None.
+    """
+    confine.die_with_parent(parent)
+    confine.close_descriptors(keep=[channel])  # also: learner prints go nowhere
+    sys.stdout = sys.stderr = open(os.devnull, "w")
+    confine.drop_privileges(uid)
+    confine.make_undumpable()
     os.chdir(scratch)
     torch.set_num_threads(1)
     # TF32 rounds matmul inputs to 10 bits, far coarser than the documents' 4 decimals.
@@ -27,12 +39,14 @@ def run(stage: int, socket_path: str, student: int, submission: Path, scratch: P
     if device != "cpu":  # before the per-call time limits start: CUDA and cuBLAS set up lazily, in seconds
         warm = torch.ones(2, 2, device=device)
         torch.softmax(warm @ warm, dim=-1).cpu()
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.connect(socket_path)
+    sock = socket.socket(fileno=channel)
     confine.limit_resources(device)
+    if landlock is not None:
+        confine.restrict_files([*map(Path, landlock["readable"]), submission], [scratch],
+                               [*map(Path, landlock["devices"])])
     confine.forbid_new_processes(os.getpid())
-    send(sock, {"hello": {"stage": stage, "pid": os.getpid(), "student": student}})
-    # The judge times the import on its own: a module that hangs at import costs its stage once.
+    # Sent before any learner code runs in this process: the judge times the import from here.
+    send(sock, {"ready": True})
     install_stand_ins(stage)
     guard = confine.guard_imports()
     implementation, import_error = _load(submission, stage)
@@ -105,10 +119,3 @@ def _import_where(submission: Path, stage: int) -> str | None:
     except SyntaxError as error:
         return f"{path.name}:{error.lineno}"
     return None
-
-
-def _silence_output() -> None:
-    devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(devnull, fd)
-    sys.stdout = sys.stderr = open(os.devnull, "w")

@@ -1,63 +1,259 @@
-"""The zygote: imports torch once, then forks a worker per stage on the judge's request.
+"""The zygote: imports torch once, then gives each student a fresh process tree of their own.
 
-    python -m grader.runner.zygote SUBMISSION_FOLDER SCRATCH_FOLDER DEVICE [--many-students]
+    python -m grader.runner.zygote OPTIONS_JSON      (see grader.sandbox.Sandbox._start)
 
-Reads one JSON command per line on stdin. {"fork": stage, "socket": path, "student": n} starts a
-worker, which introduces itself on the socket with its stage, pid and student (no answer here, so
-the judge need not wait for the fork); {"kill": [pid, ...]} ends workers and answers once all are
-gone; {"reset": true} empties the scratch folder between students and answers. Commands run in
-order, so a student's workers are gone before the next student's files arrive. The zygote runs no torch operation itself, so
-forks stay safe, and it never imports learner code: every student starts clean. With
---many-students its memory first moves to huge pages, which makes each fork cheaper.
+The judge sends commands as datagrams (grader.runner.commands):
+
+- {"student": n, "files": [name, ...]} with descriptors [student channel, one per file]: ends
+  the previous student, then lays out this student's stage files and an empty scratch folder,
+  and forks the student's first process (the "student init", below) in a PID namespace of its
+  own, holding the student channel;
+- {"end": n}: ends student n and answers {"ended": n} once every process that ran their code
+  is gone and their scratch folder with them.
+
+The student init is PID 1 of its namespace: when it is killed, the kernel kills everything else
+in the namespace, and the zygote's wait for it returns only after the last one has gone. On its
+channel the judge sends {"fork": stage} with the worker's socket attached (the worker is forked
+with it; nothing else links a worker to the judge, so identity never rests on a worker's word),
+and {"kill": stage}, which ends that worker (the pid recorded here, never one a worker named).
+
+Neither the zygote nor a student init can be reached from learner code: workers hold no
+descriptor that leads to them, run as another uid where the grader is root, can neither signal
+nor ptrace (seccomp), and both are non-dumpable, which closes /proc/PID/fd, /proc/PID/mem,
+pidfd_getfd and process_vm_readv to anything without CAP_SYS_PTRACE. The zygote runs no torch
+operation itself, so forks stay safe, and never imports learner code.
 """
 
+import ctypes
 import json
 import os
 import shutil
 import signal
+import socket
 import sys
 from pathlib import Path
 
 import torch
 
 from grader.runner import confine, hugepages, worker  # everything a worker needs, imported once
+from grader.runner.commands import receive_command, send_command
+
+CLONE_NEWPID, CLONE_NEWIPC, CLONE_NEWUSER = 0x20000000, 0x08000000, 0x10000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MNT_DETACH = 1, 2, 4, 32, 2
+SUBMISSION_BYTES = 16 * 1024**2
+_libc = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
 
 
 def main() -> None:
-    submission, scratch, device = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+    options = json.loads(sys.argv[1])
+    control = socket.socket(fileno=options["control"])
+    device = options["device"]
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"  # does not initialise CUDA
+    confine.make_undumpable()
+    confine.become_reaper()  # without namespaces, a student's orphaned workers come here to be reaped
     confine.forget_grader_modules()  # once here, not in every worker: it touches all of sys.modules
-    if sys.argv[4:] == ["--many-students"]:
+    if options["many_students"]:
         hugepages.collapse_into_huge_pages()
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps finished workers
-    print(json.dumps({"ready": True, "device": device}), flush=True)
-    for line in sys.stdin:
-        command = json.loads(line)
-        if "fork" in command:
+    zygote = Zygote(options, device)
+    send_command(control, {"ready": True, "device": device, "isolation": zygote.isolation()})
+    while True:
+        command, fds = receive_command(control)
+        if command is None:
+            return  # the judge is gone
+        if "student" in command:
+            zygote.end_student()
+            zygote.start_student(fds[0], dict(zip(command["files"], fds[1:])))
+        elif "end" in command:
+            zygote.end_student()
+            try:
+                send_command(control, {"ended": command["end"]})
+            except OSError:
+                return  # the judge has gone without waiting for the answer
+        for fd in fds:
+            os.close(fd)
+
+
+class Zygote:
+    def __init__(self, options: dict, device: str):
+        self.submission, self.scratch = Path(options["submission"]), Path(options["scratch"])
+        self.mounts = options["mounts"]  # in bubblewrap, with CAP_SYS_ADMIN: fresh tmpfs per student
+        self.landlock = options["landlock"]  # unsandboxed: the paths a worker keeps (see worker.run)
+        self.device = device
+        # Root in bubblewrap: workers become "nobody". Unsandboxed, the Python installation may not
+        # be readable by another uid (/root/.pyenv): workers keep the uid and Landlock confines them.
+        self.worker_uid = confine.UNPRIVILEGED_UID if self.mounts and os.geteuid() == 0 else None
+        self.namespaces = _namespace_method()
+        self.student_init: int | None = None
+        self.own_pid_namespace = os.open("/proc/self/ns/pid", os.O_RDONLY) if self.namespaces == "setns" else None
+
+    def isolation(self) -> dict:
+        return {"namespaces": self.namespaces, "uid": self.worker_uid,
+                "landlock": confine.landlock_abi() if self.landlock else 0, "fresh_folders": self.mounts}
+
+    def start_student(self, channel: int, files: dict[str, int]) -> None:
+        self._lay_out(files)
+        self.student_init = self._fork_into_namespace(channel)
+
+    def end_student(self) -> None:
+        """Kill the student init (and with it its namespace), then reap until no child is left."""
+        if self.student_init is not None:
+            try:
+                os.kill(self.student_init, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.student_init = None
+        while True:  # the namespace's processes, or (without one) the workers that came here as orphans
+            try:
+                os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+        if not self.mounts:
+            _empty(self.scratch)
+
+    def _lay_out(self, files: dict[str, int]) -> None:
+        """This student's stage files, read-only to workers, and an empty scratch folder."""
+        if self.mounts:
+            _fresh_tmpfs(self.submission, f"size={SUBMISSION_BYTES},mode=0755")
+        else:
+            _empty(self.submission)
+        for name, fd in files.items():
+            if "/" in name or name.startswith("."):
+                continue  # the judge names only stage files; never write anywhere else
+            with os.fdopen(os.dup(fd), "rb") as source, open(self.submission / name, "wb") as target:
+                source.seek(0)
+                target.write(source.read(SUBMISSION_BYTES))
+            os.chmod(self.submission / name, 0o444)
+        if self.mounts:
+            _mount(None, self.submission, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+            _fresh_tmpfs(self.scratch, f"size={worker.SCRATCH_BYTES},mode=1777")
+
+    def _fork_into_namespace(self, channel: int) -> int:
+        zygote = os.getpid()
+        if self.namespaces == "setns":  # this process may return to its own namespace after each student
+            _unshare(CLONE_NEWPID | CLONE_NEWIPC)
+            pid = os.fork()
+            if pid == 0:  # PID 1 of the new namespace: its parent's pid is not visible from there
+                _run_student_init(channel, self, zygote_is_parent=True)
+            if _libc.setns(self.own_pid_namespace, CLONE_NEWPID) != 0:
+                raise OSError(ctypes.get_errno(), "setns back to the zygote's PID namespace failed")
+            return pid
+        if self.namespaces == "none":
             pid = os.fork()
             if pid == 0:
-                try:
-                    worker.run(int(command["fork"]), command["socket"], int(command["student"]), submission,
-                               scratch, device)
-                finally:
-                    os._exit(0)
-        elif "kill" in command:
-            for pid in command["kill"]:
-                _kill(int(pid))
-            print(json.dumps({"killed": command["kill"]}), flush=True)
-        elif "reset" in command:
-            for entry in scratch.iterdir():
-                shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
-            print(json.dumps({"reset": True}), flush=True)
+                _run_student_init(channel, self, zygote_is_parent=True, zygote_pid=zygote)
+            return pid
+        # "child" / "user": a short-lived child makes the namespace and forks the student init
+        # into it; the init then comes to this process, the reaper, when that child exits.
+        read, write = os.pipe()
+        intermediate = os.fork()
+        if intermediate == 0:
+            os.close(read)
+            _unshare(CLONE_NEWPID | CLONE_NEWIPC | (CLONE_NEWUSER if self.namespaces == "user" else 0))
+            pid = os.fork()
+            if pid == 0:
+                os.close(write)
+                _run_student_init(channel, self, zygote_is_parent=False)
+            os.write(write, str(pid).encode())
+            os._exit(0)
+        os.close(write)
+        with os.fdopen(read, "rb") as answer:
+            pid = int(answer.read() or b"0")
+        os.waitpid(intermediate, 0)
+        if not pid:
+            raise OSError("the student's namespace could not be made")
+        return pid
 
 
-def _kill(pid: int) -> None:
+def _run_student_init(channel: int, parent: Zygote, zygote_is_parent: bool, zygote_pid: int | None = None) -> None:
+    """The student's first process: forks their workers, ends one on request. Never returns.
+
+    When the zygote is its parent, the zygote's end ends it (``zygote_pid``: check that the zygote
+    is still there, where this process can see its pid). Otherwise its parent is a child that exits
+    at once, and the end of the judge's channel, or of the sandbox, ends this process instead.
+    """
     try:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)  # with SIGCHLD ignored this returns (ECHILD) once the worker is gone
-    except (ProcessLookupError, ChildProcessError):
-        pass
+        os.setsid()  # out of the zygote's process group: no signal to a group reaches back
+        if zygote_is_parent:
+            confine.die_with_parent(zygote_pid)  # the zygote gone: this namespace goes too
+        confine.close_descriptors(keep=[channel])
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps its workers
+        # What lets each worker become the unprivileged uid, and what ends it then.
+        confine.drop_privileges(keep=(confine.CAP_KILL, confine.CAP_SETGID, confine.CAP_SETUID)
+                                if parent.worker_uid is not None else ())
+        commands = socket.socket(fileno=channel)
+        me = os.getpid()
+        workers: dict[int, int] = {}
+        while True:
+            command, fds = receive_command(commands)
+            if command is None:
+                break  # the judge is done with this student
+            if "fork" in command and len(fds) == 1:
+                pid = os.fork()
+                if pid == 0:
+                    try:
+                        worker.run(int(command["fork"]), fds[0], me, parent.submission, parent.scratch, parent.device,
+                                   parent.worker_uid, parent.landlock)
+                    finally:
+                        os._exit(0)
+                workers[int(command["fork"])] = pid
+            elif "kill" in command and int(command["kill"]) in workers:
+                try:
+                    os.kill(workers.pop(int(command["kill"])), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            for fd in fds:
+                os.close(fd)
+    finally:
+        os._exit(0)
+
+
+def _namespace_method() -> str:
+    """How this process can give each student a PID namespace, tried in a child so that nothing here
+    changes: "setns" (unshare, then back again), "child" (unshare in a child), "user" (the same, in
+    a user namespace of its own), or "none"."""
+    if sys.platform != "linux":
+        return "none"
+    pid = os.fork()
+    if pid == 0:
+        own = os.open("/proc/self/ns/pid", os.O_RDONLY)
+        if _libc.unshare(CLONE_NEWPID | CLONE_NEWIPC) == 0:
+            os._exit(0 if _libc.setns(own, CLONE_NEWPID) == 0 else 1)
+        os._exit(2 if _libc.unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWIPC) == 0 else 3)
+    _, status = os.waitpid(pid, 0)
+    return {0: "setns", 1: "child", 2: "user"}.get(os.waitstatus_to_exitcode(status), "none")
+
+
+def _unshare(flags: int) -> None:
+    if _libc.unshare(flags) != 0:
+        raise OSError(ctypes.get_errno(), "unshare failed")
+
+
+def _mount(source: str | None, target: Path, fstype: str | None, flags: int, data: str | None) -> None:
+    encode = lambda text: None if text is None else text.encode()  # noqa: E731
+    if _libc.mount(encode(source), str(target).encode(), encode(fstype), ctypes.c_ulong(flags), encode(data)) != 0:
+        raise OSError(ctypes.get_errno(), f"mount on {target} failed")
+
+
+def _fresh_tmpfs(target: Path, data: str) -> None:
+    """An empty tmpfs on ``target``; the last student's is detached, with whatever they left in it."""
+    _libc.umount2(str(target).encode(), MNT_DETACH)  # the first time there is none: EINVAL, ignored
+    _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, data)
+
+
+def _empty(folder: Path) -> None:
+    """Remove what is in ``folder`` (unsandboxed: a host folder), whatever modes the student left."""
+    def unlock_and_retry(function, path, _error):
+        os.chmod(os.path.dirname(path), 0o700)
+        if os.path.isdir(path) and not os.path.islink(path):
+            os.chmod(path, 0o700)
+        function(path)
+
+    for entry in folder.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, onerror=unlock_and_retry)
+        else:
+            entry.unlink()
 
 
 if __name__ == "__main__":

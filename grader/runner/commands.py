@@ -1,0 +1,27 @@
+"""The judge's commands to the zygote and to a student's first process, and the zygote's answers.
+
+One JSON datagram each on a SOCK_SEQPACKET socket, with file descriptors attached. Only trusted
+processes speak it: no learner code holds either end. Standard library only, so that the judge
+can start the zygote before it imports torch.
+"""
+
+import json
+import os
+import socket
+
+MAX_COMMAND_BYTES = 64 * 1024
+MAX_COMMAND_FDS = 16
+
+
+def send_command(sock: socket.socket, command: dict, fds: list[int] = ()) -> None:
+    socket.send_fds(sock, [json.dumps(command).encode()], list(fds))
+
+
+def receive_command(sock: socket.socket) -> tuple[dict | None, list[int]]:
+    """The next command and its descriptors; (None, []) when the other end has closed."""
+    data, fds, _flags, _address = socket.recv_fds(sock, MAX_COMMAND_BYTES, MAX_COMMAND_FDS)
+    if not data:
+        for fd in fds:
+            os.close(fd)
+        return None, []
+    return json.loads(data), fds
