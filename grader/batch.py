@@ -55,8 +55,20 @@ def main(argv: list[str]) -> int:
         return 2
     for name in skipped:
         print(f"grader batch: skipped {name} (neither a folder nor a .zip)", file=sys.stderr)
+    from grader.sandbox import SandboxError, confinement
+
+    try:
+        sandbox = confinement(args.sandbox)
+    except SandboxError as error:
+        print(f"grader batch: {error}", file=sys.stderr)
+        return 2
+    if not sandbox.confined and args.sandbox != "none":
+        print(f"grader batch: refusing to grade a class without a sandbox: {sandbox.detail}. Students' code "
+              "could reach one another's; install bubblewrap, or pass --sandbox none to grade anyway "
+              "(every report then says unsandboxed)", file=sys.stderr)
+        return 2
     args.out.mkdir(parents=True, exist_ok=True)
-    todo = [s for s in students if args.force or not _report_path(args.out, s).exists()]
+    todo = [s for s in students if args.force or not _graded(args.out, s)]
     if len(todo) < len(students):
         print(f"grader batch: {len(students) - len(todo)} of {len(students)} already graded in {args.out} "
               "(--force grades them again)", file=sys.stderr)
@@ -169,6 +181,17 @@ def _grade_all(todo: list[Student], args: argparse.Namespace) -> None:
     lanes = _start_lanes(context, args, max(1, min(args.workers, len(todo))))
     queue = list(todo)
     progress = Progress(len(todo))
+    retried: set[str] = set()
+
+    def finish(lane: _Lane, report: dict) -> None:
+        """Write the report; a student whose grading the grader itself disrupted goes once more to the end of the queue."""
+        student = lane.student
+        _finish(lane, report, args, progress)
+        if not report["complete"] and student.id not in retried:
+            retried.add(student.id)
+            queue.append(student)
+            progress.expect_one_more()
+
     try:
         while queue or any(lane.student for lane in lanes):
             for lane in lanes:
@@ -183,12 +206,11 @@ def _grade_all(todo: list[Student], args: argparse.Namespace) -> None:
                 except (EOFError, OSError):
                     report = _failed_report(args, "the grader stopped while grading this submission")
                     lanes[lanes.index(lane)] = _restart(lane, context, args)
-                _finish(lane, report, args, progress)
+                finish(lane, report)
             for index, lane in enumerate(lanes):
                 if lane.student and time.monotonic() - lane.started > args.student_timeout:
                     lanes[index] = _restart(lane, context, args)
-                    _finish(lane, _failed_report(args, f"grading stopped after {args.student_timeout:g} s"),
-                            args, progress)
+                    finish(lane, _failed_report(args, f"grading stopped after {args.student_timeout:g} s"))
     finally:
         for lane in lanes:
             if lane.process.is_alive():
@@ -217,15 +239,15 @@ def _finish(lane: _Lane, report: dict, args, progress: "Progress") -> None:
 
 
 def _failed_report(args: argparse.Namespace, reason: str) -> dict:
-    """A zero with the reason in flags, for a submission whose grading did not finish."""
+    """A zero marked incomplete, for a submission whose grading did not finish: graded again next run."""
     from grader.__main__ import STAGES
     from grader.points import points_table
-    from grader.report import TITLES
+    from grader.report import INCOMPLETE, TITLES
 
     stages = [{"id": f"stage{n}", "title": TITLES[n], "score": 0,
                "max_score": sum(points_table()[f"stage{n}"].values()), "checks": []} for n in STAGES]
     return {"score": 0, "max_score": sum(s["max_score"] for s in stages), "device": args.device, "torch": "",
-            "sandbox": "", "stages": stages, "flags": [f"not graded: {reason}"]}
+            "sandbox": "", "stages": stages, "flags": [f"{INCOMPLETE}: not graded: {reason}"], "complete": False}
 
 
 # Output -------------------------------------------------------------------------------------
@@ -233,6 +255,14 @@ def _failed_report(args: argparse.Namespace, reason: str) -> dict:
 
 def _report_path(out: Path, student: Student) -> Path:
     return out / f"{student.id}.json"
+
+
+def _graded(out: Path, student: Student) -> bool:
+    """A report is there and the grader finished it (an older report without the field counts as finished)."""
+    try:
+        return json.loads(_report_path(out, student).read_text()).get("complete", True) is True
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -275,6 +305,12 @@ class Progress:
             from tqdm import tqdm
 
             self.bar = tqdm(total=total, unit="student", dynamic_ncols=True)
+
+    def expect_one_more(self) -> None:
+        self.total += 1
+        if self.bar is not None:
+            self.bar.total = self.total
+            self.bar.refresh()
 
     def advance(self, student_id: str, report: dict) -> None:
         self.done += 1

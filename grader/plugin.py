@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from grader.learner import LearnerFailure, LearnerWorkers
+from grader.sandbox import SandboxError
 from grader.points import points
 from grader.runner.implementation import Implementation, load_package
 from grader.verdict import CheckFailed
@@ -69,6 +70,7 @@ class GradingPlugin:
         self.visible_only = visible_only
         self.results: list[CheckResult] = []
         self.planned: list[PlannedCheck] = []
+        self.disrupted: str | None = None  # why the current student's grading did not complete, if it did not
 
     def pytest_collection_modifyitems(self, config, items):
         kept, dropped = [], []
@@ -105,6 +107,8 @@ class GradingPlugin:
         stage = _stage_of(item)
         worth = points(stage, marker["name"])
         status, message, hint = _classify(excinfo)
+        if excinfo is not None and isinstance(excinfo.value, SandboxError):
+            self.disrupted = self.disrupted or str(excinfo.value)
         return CheckResult(
             stage=stage,
             id=marker["name"],
@@ -171,6 +175,8 @@ def _classify(excinfo) -> tuple[str, str, str | None]:
             status, hint = FAILURE_STATUS[error.kind]
             return status, str(error), hint
         return "error", f"your code raised {error}", _hint_for_exception(error.message)
+    if isinstance(error, SandboxError):  # the grader's failure, never the learner's: graded again later
+        return "error", f"not graded: the grader failed while running your code ({error})", None
     if "Timeout" in type(error).__name__ or "Timeout >" in str(error):
         return "timeout", "the check ran past its time limit", "timeout"
     if isinstance(error, AssertionError):

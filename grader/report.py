@@ -17,6 +17,11 @@ TITLES = {
 }
 
 
+# A flag that starts with this marks a report whose grading the grader itself could not finish:
+# complete is false, and the next batch run grades the student again.
+INCOMPLETE = "incomplete"
+
+
 def build(results: Iterable[CheckResult], stages: list[int], device: str, torch_version: str,
           flags: list[str], sandbox: str) -> dict:
     """The report as the JSON contract defines it (grader/schemas/report.schema.json)."""
@@ -43,6 +48,7 @@ def build(results: Iterable[CheckResult], stages: list[int], device: str, torch_
         "sandbox": sandbox,
         "stages": report_stages,
         "flags": flags,
+        "complete": not any(flag.startswith(INCOMPLETE) for flag in flags),
     }
 
 

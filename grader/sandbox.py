@@ -24,6 +24,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.runner import folders
 from grader.runner.commands import receive_command, send_command
 
 REPO = Path(__file__).resolve().parents[1]
@@ -77,13 +78,22 @@ class Sandbox:
     def __init__(self, device: str = "cpu", mode: str = "auto", many_students: bool = False):
         """``many_students``: the zygote moves to huge pages first (grader.runner.hugepages)."""
         self.confinement = confinement(mode)
+        self._options = (device, many_students)
         self._host_folders: Path | None = None  # unsandboxed only: the stage files and scratch live on the host
-        self._control, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._students = itertools.count()
+        self._launch()
+
+    def restart(self) -> None:
+        """A fresh zygote, after the last one failed: the grader's own failure, never a student's."""
+        self.close()
+        self._launch()
+
+    def _launch(self) -> None:
+        self._control, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._ending: list[int] = []  # students told to end whose "ended" has not been read yet
         self._ready: dict | None = None
         try:
-            self._zygote = self._start(device, many_students, zygote_end)
+            self._zygote = self._start(*self._options, zygote_end)
         finally:
             zygote_end.close()
 
@@ -141,7 +151,8 @@ class Sandbox:
             self._zygote.kill()
             self._zygote.wait()
         if self._host_folders is not None:
-            shutil.rmtree(self._host_folders, ignore_errors=True)
+            folders.remove(self._host_folders)
+            self._host_folders = None
 
     def __enter__(self) -> "Sandbox":
         return self

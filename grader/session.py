@@ -7,7 +7,7 @@ import torch
 
 from grader.learner import LearnerWorkers
 from grader.plugin import GradingPlugin, run_checks
-from grader.report import build
+from grader.report import INCOMPLETE, build
 from grader.sandbox import Sandbox
 from grader.submission import StagedSubmission
 
@@ -54,6 +54,9 @@ class _StudentLoop:
         self.ran = True
         items = session.items
         for staged in self.students:
+            if not self.sandbox.alive:  # a failure of the grader's own: a fresh zygote for the next student
+                self.sandbox.restart()
+            self.grading.disrupted = None
             with LearnerWorkers(self.sandbox, staged.files, self.timeout, self.grading.stages) as learner:
                 self.grading.learner, self.grading.results = learner, []
                 # nextitem=None after the last check tears every fixture down: none outlives its student
@@ -62,13 +65,16 @@ class _StudentLoop:
                     item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
             grading = self.grading
             self.deliver(build(grading.results, grading.stages, self.sandbox.device, torch.__version__,
-                               flags(self.sandbox, staged, grading.visible_only), self.sandbox.isolation))
+                               flags(self.sandbox, staged, grading.visible_only, grading.disrupted),
+                               self.sandbox.isolation))
         return True
 
 
-def flags(sandbox: Sandbox, staged: StagedSubmission, visible_only: bool) -> list[str]:
+def flags(sandbox: Sandbox, staged: StagedSubmission, visible_only: bool, disrupted: str | None = None) -> list[str]:
     """What a reader of the score must know: never a silently weaker grade."""
     found = [] if sandbox.confinement.confined else ["unsandboxed"]
+    if disrupted:
+        found.append(f"{INCOMPLETE}: {disrupted}")
     if visible_only:
         found.append("provisional")
     if staged.problem:

@@ -1,5 +1,6 @@
 """Learner code runs in forked workers: whatever it does, the judge gets an answer or a named failure."""
 
+import json
 import socket
 import time
 from pathlib import Path
@@ -167,3 +168,21 @@ def test_receive_refuses_oversized_and_non_json_frames():
         with pytest.raises(ProtocolError):
             receive(right)
         left.close(), right.close()
+
+
+def test_receive_bounds_values_nesting_and_time():
+    many = json.dumps([0.1] * 300_000).encode()
+    deep = b"[" * 5000 + b"]" * 5000
+    for body in (many, deep):
+        left, right = socket.socketpair()
+        left.sendall(len(body).to_bytes(4, "big") + body)
+        with pytest.raises(ProtocolError):
+            receive(right, 5.0)
+        left.close(), right.close()
+    left, right = socket.socketpair()
+    left.sendall((100).to_bytes(4, "big") + b"[")  # the rest never comes
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        receive(right, 0.3)
+    assert time.monotonic() - started < 1.0
+    left.close(), right.close()

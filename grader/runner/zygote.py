@@ -27,7 +27,6 @@ operation itself, so forks stay safe, and never imports learner code.
 import ctypes
 import json
 import os
-import shutil
 import signal
 import socket
 import sys
@@ -35,10 +34,10 @@ from pathlib import Path
 
 import torch
 
-from grader.runner import confine, hugepages, worker  # everything a worker needs, imported once
+from grader.runner import confine, folders, hugepages, worker  # everything a worker needs, imported once
 from grader.runner.commands import receive_command, send_command
 
-CLONE_NEWPID, CLONE_NEWIPC, CLONE_NEWUSER = 0x20000000, 0x08000000, 0x10000000
+CLONE_NEWPID, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNS = 0x20000000, 0x08000000, 0x10000000, 0x00020000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MNT_DETACH = 1, 2, 4, 32, 2
 SUBMISSION_BYTES = 16 * 1024**2
 _libc = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
@@ -109,14 +108,14 @@ class Zygote:
             except ChildProcessError:
                 break
         if not self.mounts:
-            _empty(self.scratch)
+            folders.empty(self.scratch)
 
     def _lay_out(self, files: dict[str, int]) -> None:
         """This student's stage files, read-only to workers, and an empty scratch folder."""
         if self.mounts:
             _fresh_tmpfs(self.submission, f"size={SUBMISSION_BYTES},mode=0755")
         else:
-            _empty(self.submission)
+            folders.empty(self.submission)
         for name, fd in files.items():
             if "/" in name or name.startswith("."):
                 continue  # the judge names only stage files; never write anywhere else
@@ -174,6 +173,8 @@ def _run_student_init(channel: int, parent: Zygote, zygote_is_parent: bool, zygo
     """
     try:
         os.setsid()  # out of the zygote's process group: no signal to a group reaches back
+        if parent.namespaces != "none":
+            _mount_own_proc()
         if zygote_is_parent:
             confine.die_with_parent(zygote_pid)  # the zygote gone: this namespace goes too
         confine.close_descriptors(keep=[channel])
@@ -208,6 +209,23 @@ def _run_student_init(channel: int, parent: Zygote, zygote_is_parent: bool, zygo
         os._exit(0)
 
 
+def _mount_own_proc() -> None:
+    """A /proc that shows this student's PID namespace alone: workers do not even see the zygote.
+
+    In a mount namespace of its own, made private first so that nothing propagates back. Best
+    effort: where the kernel refuses (a user namespace without a fully visible /proc), workers see
+    the sandbox's /proc, where the zygote is another uid's and non-dumpable.
+    """
+    MS_REC, MS_PRIVATE, MS_NOEXEC = 0x4000, 0x40000, 8
+    if _libc.unshare(CLONE_NEWNS) != 0:
+        return
+    try:
+        _mount(None, Path("/"), None, MS_REC | MS_PRIVATE, None)
+        _mount("proc", Path("/proc"), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+    except OSError:
+        pass
+
+
 def _namespace_method() -> str:
     """How this process can give each student a PID namespace, tried in a child so that nothing here
     changes: "setns" (unshare, then back again), "child" (unshare in a child), "user" (the same, in
@@ -239,21 +257,6 @@ def _fresh_tmpfs(target: Path, data: str) -> None:
     """An empty tmpfs on ``target``; the last student's is detached, with whatever they left in it."""
     _libc.umount2(str(target).encode(), MNT_DETACH)  # the first time there is none: EINVAL, ignored
     _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, data)
-
-
-def _empty(folder: Path) -> None:
-    """Remove what is in ``folder`` (unsandboxed: a host folder), whatever modes the student left."""
-    def unlock_and_retry(function, path, _error):
-        os.chmod(os.path.dirname(path), 0o700)
-        if os.path.isdir(path) and not os.path.islink(path):
-            os.chmod(path, 0o700)
-        function(path)
-
-    for entry in folder.iterdir():
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, onerror=unlock_and_retry)
-        else:
-            entry.unlink()
 
 
 if __name__ == "__main__":

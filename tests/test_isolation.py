@@ -1,0 +1,339 @@
+"""Hostile students in one class: each attack of the security review, graded before honest students.
+
+One lane (--workers 1), attackers first, so that anything an attacker could leave behind meets
+the students after it. Every honest student must keep full marks, no honest student's file may
+appear in any other report, and each attacker gains nothing on what it targets.
+"""
+
+import ctypes
+import json
+import os
+import platform
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from grader.sandbox import confinement
+from tests.conftest import REPO
+from tests.grading import batch, grade, learner_copy, stage_scores
+
+STAGE1 = "stage1_softmax.py"
+SECRET = "HONEST-STUDENT-SECRET-7f3a"
+needs_bubblewrap = pytest.mark.skipif(not confinement("auto").confined, reason="no bubblewrap here")
+needs_x86_64_linux = pytest.mark.skipif(sys.platform != "linux" or platform.machine() != "x86_64",
+                                        reason="the probes use x86_64 system call numbers")
+
+# Run at import in the worker: try everything that reaches another process or outlives this one,
+# then raise the list of what worked (the judge shows the message as the import error).
+REACH_OUT = r'''
+import ctypes, json, os, socket
+libc = ctypes.CDLL(None, use_errno=True)
+me = int(os.readlink("/proc/self"))  # as /proc numbers it
+worked, fds = [], []
+
+def attempt(name, action):
+    try:
+        result = action()
+    except BaseException:
+        return
+    if result is None or (isinstance(result, int) and result >= 0):
+        worked.append(name)
+
+def syscall(number, *args):
+    return libc.syscall(number, *[ctypes.c_long(a) for a in args])
+
+def need(result):
+    if result < 0:
+        raise OSError(ctypes.get_errno(), "refused")
+    return result
+
+others = sorted(int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != me)
+for pid in others:
+    attempt(f"kill {pid}", lambda: os.kill(pid, 0))
+    siginfo = ctypes.create_string_buffer(128)
+    attempt(f"rt_sigqueueinfo {pid}", lambda: need(libc.syscall(129, ctypes.c_long(pid), ctypes.c_long(0), siginfo)))
+    attempt(f"pidfd_open {pid}", lambda: need(syscall(434, pid, 0)))
+    attempt(f"fd list {pid}", lambda: os.listdir(f"/proc/{pid}/fd") and None)
+    attempt(f"fd 0 of {pid}", lambda: open(f"/proc/{pid}/fd/0", "wb").close())
+    attempt(f"mem of {pid}", lambda: open(f"/proc/{pid}/mem", "r+b").close())
+    attempt(f"environ of {pid}", lambda: open(f"/proc/{pid}/environ", "rb").read() and None)
+    local = (ctypes.c_char * 8)()
+    iov = (ctypes.c_void_p * 2)(ctypes.addressof(local), 8)
+    attempt(f"process_vm_readv {pid}", lambda: need(libc.syscall(310, ctypes.c_long(pid), iov, ctypes.c_long(1), iov, ctypes.c_long(1), ctypes.c_long(0))))
+    attempt(f"ptrace {pid}", lambda: need(syscall(101, 16, pid, 0, 0)))
+attempt("kill group", lambda: os.kill(0, 0))
+attempt("kill everyone", lambda: os.kill(-1, 0))
+attempt("fork", lambda: os.fork() and None)
+attempt("unshare user", lambda: need(syscall(272, 0x10000000)))
+attempt("unshare mount", lambda: need(syscall(272, 0x00020000)))
+attempt("io_uring", lambda: need(libc.syscall(425, ctypes.c_long(4), ctypes.create_string_buffer(120))))
+attempt("userfaultfd", lambda: need(syscall(323, 0)))
+attempt("bpf", lambda: need(syscall(321, 0, 0, 0)))
+attempt("perf_event_open", lambda: need(libc.syscall(298, ctypes.create_string_buffer(128), ctypes.c_long(0), ctypes.c_long(-1), ctypes.c_long(-1), ctypes.c_long(0))))
+attempt("keyctl", lambda: need(syscall(250, 0, 0, 0)))
+for path in ("/grading/submission/leak", "/dev/shm/leak", "/dev/leak", "/tmp/leak", "/var/tmp/leak", "/leak"):
+    attempt(f"write {path}", lambda: open(path, "w").write("x") and None)
+for fd in range(3, 1024):
+    try:
+        os.fstat(fd)
+        fds.append(fd)
+    except OSError:
+        pass
+raise RuntimeError("REPORT" + json.dumps({"worked": worked, "fds": fds, "others": len(others)}))
+'''
+
+# The first of a pair of colluders: leaves what it can wherever it can, and stays behind if it can.
+LEAVE_BEHIND = r'''
+import ctypes, os, threading, time
+libc = ctypes.CDLL(None, use_errno=True)
+for path in ("leak.txt", "/dev/shm/leak", "/tmp/leak"):
+    try:
+        open(path, "w").write("LEFT-BEHIND")
+    except OSError:
+        pass
+segment = libc.shmget(0x5EC2E7, 4096, 0o1666)  # IPC_CREAT | 0666
+if segment >= 0:
+    address = libc.shmat(segment, None, 0)
+    ctypes.memmove(address, b"LEFT-BEHIND", 11)
+
+def loot():  # copy every later student's files, for as long as this process lives
+    while True:
+        for root in ("/grading/submission", "/grading"):
+            try:
+                for name in os.listdir(root):
+                    data = open(os.path.join(root, name), "rb").read()
+                    open(f"loot-{name}", "wb").write(data)
+            except OSError:
+                pass
+        time.sleep(0.01)
+
+threading.Thread(target=loot, daemon=True).start()
+'''
+
+# The second colluder, graded after an honest student: reports whatever its partner left.
+PICK_UP = r'''
+import ctypes, json, os
+libc = ctypes.CDLL(None, use_errno=True)
+found = []
+for root in (".", "/grading", "/dev/shm", "/tmp", "/var/tmp"):
+    for base, _dirs, files in os.walk(root):
+        for name in files:
+            path = os.path.join(base, name)
+            try:
+                text = open(path, "rb").read(4096).decode("latin-1")
+            except OSError:
+                continue
+            if "LEFT-" + "BEHIND" in text or name.startswith(("loot-", "leak")):  # not in this very file
+                found.append(path)
+segment = libc.shmget(0x5EC2E7, 0, 0)
+if segment >= 0:
+    found.append("System V shared memory")
+raise RuntimeError("REPORT" + json.dumps(found))
+'''
+
+# Takes the worker's own socket to the judge and sends a 255 MiB frame of small JSON values:
+# decoding them all used to take the judge past 10 GiB.
+FRAME_BOMB = r'''
+import os, socket
+for fd in range(3, 64):
+    try:
+        channel = socket.socket(fileno=os.dup(fd))
+    except OSError:
+        continue
+    size = 255 * 1024 * 1024
+    body = b"[" + b"0.1," * (size // 4 - 1) + b"0.1]"
+    try:
+        channel.sendall(len(body).to_bytes(4, "big") + body)
+    except OSError:
+        pass
+'''
+
+# Announces a frame of 1 MB and sends it a byte every 0.2 s: each byte used to reset the limit.
+SLOW_DRIP = r'''
+import os, socket, time
+for fd in range(3, 64):
+    try:
+        channel = socket.socket(fileno=os.dup(fd))
+        channel.getsockname()
+    except OSError:
+        continue
+    channel.sendall((1024 * 1024).to_bytes(4, "big"))
+    while True:
+        channel.sendall(b" ")
+        time.sleep(0.2)
+'''
+
+
+def _attacker(folder: Path, code: str, at_import: bool = True) -> Path:
+    """The solutions as learner files, with ``code`` at the top of stage 1 or inside softmax_naive."""
+    learner_copy(folder)
+    path = folder / STAGE1
+    text = path.read_text()
+    if at_import:
+        text = code + "\n" + text
+    else:
+        anchor = "def softmax_naive(x: torch.Tensor) -> torch.Tensor:\n"
+        assert anchor in text
+        body = "".join(f"    {line}\n" for line in code.strip().splitlines())
+        text = text.replace(anchor, anchor + body)
+    path.write_text(text)
+    return folder
+
+
+def _honest(folder: Path) -> Path:
+    learner_copy(folder)
+    for stage_file in folder.glob("stage*.py"):
+        stage_file.write_text(f"# {SECRET}\n" + stage_file.read_text())
+    return folder
+
+
+def _probe_report(out: Path, student: str) -> object:
+    """What a probe raised at import, as the judge reported it."""
+    report = json.loads((out / f"{student}.json").read_text())
+    message = report["stages"][0]["checks"][0]["message"]
+    assert "REPORT" in message, message
+    return json.JSONDecoder().raw_decode(message.split("REPORT", 1)[1])[0]
+
+
+@pytest.fixture(scope="module")
+def hostile_class(tmp_path_factory):
+    """One lane: the attackers, each followed by an honest student, then the colluder who picks up."""
+    root = tmp_path_factory.mktemp("isolation")
+    submissions = root / "class"
+    _attacker(submissions / "a1-reach-out", REACH_OUT)
+    _honest(submissions / "a2-honest")
+    _attacker(submissions / "b1-leave-behind", LEAVE_BEHIND)
+    _honest(submissions / "b2-honest")
+    _attacker(submissions / "b3-pick-up", PICK_UP)
+    _attacker(submissions / "c1-frame-bomb", FRAME_BOMB, at_import=False)
+    _honest(submissions / "c2-honest")
+    _attacker(submissions / "d1-slow-drip", SLOW_DRIP, at_import=False)
+    _honest(submissions / "d2-honest")
+    out = root / "out"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    started = time.monotonic()
+    batch(submissions, out, "--workers", "1")
+    return out, time.monotonic() - started, before
+
+
+@needs_bubblewrap
+@needs_x86_64_linux
+def test_honest_students_keep_full_marks_and_their_files_stay_theirs(hostile_class):
+    out, _, _ = hostile_class
+    for honest in ("a2-honest", "b2-honest", "c2-honest", "d2-honest"):
+        report = json.loads((out / f"{honest}.json").read_text())
+        assert report["score"] == 100 and report["complete"], (honest, report["flags"])
+    for other in out.glob("*"):
+        if "honest" not in other.name:
+            assert SECRET not in other.read_text(errors="replace"), other.name
+
+
+@needs_bubblewrap
+@needs_x86_64_linux
+def test_no_other_process_can_be_reached_from_learner_code(hostile_class):
+    out, _, _ = hostile_class
+    found = _probe_report(out, "a1-reach-out")
+    assert found["worked"] == [], found
+    assert len(found["fds"]) == 1, found  # its own channel to the judge, nothing else
+    assert found["others"] <= 5, found  # the student's first process and its other four workers
+
+
+@needs_bubblewrap
+@needs_x86_64_linux
+def test_nothing_a_student_leaves_behind_reaches_the_next(hostile_class):
+    out, _, _ = hostile_class
+    assert _probe_report(out, "b3-pick-up") == []
+
+
+@needs_bubblewrap
+@needs_x86_64_linux
+def test_a_frame_bomb_costs_its_check_not_the_judges_memory(hostile_class):
+    out, _, before = hostile_class
+    report = json.loads((out / "c1-frame-bomb.json").read_text())
+    softmax = [c for c in report["stages"][0]["checks"] if "softmax_naive" in c["id"]]
+    assert all(c["status"] != "passed" for c in softmax), softmax
+    assert report["complete"]
+    # The largest process of the run (ru_maxrss of the children, in KiB): a worker or the judge.
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    assert max(peak, before) < 2 * 1024 * 1024, peak
+
+
+@needs_bubblewrap
+@needs_x86_64_linux
+def test_a_slow_drip_is_cut_off_at_the_call_limit(hostile_class):
+    out, seconds, _ = hostile_class
+    report = json.loads((out / "d1-slow-drip.json").read_text())
+    stage1 = report["stages"][0]["checks"]
+    assert {c["status"] for c in stage1 if "softmax_naive" in c["id"]} == {"timeout"}, stage1
+    assert stage_scores(report)[2] == 20
+    assert seconds < 120, seconds  # the whole class; one drip used to cost minutes
+
+
+def _children() -> list[int]:
+    return [int(pid) for task in Path("/proc/self/task").iterdir()
+            for pid in (task / "children").read_text().split()]
+
+
+@needs_bubblewrap
+def test_a_killed_judge_leaves_no_process_and_no_folder(tmp_path):
+    """The test process adopts whatever the killed judge leaves (a subreaper) and waits for it to go."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    try:
+        slow = _attacker(tmp_path / "slow", "import time\ntime.sleep(0.5)", at_import=False)
+        temporary = set(Path("/tmp").glob("grader-*"))
+        judge = subprocess.Popen([sys.executable, "-m", "grader", str(slow)], cwd=REPO,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(4)  # torch imported, grading under way
+        judge.send_signal(signal.SIGKILL)
+        judge.wait()
+        deadline = time.monotonic() + 10
+        while _children() and time.monotonic() < deadline:
+            for pid in _children():
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
+            time.sleep(0.05)
+        assert _children() == []
+        assert set(Path("/tmp").glob("grader-*")) == temporary
+    finally:
+        libc.prctl(36, 0, 0, 0, 0)
+
+
+def test_unsandboxed_workers_can_neither_read_nor_change_the_reference(tmp_path):
+    solutions = REPO / "solutions" / STAGE1
+    before = solutions.read_bytes()
+    sneak = (f"import sys\nsys.meta_path[:] = [f for f in sys.meta_path if 'Guard' not in type(f).__name__]\n"
+             f"try:\n    open({str(solutions)!r}, 'a').write('# changed\\n')\nexcept OSError:\n    pass\n"
+             f"sys.path.insert(0, {str(REPO)!r})\n"
+             "from solutions.stage1_softmax import softmax_naive as _reference\n")
+    attacker = _attacker(tmp_path / "class" / "a-attacker", sneak)
+    _honest(tmp_path / "class" / "b-honest")
+    out = tmp_path / "out"
+    batch(tmp_path / "class", out, "--workers", "1", "--sandbox", "none")
+    assert solutions.read_bytes() == before
+    attacked = json.loads((out / "a-attacker.json").read_text())
+    if "Landlock ABI" in attacked["sandbox"]:  # else the report says this user's files were reachable
+        assert stage_scores(attacked)[1] == 0, attacked["stages"][0]
+    honest = json.loads((out / "b-honest.json").read_text())
+    assert honest["score"] == 100 and "unsandboxed" in honest["flags"]
+    assert attacker.exists()
+
+
+def test_a_class_is_not_graded_unsandboxed_unless_asked(tmp_path):
+    bin_dir = tmp_path / "bin"  # a PATH with python but no bwrap
+    bin_dir.mkdir()
+    (bin_dir / "python").symlink_to(sys.executable)
+    learner_copy(tmp_path / "class" / "one")
+    result = subprocess.run([sys.executable, "-m", "grader", "batch", str(tmp_path / "class"), "--out",
+                             str(tmp_path / "out")], cwd=REPO, env={**os.environ, "PATH": str(bin_dir)},
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2, result.stderr
+    assert "refusing to grade a class without a sandbox" in result.stderr and "--sandbox none" in result.stderr
+    assert not (tmp_path / "out" / "one.json").exists()
