@@ -2,6 +2,7 @@
 
 import json
 import socket
+import threading
 import time
 from pathlib import Path
 
@@ -175,9 +176,11 @@ def test_receive_bounds_values_nesting_and_time():
     deep = b"[" * 5000 + b"]" * 5000
     for body in (many, deep):
         left, right = socket.socketpair()
-        left.sendall(len(body).to_bytes(4, "big") + body)
+        sender = threading.Thread(target=left.sendall, args=(len(body).to_bytes(4, "big") + body,))
+        sender.start()  # larger than the socket's buffer: sent while it is read
         with pytest.raises(ProtocolError):
             receive(right, 5.0)
+        sender.join()
         left.close(), right.close()
     left, right = socket.socketpair()
     left.sendall((100).to_bytes(4, "big") + b"[")  # the rest never comes
