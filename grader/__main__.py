@@ -59,7 +59,10 @@ def main(argv: list[str] | None = None) -> int:
     with sandbox:
         try:
             staged = sandbox.stage(args.submission)
-        except (SubmissionError, OSError) as error:
+        except SubmissionError as error:
+            print(f"grader: unreadable: {error}", file=sys.stderr)
+            return 2
+        except OSError as error:  # writing the sandbox's own folder: the grader's fault, not the submission's
             print(f"grader: {error}", file=sys.stderr)
             return 2
         return grade(args, sandbox, staged, started)

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
+from grader.runner.text import printable
+
 STAGE_COUNT = 5
 CSV_COLUMNS = ["student_id", "score", "max_score", *[f"stage{n}" for n in range(1, STAGE_COUNT + 1)], "flags"]
 
@@ -84,7 +86,7 @@ def list_students(folder: Path) -> tuple[list[Student], list[str]]:
             continue
         if entry.is_dir() and not entry.is_symlink():
             student = Student(entry.name, entry)
-        elif entry.is_file() and entry.suffix == ".zip":
+        elif entry.suffix == ".zip" and not entry.is_dir():  # one that is no zip gets a report saying why
             student = Student(entry.stem, entry)
         else:
             skipped.append(entry.name)
@@ -125,13 +127,20 @@ def _lane(connection: Connection, args: argparse.Namespace) -> None:
 
 def _staged_students(connection: Connection, sandbox):
     """Each student the coordinator sends, staged in the sandbox; an unreadable one as an empty submission."""
+    from grader.sandbox import SandboxError
     from grader.submission import StagedSubmission, SubmissionError
 
     while (student := connection.recv()) is not None:
         try:
-            yield sandbox.stage(student.source)
-        except (SubmissionError, OSError) as error:
-            yield StagedSubmission(sandbox.submission, problem=str(error))
+            staged = sandbox.stage(student.source)
+        except SubmissionError as error:
+            staged = StagedSubmission(sandbox.submission, problem=str(error))
+        except SandboxError:
+            raise  # the lane's zygote failed, not this student: the coordinator restarts the lane
+        except Exception as error:  # staging raises only SubmissionError: this is the last line of defence
+            staged = StagedSubmission(sandbox.submission,
+                                      problem=printable(f"{type(error).__name__}: {error}", keep_newlines=False))
+        yield staged
 
 
 @dataclass
