@@ -56,7 +56,8 @@ def main(argv: list[str]) -> int:
         print(f"grader batch: {error}", file=sys.stderr)
         return 2
     for name in skipped:
-        print(f"grader batch: skipped {name} (neither a folder nor a .zip)", file=sys.stderr)
+        print(f"grader batch: skipped {printable(name, keep_newlines=False)} (neither a folder nor a .zip)",
+              file=sys.stderr)
     args.out.mkdir(parents=True, exist_ok=True)
     todo = [s for s in students if args.force or not _report_path(args.out, s).exists()]
     if len(todo) < len(students):
@@ -84,15 +85,17 @@ def list_students(folder: Path) -> tuple[list[Student], list[str]]:
     for entry in sorted(folder.iterdir()):
         if entry.name.startswith("."):
             continue
+        # An id is printable, since people read it in the gradebook, the reports and their file names.
         if entry.is_dir() and not entry.is_symlink():
-            student = Student(entry.name, entry)
+            student = Student(printable(entry.name, keep_newlines=False), entry)
         elif entry.suffix == ".zip" and not entry.is_dir():  # one that is no zip gets a report saying why
-            student = Student(entry.stem, entry)
+            student = Student(printable(entry.stem, keep_newlines=False), entry)
         else:
             skipped.append(entry.name)
             continue
         if student.id in students:
-            raise ValueError(f"two submissions for {student.id}: {students[student.id].source.name} and {entry.name}")
+            first, second = (printable(e.name, keep_newlines=False) for e in (students[student.id].source, entry))
+            raise ValueError(f"two submissions for {student.id}: {first} and {second}")
         students[student.id] = student
     return sorted(students.values(), key=lambda s: s.id), skipped
 
