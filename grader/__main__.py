@@ -59,7 +59,10 @@ def main(argv: list[str] | None = None) -> int:
     with sandbox:
         try:
             staged = stage_submission(args.submission)
-        except (SubmissionError, OSError) as error:
+        except SubmissionError as error:
+            print(f"grader: unreadable: {error}", file=sys.stderr)
+            return 2
+        except OSError as error:
             print(f"grader: {error}", file=sys.stderr)
             return 2
         return grade(args, sandbox, staged, started)

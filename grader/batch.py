@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
+from grader.runner.text import printable
+
 STAGE_COUNT = 5
 CSV_COLUMNS = ["student_id", "score", "max_score", *[f"stage{n}" for n in range(1, STAGE_COUNT + 1)], "flags"]
 
@@ -54,7 +56,8 @@ def main(argv: list[str]) -> int:
         print(f"grader batch: {error}", file=sys.stderr)
         return 2
     for name in skipped:
-        print(f"grader batch: skipped {name} (neither a folder nor a .zip)", file=sys.stderr)
+        print(f"grader batch: skipped {printable(name, keep_newlines=False)} (neither a folder nor a .zip)",
+              file=sys.stderr)
     from grader.sandbox import SandboxError, confinement
 
     try:
@@ -94,15 +97,17 @@ def list_students(folder: Path) -> tuple[list[Student], list[str]]:
     for entry in sorted(folder.iterdir()):
         if entry.name.startswith("."):
             continue
+        # An id is printable, since people read it in the gradebook, the reports and their file names.
         if entry.is_dir() and not entry.is_symlink():
-            student = Student(entry.name, entry)
-        elif entry.is_file() and entry.suffix == ".zip":
-            student = Student(entry.stem, entry)
+            student = Student(printable(entry.name, keep_newlines=False), entry)
+        elif entry.suffix == ".zip" and not entry.is_dir():  # one that is no zip gets a report saying why
+            student = Student(printable(entry.stem, keep_newlines=False), entry)
         else:
             skipped.append(entry.name)
             continue
         if student.id in students:
-            raise ValueError(f"two submissions for {student.id}: {students[student.id].source.name} and {entry.name}")
+            first, second = (printable(e.name, keep_newlines=False) for e in (students[student.id].source, entry))
+            raise ValueError(f"two submissions for {student.id}: {first} and {second}")
         students[student.id] = student
     return sorted(students.values(), key=lambda s: s.id), skipped
 
@@ -141,9 +146,12 @@ def _staged_students(connection: Connection):
 
     while (student := connection.recv()) is not None:
         try:
-            yield stage_submission(student.source)
-        except (SubmissionError, OSError) as error:
-            yield StagedSubmission(problem=str(error))
+            staged = stage_submission(student.source)
+        except SubmissionError as error:
+            staged = StagedSubmission(problem=str(error))
+        except Exception as error:  # staging raises only SubmissionError: this is the last line of defence
+            staged = StagedSubmission(problem=printable(f"{type(error).__name__}: {error}", keep_newlines=False))
+        yield staged
 
 
 @dataclass

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from grader.runner.commands import send_command
 from grader.runner.protocol import ProtocolError, receive, send
+from grader.runner.text import printable
 from grader.sandbox import Sandbox, SandboxError
 
 # From fork to "ready" (before any learner code runs): the fork and the worker's own set-up, on
@@ -84,11 +85,12 @@ class LearnerWorkers:
             raise LearnerFailure("crash", "the process running your code sent a malformed answer")
         if "error" in reply:
             error = reply["error"] if isinstance(reply["error"], dict) else {}
+            # What learner code wrote, escaped here: it never starts a line or moves a terminal's cursor.
             raise LearnerFailure(
                 kind=str(error.get("kind", "exception")),
-                message=str(error.get("message", "")),
-                type=error.get("type") if isinstance(error.get("type"), str) else None,
-                where=error.get("where") if isinstance(error.get("where"), str) else None,
+                message=printable(str(error.get("message", "")), keep_newlines=False),
+                type=printable(error["type"], keep_newlines=False) if isinstance(error.get("type"), str) else None,
+                where=printable(error["where"], keep_newlines=False) if isinstance(error.get("where"), str) else None,
             )
         return reply["ok"]
 

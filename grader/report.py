@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from grader.hints import explain
 from grader.plugin import CheckResult
 from grader.runner.implementation import STAGE_MODULES
+from grader.runner.text import printable
 
 TITLES = {
     1: "simple attention and a naive softmax",
@@ -72,31 +73,42 @@ def _round(value: float) -> float | int:
 # Terminal ---------------------------------------------------------------------------------
 
 MARKS = {"passed": "✓", "failed": "✗", "error": "✗", "timeout": "⧗", "not_implemented": "·"}
+COLOUR_CODES = {"green": "32", "red": "31", "yellow": "33", "dim": "2", "bold": "1"}
+
+# A line of the terminal report: pieces of text, each with its tone (None: not coloured).
+Line = list[tuple[str, str | None]]
 
 
 def render_text(report: dict, submission: str, color: bool | None = None) -> str:
-    paint = _painter(sys.stdout.isatty() and "NO_COLOR" not in os.environ if color is None else color)
+    """The report as a person reads it. Every piece of text is escaped before any colour goes in,
+    so the grader's colour codes are the only ones that can reach the terminal."""
+    colored = sys.stdout.isatty() and "NO_COLOR" not in os.environ if color is None else color
+    return "\n".join("".join(_paint(printable(text, keep_newlines=False), tone, colored) for text, tone in line)
+                     for line in _lines(report, submission))
+
+
+def _lines(report: dict, submission: str) -> list[Line]:
     provisional = "provisional" in report["flags"]
-    lines = [f"Grading {submission} on {report['device']} (torch {report['torch']})"]
+    lines = [_plain(f"Grading {submission} on {report['device']} (torch {report['torch']})")]
     if report["flags"]:
-        lines.append("flags: " + ", ".join(report["flags"]))
+        lines.append(_plain("flags: " + ", ".join(report["flags"])))
     if "unsandboxed" in report["flags"]:
-        lines.append(f"    unsandboxed: learner code ran without a sandbox, because {report['sandbox']}")
-    lines.append("")
+        lines.append(_plain(f"    unsandboxed: learner code ran without a sandbox, because {report['sandbox']}"))
+    lines.append(_plain(""))
     for stage in report["stages"]:
         number = _number(stage)
-        marks = "".join(paint(MARKS[c["status"]], _tone(c["status"])) for c in stage["checks"])
         score = f"{_fmt(stage['score']):>5}/{_fmt(stage['max_score'])}"
-        lines.append(f"stage {number}  {TITLES[number]:<38} {score}  {_bar(stage['score'], stage['max_score'])}  {marks}")
-    lines.extend(_feedback(report, paint, submission))
+        lines.append([(f"stage {number}  {TITLES[number]:<38} {score}  {_bar(stage['score'], stage['max_score'])}  ",
+                       None), *[(MARKS[c["status"]], _tone(c["status"])) for c in stage["checks"]]])
+    lines.extend(_feedback(report, submission))
     label = "Provisional total (visible checks only)" if provisional else "Total"
-    lines.append("")
-    lines.append(paint(f"{label}: {_fmt(report['score'])}/{_fmt(report['max_score'])}", "bold"))
-    return "\n".join(lines)
+    lines.append(_plain(""))
+    lines.append([(f"{label}: {_fmt(report['score'])}/{_fmt(report['max_score'])}", "bold")])
+    return lines
 
 
-def _feedback(report: dict, paint, submission: str) -> list[str]:
-    lines: list[str] = []
+def _feedback(report: dict, submission: str) -> list[Line]:
+    lines: list[Line] = []
     next_open = None
     for stage in report["stages"]:
         number = _number(stage)
@@ -107,18 +119,24 @@ def _feedback(report: dict, paint, submission: str) -> list[str]:
             if c["status"] in ("passed", "not_implemented"):
                 continue
             if not lines:
-                lines += ["", paint("What to fix", "bold")]
+                lines += [_plain(""), [("What to fix", "bold")]]
             visibility = "" if c["visibility"] == "visible" else " (hidden check)"
-            lines.append(paint(f"stage {number} · {c['id']}{visibility}: {_fmt(c['score'])}/{_fmt(c['max_score'])}",
-                               _tone(c["status"])))
-            lines += [f"    {line}" for line in c["message"].splitlines()]
+            lines.append([(f"stage {number} · {c['id']}{visibility}: {_fmt(c['score'])}/{_fmt(c['max_score'])}",
+                           _tone(c["status"]))])
+            # newlines only: str.splitlines also breaks at \r, \x85, U+2028 and others a learner can send
+            message = c["message"].rstrip("\n")
+            lines += [_plain(f"    {line}") for line in message.split("\n")] if message else []
             if c["hint"]:
-                lines.append(paint(f"    hint [{c['hint']}]: {explain(c['hint'], number)}", "dim"))
+                lines.append([(f"    hint [{c['hint']}]: {explain(c['hint'], number)}", "dim")])
     if next_open:
         number, message = next_open
-        lines += ["", paint("Next step", "bold"), f"    open {submission.rstrip('/')}/{STAGE_MODULES[number]}.py",
-                  f"    {message}"]
+        lines += [_plain(""), [("Next step", "bold")],
+                  _plain(f"    open {submission.rstrip('/')}/{STAGE_MODULES[number]}.py"), _plain(f"    {message}")]
     return lines
+
+
+def _plain(text: str) -> Line:
+    return [(text, None)]
 
 
 def _bar(score: float, max_score: float, width: int = 10) -> str:
@@ -134,13 +152,8 @@ def _tone(status: str) -> str:
     return {"passed": "green", "failed": "red", "error": "red", "timeout": "yellow"}.get(status, "dim")
 
 
-def _painter(enabled: bool):
-    codes = {"green": "32", "red": "31", "yellow": "33", "dim": "2", "bold": "1"}
-
-    def paint(text: str, tone: str) -> str:
-        return f"\033[{codes[tone]}m{text}\033[0m" if enabled else text
-
-    return paint
+def _paint(text: str, tone: str | None, colored: bool) -> str:
+    return f"\033[{COLOUR_CODES[tone]}m{text}\033[0m" if colored and tone else text
 
 
 # Gradescope and GitHub Classroom ---------------------------------------------------------
@@ -166,8 +179,8 @@ def to_gradescope(report: dict, execution_time: float) -> dict:
     summary = f"{_fmt(report['score'])}/{_fmt(report['max_score'])} on {report['device']}"
     if report["flags"]:
         summary += f" ({', '.join(report['flags'])})"
-    return {"score": report["score"], "execution_time": round(execution_time, 3), "output": summary,
-            "visibility": "visible", "tests": tests}
+    return _printable_strings({"score": report["score"], "execution_time": round(execution_time, 3),
+                               "output": summary, "visibility": "visible", "tests": tests})
 
 
 def to_classroom(report: dict) -> dict:
@@ -175,4 +188,17 @@ def to_classroom(report: dict) -> dict:
     tests = [{"name": f"stage {number}: {c['id']}", "status": "pass" if c["status"] == "passed" else "fail",
               "score": c["score"], "message": output} for number, c, output in _checks_with_feedback(report)]
     passed = all(t["status"] == "pass" for t in tests)
-    return {"version": 1, "status": "pass" if passed else "fail", "max_score": report["max_score"], "tests": tests}
+    return _printable_strings({"version": 1, "status": "pass" if passed else "fail",
+                               "max_score": report["max_score"], "tests": tests})
+
+
+def _printable_strings(value):
+    """``value`` with every string in it escaped (newlines kept): both platforms show these strings as text
+    on a page or in a log, where control characters would act rather than show."""
+    if isinstance(value, str):
+        return printable(value, keep_newlines=True)
+    if isinstance(value, list):
+        return [_printable_strings(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _printable_strings(item) for key, item in value.items()}
+    return value

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from grader.runner.text import printable
+
 # The largest answer a check asks for is a few hundred kilobytes; a frame is bounded far above
 # that, and so is what decoding it may build: each JSON value costs a Python object.
 MAX_FRAME_BYTES = 32 * 1024 * 1024
@@ -69,6 +71,8 @@ def decode(value: object, depth: int = 0) -> object:
         raise ProtocolError(f"values nested deeper than {MAX_NESTING}")
     if isinstance(value, list):
         return [decode(v, depth + 1) for v in value]
+    if isinstance(value, str):
+        return printable(value, keep_newlines=False)
     if not isinstance(value, dict):
         return value
     if len(value) != 1:
@@ -77,11 +81,11 @@ def decode(value: object, depth: int = 0) -> object:
     if tag == "__tensor__":
         return _decode_tensor(body)
     if tag == "__foreign__" and isinstance(body, list) and len(body) == 2 and all(isinstance(s, str) for s in body):
-        return Foreign(body[0][:200], body[1][:500])
+        return Foreign(printable(body[0][:200], keep_newlines=False), printable(body[1][:500], keep_newlines=False))
     if tag == "__dict__" and isinstance(body, list):
         if not all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in body):
             raise ProtocolError("malformed dict")
-        return {key: decode(item, depth + 1) for key, item in body}
+        return {printable(key, keep_newlines=False): decode(item, depth + 1) for key, item in body}
     raise ProtocolError(f"unknown tag {tag!r}")
 
 
