@@ -19,6 +19,7 @@ from types import ModuleType
 
 from grader.hints import explain
 from grader.runner.implementation import STAGE_MODULES, SUBMISSION_PACKAGE, register_package
+from grader.runner.text import printable
 
 GRADING_SECONDS = 240  # the whole grader run for one stage; a correct one takes about 3 s
 
@@ -86,7 +87,7 @@ def _verdict_line(c: dict, stage: int, hidden: bool) -> str:
     if c["status"] == "passed":
         return line
     # A hidden check's message may quote its reference data: only the catalog speaks for it.
-    detail = [] if hidden else [f"    {text}" for text in c["message"].splitlines()]
+    detail = [] if hidden else [f"    {printable(text, keep_newlines=False)}" for text in c["message"].split("\n")]
     if c["hint"]:
         detail.append(f"    hint [{c['hint']}]: {explain(c['hint'], stage)}")
     elif hidden:

@@ -107,3 +107,40 @@ def test_two_submissions_for_one_student_stop_the_batch_before_it_starts(tmp_pat
     result = subprocess.run([sys.executable, "-m", "grader", "batch", str(tmp_path / "class"), "--out",
                              str(tmp_path / "out")], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "two submissions for ada: ada and ada.zip" in result.stderr
+
+
+def test_an_incomplete_report_is_graded_again_and_a_complete_one_is_not(graded, classroom, tmp_path):
+    _, reference = graded
+    for report in reference.glob("*.json"):
+        shutil.copy(report, tmp_path / report.name)
+    disrupted = json.loads((tmp_path / "ada.json").read_text())
+    disrupted.update(score=0, complete=False, flags=["incomplete: the process that runs learner code has stopped"])
+    (tmp_path / "ada.json").write_text(json.dumps(disrupted))
+    kept = {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("*.json") if p.name != "ada.json"}
+    result = batch(classroom, tmp_path, "--workers", "1")
+    assert "7 of 8 already graded" in result.stderr
+    assert {name: (tmp_path / name).stat().st_mtime_ns for name in kept} == kept
+    assert (tmp_path / "ada.json").read_bytes() == (reference / "ada.json").read_bytes()  # 100, complete
+
+
+def test_a_sandbox_that_dies_marks_its_student_incomplete_and_the_next_is_graded_in_a_fresh_one(tmp_path):
+    import threading
+
+    from grader.sandbox import Sandbox
+    from grader.session import grade_each
+    from grader.submission import stage_submission
+
+    slow = learner_copy(tmp_path / "slow", stages=[1])
+    path = slow / "stage1_softmax.py"
+    path.write_text(path.read_text().replace("def softmax_naive(x: torch.Tensor) -> torch.Tensor:\n",
+                                             "def softmax_naive(x: torch.Tensor) -> torch.Tensor:\n"
+                                             "    __import__('time').sleep(0.3)\n"))
+    honest = learner_copy(tmp_path / "honest", stages=[1])
+    reports = []
+    with Sandbox() as sandbox:
+        sandbox.device  # noqa: B018 - the zygote is up
+        threading.Timer(1.5, sandbox._zygote.kill).start()  # the grader's own failure, mid-student
+        grade_each(sandbox, iter([stage_submission(slow), stage_submission(honest)]), reports.append, [1], False, 5.0)
+    first, second = reports
+    assert not first["complete"] and any(flag.startswith("incomplete: ") for flag in first["flags"]), first["flags"]
+    assert second["complete"] and second["score"] == 20, second["flags"]
