@@ -31,6 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 INSIDE = Path("/grading")
 READY_SECONDS = 120.0  # the zygote's torch import, on a busy machine
 END_SECONDS = 60.0  # killing a student's processes and reaping them
+SCRATCH_BYTES = 256 * 1024**2  # a student's one writable folder
 # What a sandbox may read besides the Python installation: the dynamic loader's configuration
 # and the like. Everything else on the machine stays out of sight.
 SYSTEM_PATHS = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/ld.so.cache", "/etc/ld.so.conf",
@@ -110,6 +111,8 @@ class Sandbox:
         namespaces = {"setns": "a PID namespace per student", "child": "a PID namespace per student",
                       "user": "a PID namespace per student", "none": "no PID namespace per student"}
         parts.append(namespaces.get(found.get("namespaces"), "no PID namespace per student"))
+        if found.get("private_mounts"):
+            parts.append("fresh folders and /proc per student")
         parts.append(f"workers as uid {found['uid']}" if found.get("uid") is not None else "workers as this user")
         if not self.confinement.confined:
             parts.append(f"Landlock ABI {found['landlock']}: only the Python installation, the stage files and a "
@@ -201,8 +204,10 @@ class Sandbox:
             submission, scratch = self._host_folders / "submission", self._host_folders / "scratch"
             submission.mkdir(), scratch.mkdir()
         options = {"control": control.fileno(), "device": device, "many_students": many_students,
-                   "submission": str(submission), "scratch": str(scratch), "mounts": confined,
-                   "landlock": None if confined else _landlock_paths()}
+                   "submission": str(submission), "scratch": str(scratch), "sandboxed": confined,
+                   "scratch_bytes": SCRATCH_BYTES,
+                   "landlock": None if confined else _landlock_paths(), "judge": os.getpid(),
+                   "host_folder": None if self._host_folders is None else str(self._host_folders)}
         zygote = [sys.executable, "-P", "-m", "grader.runner.zygote", json.dumps(options)]
         environment = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1", "HOME": str(scratch),
                        "TMPDIR": str(scratch)}
@@ -225,12 +230,12 @@ class Sandbox:
 def _grading_binds(device: str) -> list[str]:
     runner = REPO / "grader" / "runner"
     lib = INSIDE / "lib" / "grader"
-    # The zygote mounts a fresh tmpfs on each folder for every student; bwrap only makes the mount points.
     # bwrap makes a bind's missing parents 0700: workers run as another uid and must get through.
     binds = [arg for folder in (INSIDE, INSIDE / "lib", lib) for arg in ("--perms", "0755", "--dir", str(folder))]
+    # Each student init mounts its own scratch over these (grader.runner.zygote); the zygote empties them too.
     binds += ["--ro-bind", str(REPO / "grader" / "__init__.py"), str(lib / "__init__.py"),
-             "--ro-bind", str(runner), str(lib / "runner"),
-             "--dir", str(INSIDE / "submission"), "--dir", str(INSIDE / "scratch")]
+              "--ro-bind", str(runner), str(lib / "runner"),
+              "--tmpfs", str(INSIDE / "submission"), "--size", str(SCRATCH_BYTES), "--tmpfs", str(INSIDE / "scratch")]
     # A non-editable install would put the references in site-packages: cover them.
     for entry in sys.path:
         for package in ("solutions", "grader"):

@@ -44,13 +44,14 @@ def _prctl(option: int, *args: int) -> int:
     return _libc.prctl(ctypes.c_int(option), *padded)
 
 
-def die_with_parent(parent: int | None = None) -> None:
-    """Have the kernel end this process when its parent ends (Linux); elsewhere the parent's kill does.
+def die_with_parent(parent: int | None = None, signal_number: int = signal.SIGKILL) -> None:
+    """Have the kernel send ``signal_number`` to this process when its parent ends (Linux); elsewhere
+    the parent's kill does.
 
     ``parent``: the pid the caller expects as parent; if it is already gone, exit now.
     """
     if sys.platform == "linux":
-        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        _prctl(_PR_SET_PDEATHSIG, signal_number)
     if parent is not None and os.getppid() != parent:
         os._exit(1)
 

@@ -14,7 +14,6 @@ from grader.runner.probes import PROBES
 from grader.runner.protocol import receive, send
 from grader.runner.standins import install_stand_ins
 
-SCRATCH_BYTES = 256 * 1024**2  # the one writable folder's size, in the sandbox
 
 
 def run(stage: int, channel: int, parent: int, submission: Path, scratch: Path, device: str, uid: int | None,

@@ -38,8 +38,9 @@ from grader.runner import confine, folders, hugepages, worker  # everything a wo
 from grader.runner.commands import receive_command, send_command
 
 CLONE_NEWPID, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNS = 0x20000000, 0x08000000, 0x10000000, 0x00020000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MNT_DETACH = 1, 2, 4, 32, 2
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT = 1, 2, 4, 32
 SUBMISSION_BYTES = 16 * 1024**2
+SHARED_MEMORY = Path("/dev/shm")
 _libc = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
 
 
@@ -49,6 +50,9 @@ def main() -> None:
     device = options["device"]
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"  # does not initialise CUDA
+    if options["host_folder"]:  # unsandboxed: if the judge is killed, its folders are this process's to remove
+        signal.signal(signal.SIGTERM, lambda *_: (folders.remove(Path(options["host_folder"])), os._exit(0)))
+        confine.die_with_parent(options["judge"], signal.SIGTERM)
     confine.make_undumpable()
     confine.become_reaper()  # without namespaces, a student's orphaned workers come here to be reaped
     confine.forget_grader_modules()  # once here, not in every worker: it touches all of sys.modules
@@ -76,19 +80,22 @@ def main() -> None:
 class Zygote:
     def __init__(self, options: dict, device: str):
         self.submission, self.scratch = Path(options["submission"]), Path(options["scratch"])
-        self.mounts = options["mounts"]  # in bubblewrap, with CAP_SYS_ADMIN: fresh tmpfs per student
+        # In bubblewrap as root: a fresh tmpfs per student. Where the kernel refuses (bubblewrap in a
+        # user namespace) the folders bubblewrap made are emptied instead, once the student is gone.
+        self.scratch_bytes = options["scratch_bytes"]
+        self.sandboxed = options["sandboxed"]
         self.landlock = options["landlock"]  # unsandboxed: the paths a worker keeps (see worker.run)
         self.device = device
         # Root in bubblewrap: workers become "nobody". Unsandboxed, the Python installation may not
         # be readable by another uid (/root/.pyenv): workers keep the uid and Landlock confines them.
-        self.worker_uid = confine.UNPRIVILEGED_UID if self.mounts and os.geteuid() == 0 else None
-        self.namespaces = _namespace_method()
+        self.worker_uid = confine.UNPRIVILEGED_UID if options["sandboxed"] and os.geteuid() == 0 else None
+        self.namespaces, self.private_mounts = self._isolation_method()
         self.student_init: int | None = None
         self.own_pid_namespace = os.open("/proc/self/ns/pid", os.O_RDONLY) if self.namespaces == "setns" else None
 
     def isolation(self) -> dict:
         return {"namespaces": self.namespaces, "uid": self.worker_uid,
-                "landlock": confine.landlock_abi() if self.landlock else 0, "fresh_folders": self.mounts}
+                "landlock": confine.landlock_abi() if self.landlock else 0, "private_mounts": self.private_mounts}
 
     def start_student(self, channel: int, files: dict[str, int]) -> None:
         self._lay_out(files)
@@ -107,15 +114,14 @@ class Zygote:
                 os.waitpid(-1, 0)
             except ChildProcessError:
                 break
-        if not self.mounts:
-            folders.empty(self.scratch)
+        # Under the student's own mounts these stayed empty; /dev/shm only in the sandbox (else it is the machine's).
+        for folder in (self.scratch, *([SHARED_MEMORY] if self.sandboxed else [])):
+            if folder.is_dir():
+                folders.empty(folder)
 
     def _lay_out(self, files: dict[str, int]) -> None:
-        """This student's stage files, read-only to workers, and an empty scratch folder."""
-        if self.mounts:
-            _fresh_tmpfs(self.submission, f"size={SUBMISSION_BYTES},mode=0755")
-        else:
-            folders.empty(self.submission)
+        """This student's stage files (the student init makes them read-only to workers)."""
+        folders.empty(self.submission)
         for name, fd in files.items():
             if "/" in name or name.startswith("."):
                 continue  # the judge names only stage files; never write anywhere else
@@ -123,9 +129,34 @@ class Zygote:
                 source.seek(0)
                 target.write(source.read(SUBMISSION_BYTES))
             os.chmod(self.submission / name, 0o444)
-        if self.mounts:
-            _mount(None, self.submission, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
-            _fresh_tmpfs(self.scratch, f"size={worker.SCRATCH_BYTES},mode=1777")
+
+    def _isolation_method(self) -> tuple[str, bool]:
+        """How this process can give each student a PID namespace, and whether the student init can
+        then mount its own folders (_private_mounts), tried in children so that nothing here changes:
+        "setns" (unshare, then back again), "child" (unshare in a child), "user" (the same, in a user
+        namespace of its own), or "none"."""
+        if sys.platform != "linux":
+            return "none", False
+        own = os.open("/proc/self/ns/pid", os.O_RDONLY)
+        try:
+            for method, flags in (("setns", CLONE_NEWPID | CLONE_NEWIPC), ("child", CLONE_NEWPID | CLONE_NEWIPC),
+                                  ("user", CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWIPC)):
+                pid = os.fork()
+                if pid == 0:
+                    if _libc.unshare(flags) != 0:
+                        os._exit(2)
+                    student_init = os.fork()
+                    if student_init == 0:
+                        os._exit(0 if _private_mounts(self) else 1)
+                    if method == "setns" and _libc.setns(own, CLONE_NEWPID) != 0:
+                        os._exit(2)
+                    os._exit(os.waitstatus_to_exitcode(os.waitpid(student_init, 0)[1]))
+                code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+                if code in (0, 1):
+                    return method, code == 0
+            return "none", False
+        finally:
+            os.close(own)
 
     def _fork_into_namespace(self, channel: int) -> int:
         zygote = os.getpid()
@@ -173,8 +204,8 @@ def _run_student_init(channel: int, parent: Zygote, zygote_is_parent: bool, zygo
     """
     try:
         os.setsid()  # out of the zygote's process group: no signal to a group reaches back
-        if parent.namespaces != "none":
-            _mount_own_proc()
+        if parent.private_mounts:
+            _private_mounts(parent)
         if zygote_is_parent:
             confine.die_with_parent(zygote_pid)  # the zygote gone: this namespace goes too
         confine.close_descriptors(keep=[channel])
@@ -209,37 +240,32 @@ def _run_student_init(channel: int, parent: Zygote, zygote_is_parent: bool, zygo
         os._exit(0)
 
 
-def _mount_own_proc() -> None:
-    """A /proc that shows this student's PID namespace alone: workers do not even see the zygote.
+def _private_mounts(zygote: Zygote) -> bool:
+    """In a mount namespace of the student's own: a fresh scratch tmpfs and /dev/shm, the stage
+    files and (in the sandbox) /dev read-only, and a /proc that shows the student's PID namespace alone (workers do
+    not even see the zygote). All of it goes with the namespace when the student ends.
 
-    In a mount namespace of its own, made private first so that nothing propagates back. Best
-    effort: where the kernel refuses (a user namespace without a fully visible /proc), workers see
-    the sandbox's /proc, where the zygote is another uid's and non-dumpable.
+    Everything is made private first, so that nothing propagates back; False (and nothing
+    mounted) where the kernel refuses: the zygote then empties the folders between students.
     """
-    MS_REC, MS_PRIVATE, MS_NOEXEC = 0x4000, 0x40000, 8
+    MS_BIND, MS_REC, MS_PRIVATE, MS_NOEXEC = 0x1000, 0x4000, 0x40000, 8
     if _libc.unshare(CLONE_NEWNS) != 0:
-        return
+        return False
     try:
         _mount(None, Path("/"), None, MS_REC | MS_PRIVATE, None)
+        _mount("tmpfs", zygote.scratch, "tmpfs", MS_NOSUID | MS_NODEV, f"size={zygote.scratch_bytes},mode=1777")
+        if SHARED_MEMORY.is_dir():
+            _mount("tmpfs", SHARED_MEMORY, "tmpfs", MS_NOSUID | MS_NODEV, f"size={zygote.scratch_bytes},mode=1777")
+        # Bound onto themselves with what is mounted below them (/dev/null…), then made read-only.
+        for folder in (zygote.submission, *([Path("/dev")] if zygote.sandboxed else [])):
+            _mount(str(folder), folder, None, MS_BIND | MS_REC, None)
+            # nodev and noexec too: a mount made in a more privileged namespace may have them locked on.
+            # Device files below /dev are mounts of their own, which this leaves as they are.
+            _mount(None, folder, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
         _mount("proc", Path("/proc"), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
     except OSError:
-        pass
-
-
-def _namespace_method() -> str:
-    """How this process can give each student a PID namespace, tried in a child so that nothing here
-    changes: "setns" (unshare, then back again), "child" (unshare in a child), "user" (the same, in
-    a user namespace of its own), or "none"."""
-    if sys.platform != "linux":
-        return "none"
-    pid = os.fork()
-    if pid == 0:
-        own = os.open("/proc/self/ns/pid", os.O_RDONLY)
-        if _libc.unshare(CLONE_NEWPID | CLONE_NEWIPC) == 0:
-            os._exit(0 if _libc.setns(own, CLONE_NEWPID) == 0 else 1)
-        os._exit(2 if _libc.unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWIPC) == 0 else 3)
-    _, status = os.waitpid(pid, 0)
-    return {0: "setns", 1: "child", 2: "user"}.get(os.waitstatus_to_exitcode(status), "none")
+        return False
+    return True
 
 
 def _unshare(flags: int) -> None:
@@ -251,12 +277,6 @@ def _mount(source: str | None, target: Path, fstype: str | None, flags: int, dat
     encode = lambda text: None if text is None else text.encode()  # noqa: E731
     if _libc.mount(encode(source), str(target).encode(), encode(fstype), ctypes.c_ulong(flags), encode(data)) != 0:
         raise OSError(ctypes.get_errno(), f"mount on {target} failed")
-
-
-def _fresh_tmpfs(target: Path, data: str) -> None:
-    """An empty tmpfs on ``target``; the last student's is detached, with whatever they left in it."""
-    _libc.umount2(str(target).encode(), MNT_DETACH)  # the first time there is none: EINVAL, ignored
-    _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, data)
 
 
 if __name__ == "__main__":
