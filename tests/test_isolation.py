@@ -340,3 +340,35 @@ def test_a_class_is_not_graded_unsandboxed_unless_asked(tmp_path):
     assert result.returncode == 2, result.stderr
     assert "refusing to grade a class without a sandbox" in result.stderr and "--sandbox none" in result.stderr
     assert not (tmp_path / "out" / "one.json").exists()
+
+
+@pytest.mark.parametrize("sandbox", ["auto", "none"])
+def test_ctrl_c_on_a_batch_leaves_no_process_and_no_folder(tmp_path, sandbox):
+    """Ctrl-C reaches the terminal's whole process group: the batch stops, and nothing stays."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER: whatever stays comes here
+    try:
+        for name in ("a", "b", "c", "d"):
+            _attacker(tmp_path / "class" / name, "import time\ntime.sleep(0.3)", at_import=False)
+        temporary = tmp_path / "tmp"
+        temporary.mkdir()
+        coordinator = subprocess.Popen([sys.executable, "-m", "grader", "batch", str(tmp_path / "class"), "--out",
+                                        str(tmp_path / "out"), "--sandbox", sandbox],
+                                       cwd=REPO, env={**os.environ, "TMPDIR": str(temporary)},
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        time.sleep(6)  # lanes started, students under way
+        assert coordinator.poll() is None
+        os.killpg(coordinator.pid, signal.SIGINT)
+        assert coordinator.wait(timeout=60) == 130
+        deadline = time.monotonic() + 10
+        while _children() and time.monotonic() < deadline:
+            for pid in _children():
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
+            time.sleep(0.05)
+        assert _children() == []
+        assert list(temporary.iterdir()) == []
+    finally:
+        libc.prctl(36, 0, 0, 0, 0)
