@@ -12,6 +12,10 @@ from grader.runner.implementation import STAGE_MODULES
 from tests.conftest import REPO
 
 MUTANTS = tomllib.loads((REPO / "tests" / "mutants.toml").read_text())["mutant"]
+# How the tests start the grader: as a learner does, or with the judge reading the staged files
+# itself (tests/judge_with_sources.py; the same once grader/session.py does it).
+GRADER = "grader"
+GRADER_WITH_SOURCES = "tests.judge_with_sources"
 
 
 def learner_copy(folder: Path, mutant: dict | None = None, stages=STAGE_MODULES) -> Path:
@@ -21,26 +25,27 @@ def learner_copy(folder: Path, mutant: dict | None = None, stages=STAGE_MODULES)
         name = f"{STAGE_MODULES[stage]}.py"
         text = (REPO / "solutions" / name).read_text()
         if mutant and mutant["file"] == name:
-            assert text.count(mutant["find"]) == 1, f"mutant {mutant['hint']} no longer fits {name}"
+            assert text.count(mutant["find"]) == 1, f"{mutant.get('hint') or mutant['what']} no longer fits {name}"
             text = text.replace(mutant["find"], mutant["replace"])
         (folder / name).write_text(learner_imports(text))
     return folder
 
 
-def grade(submission: Path, *options: str, report: Path | None = None) -> tuple[subprocess.CompletedProcess, dict]:
+def grade(submission: Path, *options: str, report: Path | None = None,
+          grader: str = GRADER) -> tuple[subprocess.CompletedProcess, dict]:
     """Run `python -m grader` as a learner would; return the process and its JSON report."""
     report = report or submission.parent / f"{submission.name}-report.json"
     result = subprocess.run(
-        [sys.executable, "-m", "grader", str(submission), "--json", str(report), *options],
+        [sys.executable, "-m", grader, str(submission), "--json", str(report), *options],
         cwd=REPO, capture_output=True, text=True, timeout=600,
     )
     assert result.returncode == 0, result.stderr
     return result, json.loads(report.read_text())
 
 
-def batch(submissions: Path, out: Path, *options: str) -> subprocess.CompletedProcess:
+def batch(submissions: Path, out: Path, *options: str, grader: str = GRADER) -> subprocess.CompletedProcess:
     """Run `python -m grader batch` as an instructor would; it must succeed."""
-    result = subprocess.run([sys.executable, "-m", "grader", "batch", str(submissions), "--out", str(out), *options],
+    result = subprocess.run([sys.executable, "-m", grader, "batch", str(submissions), "--out", str(out), *options],
                             cwd=REPO, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr
     return result
