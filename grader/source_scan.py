@@ -21,8 +21,9 @@ MODULE_LEVEL = "module level"
 
 # Names that serve only to reach into what the grader records: other frames and what they hold,
 # the garbage collector's list of every object, raw memory, hooks that watch running code, the
-# builtins the recorder relies on, code run from strings, files or bytes, and the grader itself.
-# None has a use in the exercises, wherever it is spelled (an attribute, an import, a string).
+# builtins the recorder relies on, and code run from strings, files or bytes. None has a use in
+# the exercises, wherever it is spelled (an attribute, an import, a string). Importing the
+# grader's own modules the worker refuses by itself (forbidden-import).
 TAMPERING_NAMES = frozenset({
     "_getframe", "_getframemodulename", "_current_frames", "_current_exceptions", "f_back", "f_locals",
     "f_globals", "f_builtins", "f_trace", "tb_frame", "gi_frame", "cr_frame", "ag_frame", "currentframe",
@@ -33,9 +34,8 @@ TAMPERING_NAMES = frozenset({
     "settrace", "setprofile", "settrace_all_threads", "setprofile_all_threads", "_settraceallthreads",
     "_setprofileallthreads", "addaudithook", "call_tracing",
     "builtins", "__builtins__",
-    "__import__", "importlib", "runpy", "marshal", "pickle", "_pickle", "cloudpickle", "dill",
-    "spec_from_file_location", "SourceFileLoader",
-    "grader",
+    "__import__", "runpy", "marshal", "pickle", "_pickle", "cloudpickle", "dill", "spec_from_file_location",
+    "SourceFileLoader",
 })
 # PyTorch's function and dispatch modes, and the switches around them (TorchFunctionMode,
 # DisableTorchFunction, torch.utils._python_dispatch, _disable_current_modes, _push_mode, the
@@ -225,19 +225,26 @@ def _aliases(tree: ast.Module) -> dict[str, set[str]]:
 
 
 def _paths(node: ast.AST, aliases: dict[str, set[str]]) -> set[str]:
-    """The dotted paths an expression may stand for: `I.stack` with `import inspect as I` is inspect.stack."""
+    """The dotted paths an expression may stand for: `I.stack` with `import inspect as I` is inspect.stack,
+    and so is `importlib.import_module("inspect").stack`."""
     if isinstance(node, ast.Name):
         return {node.id} | aliases.get(node.id, set())
     if isinstance(node, ast.Attribute):
         return {f"{path}.{node.attr}" for path in _paths(node.value, aliases)}
-    if _is_getattr_by_string(node):
+    if _is_call_with_string(node, "getattr", argument=1):
         return {f"{path}.{node.args[1].value}" for path in _paths(node.args[0], aliases)}
+    if _is_call_with_string(node, "import_module", argument=0) or _is_call_with_string(node, "__import__", argument=0):
+        return {node.args[0].value}
     return set()
 
 
-def _is_getattr_by_string(node: ast.AST) -> bool:
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
-            and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str))
+def _is_call_with_string(node: ast.AST, function: str, argument: int) -> bool:
+    """``node`` calls ``function`` (by name or as an attribute) with a string constant as positional ``argument``."""
+    if not isinstance(node, ast.Call) or len(node.args) <= argument:
+        return False
+    called = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+    given = node.args[argument]
+    return called == function and isinstance(given, ast.Constant) and isinstance(given.value, str)
 
 
 class _Spellings(ast.NodeVisitor):
@@ -286,7 +293,7 @@ class _Spellings(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
-        if _is_getattr_by_string(node):
+        if _is_call_with_string(node, "getattr", argument=1):
             self.spell_paths(node)
         self.generic_visit(node)
 
