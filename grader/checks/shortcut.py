@@ -49,15 +49,15 @@ class Shortcut:
 
 
 SOFTMAX_BY_HAND = Shortcut(
-    recorded=SOFTMAX,
-    spelled=SOFTMAX | {"Softmax", "LogSoftmax", "Softmax2d", "softmin", "Softmin"},
+    recorded=frozenset(SOFTMAX),
+    spelled=frozenset(SOFTMAX) | {"Softmax", "LogSoftmax", "Softmax2d", "softmin", "Softmin"},
     why="softmax_naive is the softmax written by hand",
     work=EXPONENTIALS,
     work_in_words="exponential (torch.exp)",
 )
 ATTENTION_BY_HAND = Shortcut(
-    recorded=ATTENTION,
-    spelled=ATTENTION | {"MultiheadAttention"},
+    recorded=frozenset(ATTENTION),
+    spelled=frozenset(ATTENTION) | {"MultiheadAttention"},
     why="the attention is yours to compute",
     work=EXPONENTIALS | SOFTMAX | {"softmin"},
     work_in_words="softmax or exponential",
