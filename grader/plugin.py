@@ -11,7 +11,8 @@ import pytest
 from grader.learner import LearnerFailure, LearnerWorkers
 from grader.sandbox import SandboxError
 from grader.points import points
-from grader.runner.implementation import Implementation, load_package
+from grader.runner.implementation import STAGE_MODULES, Implementation, load_package
+from grader.submission import StagedSubmission
 from grader.verdict import CheckFailed
 
 CHECKS_DIR = Path(__file__).with_name("checks")
@@ -61,13 +62,19 @@ class PlannedCheck:
 
 
 class GradingPlugin:
-    """Registered as "grading"; the checks reach it through the fixtures below."""
+    """Registered as "grading"; the checks reach it through the fixtures below.
+
+    ``sources``: the current student's stage files as the judge staged them (stage -> bytes, None
+    for a missing file), for the checks that must not take the worker's word; the session sets it
+    for each student, before the student's workers start.
+    """
 
     def __init__(self, learner: LearnerWorkers, device: str, stages: list[int], visible_only: bool):
         self.learner = learner
         self.device = device
         self.stages = stages
         self.visible_only = visible_only
+        self.sources: dict[int, bytes | None] = {}
         self.results: list[CheckResult] = []
         self.planned: list[PlannedCheck] = []
         self.disrupted: str | None = None  # why the current student's grading did not complete, if it did not
@@ -132,6 +139,11 @@ def run_checks(plugin: GradingPlugin, *extra_args: str, plugins: tuple | list = 
     return exit_code, output.getvalue()
 
 
+def staged_sources(staged: StagedSubmission) -> dict[int, bytes | None]:
+    """Each stage file of ``staged`` as the judge staged it (None where it is missing): GradingPlugin.sources."""
+    return {stage: staged.files.get(f"{module}.py") for stage, module in STAGE_MODULES.items()}
+
+
 def planned_checks(stages: list[int]) -> list[PlannedCheck]:
     """Every check of ``stages`` with its visibility and points, as a grading run would collect them."""
     plugin = GradingPlugin(None, "cpu", stages, visible_only=False)
@@ -156,6 +168,12 @@ def reference() -> Implementation:
 @pytest.fixture(scope="session")
 def device(request) -> str:
     return _plugin(request).device
+
+
+@pytest.fixture
+def learner_source(request) -> dict[int, bytes | None]:
+    """The current student's stage files, from the judge's own copy: stage -> bytes, None for a missing file."""
+    return _plugin(request).sources
 
 
 def _stage_of(item) -> int:

@@ -53,13 +53,21 @@ def build(results: Iterable[CheckResult], stages: list[int], device: str, torch_
     }
 
 
+# Why a shortcut check's verdict voids every check of its target, by the hint it carries.
+VOIDED_BECAUSE = {
+    "banned-api": "no credit: {target} uses the PyTorch function it is meant to replace",
+    "recorder-tampered": "no credit: the grader could not see the operations {target} runs; switching off "
+                         "PyTorch's function or dispatch modes, or reaching into the grader, is not allowed",
+}
+
+
 def _void_shortcut_targets(checks: list[CheckResult]) -> None:
-    """A function that calls what it should build earns nothing for it, in any check."""
-    banned = {c.target for c in checks if c.id.startswith("shortcut.") and c.hint == "banned-api"}
+    """A function that calls what it should build, or hides what it runs, earns nothing for it, in any check."""
+    voided = {c.target: c.hint for c in checks if c.id.startswith("shortcut.") and c.hint in VOIDED_BECAUSE}
     for c in checks:
-        if c.target in banned and c.score:
-            c.score, c.status, c.hint = 0, "failed", "banned-api"
-            c.message = f"no credit: {c.target} uses the PyTorch function it is meant to replace"
+        if c.target in voided and c.score:
+            c.score, c.status, c.hint = 0, "failed", voided[c.target]
+            c.message = VOIDED_BECAUSE[c.hint].format(target=c.target)
 
 
 def _number(stage: dict) -> int:

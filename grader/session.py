@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from grader.learner import LearnerWorkers
-from grader.plugin import GradingPlugin, run_checks
+from grader.plugin import GradingPlugin, run_checks, staged_sources
 from grader.report import INCOMPLETE, build
 from grader.sandbox import Sandbox
 from grader.submission import StagedSubmission
@@ -57,6 +57,7 @@ class _StudentLoop:
             if not self.sandbox.alive:  # a failure of the grader's own: a fresh zygote for the next student
                 self.sandbox.restart()
             self.grading.disrupted = None
+            self.grading.sources = staged_sources(staged)  # the judge's own copy, for the shortcut checks
             with LearnerWorkers(self.sandbox, staged.files, self.timeout, self.grading.stages) as learner:
                 self.grading.learner, self.grading.results = learner, []
                 # nextitem=None after the last check tears every fixture down: none outlives its student

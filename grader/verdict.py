@@ -50,14 +50,15 @@ def expect_close(
     if callable(variants):
         variants = variants()
     for hint, variant in (variants or {}).items():
-        if _matches(actual, variant.detach().to("cpu", torch.float64)):
+        if agrees(actual, variant):
             raise CheckFailed(f"{what}: {problem}. It is exactly the result of this mistake: {catalog()[hint]['text']}", hint)
     shape_wrong = isinstance(actual, torch.Tensor) and tuple(actual.shape) != tuple(expected.shape)
     raise CheckFailed(f"{what}: {problem}", "wrong-shape" if shape_wrong else None)
 
 
-def _matches(actual: object, candidate: torch.Tensor) -> bool:
-    """Equal within tolerance, NaN where the candidate has NaN."""
+def agrees(actual: object, candidate: torch.Tensor) -> bool:
+    """``actual`` equals ``candidate`` within tolerance, NaN where the candidate has NaN."""
+    candidate = candidate.detach().to("cpu", torch.float64)
     if not isinstance(actual, torch.Tensor) or tuple(actual.shape) != tuple(candidate.shape):
         return False
     actual = actual.detach().to("cpu", torch.float64)

@@ -21,7 +21,7 @@ def learner_copy(folder: Path, mutant: dict | None = None, stages=STAGE_MODULES)
         name = f"{STAGE_MODULES[stage]}.py"
         text = (REPO / "solutions" / name).read_text()
         if mutant and mutant["file"] == name:
-            assert text.count(mutant["find"]) == 1, f"mutant {mutant['hint']} no longer fits {name}"
+            assert text.count(mutant["find"]) == 1, f"{mutant.get('hint') or mutant['what']} no longer fits {name}"
             text = text.replace(mutant["find"], mutant["replace"])
         (folder / name).write_text(learner_imports(text))
     return folder

@@ -2,13 +2,17 @@
 
 import torch
 
-from grader.checks.support import CheckFailed, build, build_with_weights, expect_close, generator, reference_state
+from grader.checks.support import (
+    CheckFailed,
+    build,
+    build_with_weights,
+    expect_close,
+    generator,
+    parameters_only,
+    reference_output,
+    reference_state,
+)
 from grader.learner import LearnerFailure
-
-
-def parameters_only(state: dict) -> dict:
-    """The learnable weights of a reference state; the mask is the learner's own to build."""
-    return {k: v for k, v in state.items() if k.split(".")[-1] != "mask"}
 
 
 SHAPE_ERRORS = ("size of tensor", "must match", "doesn't match the broadcast shape")
@@ -35,12 +39,7 @@ def run_injected(learner, reference, stage: int, cls: str, args: list, seed: int
     """(learner output, reference output, injected state) for ``cls(*args)`` with the reference's weights."""
     state = parameters_only(reference_state(reference.name(cls), args, seed))
     reply = build_causal(learner, stage, cls, args, state, [x], **options)
-    module = reference.name(cls)(*args)
-    module.load_state_dict(state, strict=False)
-    module.eval()
-    with torch.no_grad():
-        expected = module(x)
-    return reply["outputs"][0], expected, state
+    return reply["outputs"][0], reference_output(reference.name(cls), args, state, x), state
 
 
 def expect_causal_and_independent(learner, reference, stage: int, cls: str, args: list) -> None:

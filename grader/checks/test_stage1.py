@@ -2,6 +2,7 @@
 
 import torch
 
+from grader.checks.shortcut import SOFTMAX_BY_HAND, expect_not_spelled, expect_work_recorded
 from grader.checks.support import (
     CheckFailed,
     call,
@@ -9,11 +10,10 @@ from grader.checks.support import (
     expect_close,
     expect_document_values,
     expect_function_on_cases,
-    expect_no_banned_ops,
     generator,
 )
 from grader.diagnosis import attend
-from grader.runner.shortcuts import SOFTMAX
+from grader.verdict import agrees
 
 STAGE = 1
 SHAPES = [(1, 3), (5, 2), (6, 3), (9, 16)]  # (num_tokens, d_in): one token, narrow, the book's, wide
@@ -97,10 +97,12 @@ def test_softmax_naive_properties(learner):
 
 
 @check("shortcut.softmax_naive", target="softmax_naive")
-def test_softmax_naive_is_written_by_hand(learner):
+def test_softmax_naive_is_written_by_hand(learner, learner_source, reference):
+    expect_not_spelled(learner_source, STAGE, "softmax_naive", SOFTMAX_BY_HAND)
     scores = torch.rand(6, generator=generator("shortcut.softmax_naive"))
     reply = learner.request(STAGE, "call", function="softmax_naive", args=[scores], record=True)
-    expect_no_banned_ops(reply["ops"], SOFTMAX, "softmax_naive")
+    right = agrees(reply["result"], reference.softmax_naive(scores))
+    expect_work_recorded(reply["ops"], SOFTMAX_BY_HAND, right, "softmax_naive")
 
 
 @check("structure.outputs")

@@ -2,6 +2,7 @@
 
 import torch
 
+from grader.checks.shortcut import expect_attention_by_hand
 from grader.checks.support import (
     CheckFailed,
     build,
@@ -9,13 +10,12 @@ from grader.checks.support import (
     check,
     expect_close,
     expect_input_dependent,
-    expect_no_banned_ops,
     expect_seeded_module_values,
     generator,
+    reference_output,
     reference_state,
 )
 from grader.diagnosis import single_head_variants
-from grader.runner.shortcuts import ATTENTION
 
 STAGE = 2
 # (num_tokens, d_in, d_out): one token, d_out > d_in, the book's, d_in > d_out
@@ -58,10 +58,7 @@ def _random_check(learner, reference, cls: str, linear: bool) -> None:
         x = torch.rand(num_tokens, d_in, generator=rng)
         reply = build_with_weights(learner, STAGE, cls, args, state, inputs=[x])
         outputs.append(reply["outputs"][0])
-        module = reference.name(cls)(*args)
-        module.load_state_dict(state)
-        with torch.no_grad():
-            expected = module(x)
+        expected = reference_output(reference.name(cls), args, state, x)
         expect_close(outputs[-1], expected, f"{cls}{tuple(args)} on {num_tokens} token(s)",
                      lambda: single_head_variants(*_projections(state, x, linear), causal=False))
     expect_input_dependent(outputs[2:], cls)
@@ -127,17 +124,16 @@ def test_structure_v2(learner):
                               f"it holds {shape['parameters']}", "wrong-shape")
 
 
-def _shortcut_check(learner, cls: str) -> None:
+def _shortcut_check(learner, learner_source, reference, cls: str) -> None:
     x = torch.rand(6, 3, generator=generator(f"shortcut.{cls}"))
-    reply = build(learner, STAGE, cls, [3, 2], inputs=[x], record=True)
-    expect_no_banned_ops(reply["ops"], ATTENTION, f"{cls}.forward")
+    expect_attention_by_hand(learner, learner_source, reference, STAGE, cls, [3, 2], x)
 
 
 @check("shortcut.SelfAttention_v1", target="SelfAttention_v1")
-def test_shortcut_v1(learner):
-    _shortcut_check(learner, "SelfAttention_v1")
+def test_shortcut_v1(learner, learner_source, reference):
+    _shortcut_check(learner, learner_source, reference, "SelfAttention_v1")
 
 
 @check("shortcut.SelfAttention_v2", target="SelfAttention_v2")
-def test_shortcut_v2(learner):
-    _shortcut_check(learner, "SelfAttention_v2")
+def test_shortcut_v2(learner, learner_source, reference):
+    _shortcut_check(learner, learner_source, reference, "SelfAttention_v2")

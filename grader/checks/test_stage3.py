@@ -2,22 +2,24 @@
 
 The worker hands the learner's function two stand-ins built under a seed (v1 with three
 nn.Parameter, v2 with three nn.Linear, as documented) and returns the weights v1 ends up with.
-What those weights compute is then worked out here, with torch's own attention.
+What v2 held is worked out here, from the same seed (learner code can rewrite anything the worker
+records beside it), and so is what v1's weights compute, with torch's own attention.
 """
 
 import torch
 
 from grader.checks import documented
-from grader.checks.support import CheckFailed, check, expect_close, expect_no_banned_ops
+from grader.checks.shortcut import TRANSFER_BY_COPY, expect_not_spelled, expect_work_recorded
+from grader.checks.support import CheckFailed, check, expect_close
 from grader.document_values import document_values
 from grader.runner.protocol import Foreign
-from grader.runner.shortcuts import ATTENTION
 from grader.runner.seeding import manual_seed
+from grader.runner.standins import seeded_transfer_pair
+from grader.verdict import agrees
 
 STAGE = 3
 NAMES = ("W_query", "W_key", "W_value")
 SHAPES = [(3, 2), (4, 4), (2, 5), (6, 3)]  # (d_in, d_out): the book's, square, d_out > d_in, d_in > d_out
-SOLVERS = {"linalg_lstsq", "lstsq", "linalg_pinv", "pinverse", "linalg_solve", "solve", "linalg_inv", "inverse"}
 
 
 def transfer(learner, d_in: int, d_out: int, seed: int, **options) -> dict:
@@ -37,8 +39,13 @@ def transfer(learner, d_in: int, d_out: int, seed: int, **options) -> dict:
     return reply
 
 
-def expect_transposed(reply: dict, what: str) -> None:
-    v1, v2 = reply["v1"], reply["v2"]
+def v2_weights(d_in: int, d_out: int, seed: int) -> dict[str, torch.Tensor]:
+    """The weights of the v2 the worker handed over under ``seed``: what a right transfer copies."""
+    _, sa_v2 = seeded_transfer_pair(d_in, d_out, seed)
+    return {name: getattr(sa_v2, name).weight.detach() for name in NAMES}
+
+
+def expect_transposed(v1: dict, v2: dict, what: str) -> None:
     for name in NAMES:
         others = [v2[other].T for other in NAMES if other != name and not torch.equal(v2[other], v2[name])]
         if any(v1[name].shape == o.shape and torch.allclose(v1[name], o) for o in others):
@@ -63,14 +70,15 @@ def test_document_transfer(learner):
     value = next(v for v in document_values(STAGE) if v.id == "stage3.v1_after_transfer")
     problem = value.check(documented.attention(x, reply["v1"]))
     if problem is not None:
-        expect_transposed(reply, "exercise 3.1")  # names the mistake when it is one we know
+        expect_transposed(reply["v1"], v2_weights(3, 2, seed=123), "exercise 3.1")  # names a mistake we know
         raise CheckFailed(f"{value.id} ({value.document}, {value.section}): {problem}")
 
 
 @check("random.transfer", target="transfer_weights_v2_to_v1")
 def test_random_transfer(learner):
     for index, (d_in, d_out) in enumerate(SHAPES):
-        expect_transposed(transfer(learner, d_in, d_out, seed=2000 + index), f"d_in={d_in}, d_out={d_out}")
+        reply = transfer(learner, d_in, d_out, seed=2000 + index)
+        expect_transposed(reply["v1"], v2_weights(d_in, d_out, 2000 + index), f"d_in={d_in}, d_out={d_out}")
 
 
 @check("property.outputs_agree", target="transfer_weights_v2_to_v1")
@@ -79,7 +87,8 @@ def test_outputs_agree_after_transfer(learner, reference):
         reply = transfer(learner, d_in, d_out, seed=3000 + index)
         v1, v2 = reference.SelfAttention_v1(d_in, d_out), reference.SelfAttention_v2(d_in, d_out)
         v1.load_state_dict(reply["v1"])
-        v2.load_state_dict({f"{name}.weight": weight for name, weight in reply["v2"].items()})
+        handed = v2_weights(d_in, d_out, seed=3000 + index)
+        v2.load_state_dict({f"{name}.weight": weight for name, weight in handed.items()})
         x = torch.rand(5, d_in, generator=torch.Generator().manual_seed(index))
         with torch.no_grad():
             expected, got = v2(x), v1(x)
@@ -109,6 +118,9 @@ def test_bias_is_refused(learner):
 
 
 @check("shortcut.transfer", target="transfer_weights_v2_to_v1")
-def test_transfer_copies_rather_than_fits(learner):
+def test_transfer_copies_rather_than_fits(learner, learner_source):
+    expect_not_spelled(learner_source, STAGE, "transfer_weights_v2_to_v1", TRANSFER_BY_COPY)
     reply = transfer(learner, 3, 2, seed=6000, record=True)
-    expect_no_banned_ops(reply["ops"], SOLVERS | ATTENTION, "transfer_weights_v2_to_v1 (weights are copied, not fitted)")
+    v2 = v2_weights(3, 2, seed=6000)
+    right = all(agrees(reply["v1"][name], v2[name].T) for name in NAMES)
+    expect_work_recorded(reply["ops"], TRANSFER_BY_COPY, right, "transfer_weights_v2_to_v1")

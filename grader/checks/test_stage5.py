@@ -9,13 +9,13 @@ import torch
 
 from grader.checks import documented
 from grader.checks.causal import expect_causal_and_independent, run_injected
+from grader.checks.shortcut import expect_attention_by_hand
 from grader.checks.support import (
     CheckFailed,
     build,
     check,
     expect_close,
     expect_document_values,
-    expect_no_banned_ops,
     generator,
     init_order_hint,
     reference_state,
@@ -24,7 +24,6 @@ from grader.diagnosis import multihead_variants
 from grader.document_values import document_values, errata
 from grader.learner import LearnerFailure
 from grader.runner.document_examples import journey_batch
-from grader.runner.shortcuts import ATTENTION
 
 STAGE = 5
 WRAPPER = "MultiHeadAttentionWrapper"
@@ -150,9 +149,9 @@ def test_multihead_structure(learner):
 
 
 @check("shortcut.MultiHeadAttention", target="MultiHeadAttention")
-def test_multihead_shortcut(learner):
-    reply = build(learner, STAGE, "MultiHeadAttention", [3, 4, 6, 0.0, 2], record=True,
-                  inputs=[torch.rand(2, 6, 3, generator=generator("shortcut.MultiHeadAttention"))])
-    expect_no_banned_ops(reply["ops"], ATTENTION, "MultiHeadAttention.forward")
+def test_multihead_shortcut(learner, learner_source, reference):
+    args = [3, 4, 6, 0.0, 2]
+    x = torch.rand(2, 6, 3, generator=generator("shortcut.MultiHeadAttention"))
+    reply = expect_attention_by_hand(learner, learner_source, reference, STAGE, "MultiHeadAttention", args, x)
     if any(kind == "MultiheadAttention" for _, kind in reply["structure"]["modules"]):
         raise CheckFailed("MultiHeadAttention holds a torch.nn.MultiheadAttention", "banned-api")

@@ -14,7 +14,7 @@ from grader.runner.document_examples import run_recipe
 from grader.runner.implementation import Implementation
 from grader.runner.protocol import Foreign
 from grader.runner.shortcuts import recording
-from grader.runner.standins import StandInSelfAttention_v1, StandInSelfAttention_v2
+from grader.runner.standins import seeded_transfer_pair
 from grader.runner.seeding import manual_seed
 
 Probe = Callable[..., object]
@@ -119,19 +119,19 @@ def structure(built: nn.Module) -> dict:
 def transfer(
     impl: Implementation, device: str, d_in: int, d_out: int, seed: int, qkv_bias: bool = False, record: bool = False
 ) -> dict:
-    """The learner's weight transfer between stand-ins built under ``seed`` (v1 first, as in 3.1)."""
-    manual_seed(seed)
-    sa_v1 = StandInSelfAttention_v1(d_in, d_out)
-    sa_v2 = StandInSelfAttention_v2(d_in, d_out, qkv_bias=qkv_bias)
+    """The learner's weight transfer between stand-ins built under ``seed`` (v1 first, as in 3.1).
+
+    What v2 held is not part of the answer: the judge builds the same pair itself.
+    """
+    sa_v1, sa_v2 = seeded_transfer_pair(d_in, d_out, seed, qkv_bias)
     names = ("W_query", "W_key", "W_value")
-    v2 = {name: getattr(sa_v2, name).weight.detach().clone() for name in names}
     try:
         with recording(record) as seen:
             returned = impl.transfer_weights_v2_to_v1(sa_v2, sa_v1)
     except Exception as error:  # raising is the expected answer for qkv_bias=True
         if isinstance(error, NotImplementedError):
             raise
-        return {"raised": [type(error).__name__, str(error)[:300]], "v2": v2}
+        return {"raised": [type(error).__name__, str(error)[:300]]}
     v1 = {}
     for name in names:
         value = getattr(sa_v1, name, None)
@@ -141,6 +141,5 @@ def transfer(
         "returned_v1": returned is sa_v1,
         "v1": v1,
         "v1_parameters": [name for name, _ in sa_v1.named_parameters()],
-        "v2": v2,
         "ops": sorted(seen),
     }

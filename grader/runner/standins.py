@@ -14,6 +14,7 @@ import torch
 import torch.nn as nn
 
 from grader.runner.implementation import STAGE_MODULES, SUBMISSION_PACKAGE
+from grader.runner.seeding import manual_seed
 
 
 class StandInSelfAttention_v1(nn.Module):
@@ -36,6 +37,17 @@ class StandInSelfAttention_v2(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.W_value(x)
+
+
+def seeded_transfer_pair(d_in: int, d_out: int, seed: int,
+                         qkv_bias: bool = False) -> tuple[StandInSelfAttention_v1, StandInSelfAttention_v2]:
+    """The two modules of a weight transfer under ``seed``, v1 first as in exercise 3.1.
+
+    The worker hands them to the learner; the judge builds them again to know what v2 held, since
+    learner code can rewrite anything the worker records beside it.
+    """
+    manual_seed(seed)
+    return StandInSelfAttention_v1(d_in, d_out), StandInSelfAttention_v2(d_in, d_out, qkv_bias=qkv_bias)
 
 
 class StandInCausalAttention(nn.Module):
