@@ -279,6 +279,19 @@ def _children() -> list[int]:
             for pid in (task / "children").read_text().split()]
 
 
+def _children_left_after(seconds: float) -> list[int]:
+    """Reap this process's children (its own and adopted orphans) until none is left or time is up."""
+    deadline = time.monotonic() + seconds
+    while _children() and time.monotonic() < deadline:
+        for pid in _children():
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+        time.sleep(0.05)
+    return _children()
+
+
 @pytest.mark.parametrize("sandbox", ["auto", "none"])
 def test_a_killed_judge_leaves_no_process_and_no_folder(tmp_path, sandbox):
     """The test process adopts whatever the killed judge leaves (a subreaper) and waits for it to go."""
@@ -295,15 +308,7 @@ def test_a_killed_judge_leaves_no_process_and_no_folder(tmp_path, sandbox):
         assert judge.poll() is None
         judge.send_signal(signal.SIGKILL)
         judge.wait()
-        deadline = time.monotonic() + 10
-        while _children() and time.monotonic() < deadline:
-            for pid in _children():
-                try:
-                    os.waitpid(pid, os.WNOHANG)
-                except ChildProcessError:
-                    pass
-            time.sleep(0.05)
-        assert _children() == []
+        assert _children_left_after(10) == []
         assert list(temporary.iterdir()) == []
     finally:
         libc.prctl(36, 0, 0, 0, 0)
@@ -360,15 +365,7 @@ def test_ctrl_c_on_a_batch_leaves_no_process_and_no_folder(tmp_path, sandbox):
         assert coordinator.poll() is None
         os.killpg(coordinator.pid, signal.SIGINT)
         assert coordinator.wait(timeout=60) == 130
-        deadline = time.monotonic() + 10
-        while _children() and time.monotonic() < deadline:
-            for pid in _children():
-                try:
-                    os.waitpid(pid, os.WNOHANG)
-                except ChildProcessError:
-                    pass
-            time.sleep(0.05)
-        assert _children() == []
+        assert _children_left_after(10) == []
         assert list(temporary.iterdir()) == []
     finally:
         libc.prctl(36, 0, 0, 0, 0)
