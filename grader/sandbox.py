@@ -147,12 +147,10 @@ class Sandbox:
         return self._zygote.poll() is None
 
     def close(self) -> None:
-        self._control.close()  # the zygote sees the end of its commands and exits
-        try:
-            self._zygote.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self._zygote.kill()
-            self._zygote.wait()
+        """End the zygote and everything below it at once (bubblewrap's death ends its namespace)."""
+        self._control.close()
+        self._zygote.kill()
+        self._zygote.wait()
         if self._host_folders is not None:
             folders.remove(self._host_folders)
             self._host_folders = None

@@ -32,9 +32,7 @@ import socket
 import sys
 from pathlib import Path
 
-import torch
-
-from grader.runner import confine, folders, hugepages, worker  # everything a worker needs, imported once
+from grader.runner import confine, folders
 from grader.runner.commands import receive_command, send_command
 
 CLONE_NEWPID, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNS = 0x20000000, 0x08000000, 0x10000000, 0x00020000
@@ -47,9 +45,15 @@ _libc = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
 def main() -> None:
     options = json.loads(sys.argv[1])
     control = socket.socket(fileno=options["control"])
-    device = options["device"]
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"  # does not initialise CUDA
+    zygote = Zygote(options)  # its probes fork: cheap before torch is imported, not after
+    # Everything a worker needs, imported once, here.
+    import torch
+
+    from grader.runner import hugepages, worker
+    zygote.worker = worker
+    zygote.device = options["device"]
+    if zygote.device == "auto":
+        zygote.device = "cuda" if torch.cuda.is_available() else "cpu"  # does not initialise CUDA
     if options["host_folder"]:  # unsandboxed: if the judge is killed, its folders are this process's to remove
         signal.signal(signal.SIGTERM, lambda *_: (folders.remove(Path(options["host_folder"])), os._exit(0)))
         confine.die_with_parent(options["judge"], signal.SIGTERM)
@@ -58,8 +62,7 @@ def main() -> None:
     confine.forget_grader_modules()  # once here, not in every worker: it touches all of sys.modules
     if options["many_students"]:
         hugepages.collapse_into_huge_pages()
-    zygote = Zygote(options, device)
-    send_command(control, {"ready": True, "device": device, "isolation": zygote.isolation()})
+    send_command(control, {"ready": True, "device": zygote.device, "isolation": zygote.isolation()})
     while True:
         command, fds = receive_command(control)
         if command is None:
@@ -78,14 +81,15 @@ def main() -> None:
 
 
 class Zygote:
-    def __init__(self, options: dict, device: str):
+    def __init__(self, options: dict):
         self.submission, self.scratch = Path(options["submission"]), Path(options["scratch"])
         # In bubblewrap as root: a fresh tmpfs per student. Where the kernel refuses (bubblewrap in a
         # user namespace) the folders bubblewrap made are emptied instead, once the student is gone.
         self.scratch_bytes = options["scratch_bytes"]
         self.sandboxed = options["sandboxed"]
         self.landlock = options["landlock"]  # unsandboxed: the paths a worker keeps (see worker.run)
-        self.device = device
+        self.device = options["device"]  # "auto" is resolved once torch is imported
+        self.worker = None  # grader.runner.worker, once imported
         # Root in bubblewrap: workers become "nobody". Unsandboxed, the Python installation may not
         # be readable by another uid (/root/.pyenv): workers keep the uid and Landlock confines them.
         self.worker_uid = confine.UNPRIVILEGED_UID if options["sandboxed"] and os.geteuid() == 0 else None
@@ -224,8 +228,8 @@ def _run_student_init(channel: int, parent: Zygote, zygote_is_parent: bool, zygo
                 pid = os.fork()
                 if pid == 0:
                     try:
-                        worker.run(int(command["fork"]), fds[0], me, parent.submission, parent.scratch, parent.device,
-                                   parent.worker_uid, parent.landlock)
+                        parent.worker.run(int(command["fork"]), fds[0], me, parent.submission, parent.scratch,
+                                          parent.device, parent.worker_uid, parent.landlock)
                     finally:
                         os._exit(0)
                 workers[int(command["fork"])] = pid
