@@ -119,14 +119,20 @@ class LaneError(RuntimeError):
     """A lane could not start its sandbox: nothing can be graded."""
 
 
-def _lane(connection: Connection, args: argparse.Namespace) -> None:
-    """A judge process: one sandbox, then one student per message until told to stop."""
+def _lane(connection: Connection, args: argparse.Namespace, cores: set[int] | None) -> None:
+    """A judge process: one sandbox, then one student per message until told to stop.
+
+    ``cores``: the CPUs this lane and everything it starts keep to (workers cannot change theirs),
+    so that no student's threads take time from another lane's students; None shares them all.
+    """
     from grader.__main__ import STAGES
     from grader.runner.confine import die_with_parent
     from grader.sandbox import Sandbox, SandboxError
     from grader.session import grade_each
 
     die_with_parent()
+    if cores:
+        os.sched_setaffinity(0, cores)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator decides when lanes stop
     try:
         sandbox = Sandbox(args.device, args.sandbox, many_students=True)
@@ -158,19 +164,29 @@ def _staged_students(connection: Connection):
 class _Lane:
     process: multiprocessing.Process
     connection: Connection
+    cores: set[int] | None
     student: Student | None = None
     started: float = 0.0
 
 
-def _start_lanes(context, args, count: int) -> list[_Lane]:
-    """Start ``count`` lanes side by side (each imports torch in its zygote), then wait for all."""
+def lane_cores(count: int) -> list[set[int] | None]:
+    """The CPUs of each of ``count`` lanes: one each while there are enough (a student's code then
+    competes with its own judge only), else all of them for every lane."""
+    available = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if count < 2 or count > len(available):
+        return [None] * count
+    return [{core} for core in available[:count]]
+
+
+def _start_lanes(context, args, cores: list[set[int] | None]) -> list[_Lane]:
+    """Start a lane on each of ``cores`` side by side (each imports torch in its zygote), then wait for all."""
     lanes = []
-    for _ in range(count):
+    for own in cores:
         ours, theirs = context.Pipe()
-        process = context.Process(target=_lane, args=(theirs, args), daemon=True)
+        process = context.Process(target=_lane, args=(theirs, args, own), daemon=True)
         process.start()
         theirs.close()
-        lanes.append(_Lane(process, ours))
+        lanes.append(_Lane(process, ours, own))
     for lane in lanes:
         kind, detail = lane.connection.recv() if lane.connection.poll(120) else ("fatal", "no answer in 120 s")
         if kind != "ready":
@@ -186,7 +202,7 @@ def _grade_all(todo: list[Student], args: argparse.Namespace) -> None:
     import grader.session  # noqa: F401 - torch, pytest and the judge, imported once and shared by every fork
 
     context = multiprocessing.get_context("fork")
-    lanes = _start_lanes(context, args, max(1, min(args.workers, len(todo))))
+    lanes = _start_lanes(context, args, lane_cores(max(1, min(args.workers, len(todo)))))
     queue = list(todo)
     progress = Progress(len(todo))
     retried: set[str] = set()
@@ -232,7 +248,7 @@ def _grade_all(todo: list[Student], args: argparse.Namespace) -> None:
 def _restart(lane: _Lane, context, args) -> _Lane:
     lane.process.kill()
     lane.process.join()
-    return _start_lanes(context, args, 1)[0]
+    return _start_lanes(context, args, [lane.cores])[0]
 
 
 def _finish(lane: _Lane, report: dict, args, progress: "Progress") -> None:

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 from grader.runner.commands import send_command
 from grader.runner.protocol import ProtocolError, receive, send
-from grader.runner.text import printable
 from grader.sandbox import Sandbox, SandboxError
 
 # From fork to "ready" (before any learner code runs): the fork and the worker's own set-up, on
@@ -24,6 +23,10 @@ WORKER_READY_SECONDS = 60.0
 # milliseconds, so a function that hangs everywhere costs seconds, not minutes, and a stage's
 # other functions still earn their points.
 REPEAT_HANG_SECONDS = 0.25
+
+
+LEARNER_FAILURE_KINDS = ("not_implemented", "import_error", "exception", "memory", "crash", "timeout",
+                         "forbidden_import")
 
 
 @dataclass
@@ -86,11 +89,13 @@ class LearnerWorkers:
         if "error" in reply:
             error = reply["error"] if isinstance(reply["error"], dict) else {}
             # What learner code wrote, escaped here: it never starts a line or moves a terminal's cursor.
+            # Strings were cut and escaped as they were decoded; a kind the judge does not know is an exception.
+            kind = error.get("kind") if error.get("kind") in LEARNER_FAILURE_KINDS else "exception"
             raise LearnerFailure(
-                kind=str(error.get("kind", "exception")),
-                message=printable(str(error.get("message", "")), keep_newlines=False),
-                type=printable(error["type"], keep_newlines=False) if isinstance(error.get("type"), str) else None,
-                where=printable(error["where"], keep_newlines=False) if isinstance(error.get("where"), str) else None,
+                kind=kind,
+                message=str(error.get("message", ""))[:800],
+                type=error["type"][:100] if isinstance(error.get("type"), str) else None,
+                where=error["where"][:200] if isinstance(error.get("where"), str) else None,
             )
         return reply["ok"]
 

@@ -37,6 +37,7 @@ SCRATCH_BYTES = 256 * 1024**2  # a student's one writable folder
 SYSTEM_PATHS = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/ld.so.cache", "/etc/ld.so.conf",
                 "/etc/ld.so.conf.d", "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf"]
 MODES = ("auto", "bwrap", "none")
+HIDDEN_PACKAGES = ("solutions", "grader", "tests")  # what learner code must never read
 
 
 class SandboxError(RuntimeError):
@@ -234,11 +235,12 @@ def _grading_binds(device: str) -> list[str]:
     binds += ["--ro-bind", str(REPO / "grader" / "__init__.py"), str(lib / "__init__.py"),
               "--ro-bind", str(runner), str(lib / "runner"),
               "--tmpfs", str(INSIDE / "submission"), "--size", str(SCRATCH_BYTES), "--tmpfs", str(INSIDE / "scratch")]
-    # A non-editable install would put the references in site-packages: cover them.
-    for entry in sys.path:
-        for package in ("solutions", "grader"):
-            if entry and os.path.isdir(os.path.join(entry, package)) and Path(entry).resolve() != REPO:
-                binds += ["--tmpfs", os.path.join(entry, package)]
+    # A non-editable install puts the references in site-packages, and a checkout under /usr or
+    # beside the Python installation lies in a bound folder: cover them wherever they are visible.
+    bound = [Path(path) for path in SYSTEM_PATHS] + sorted(_python_prefixes())
+    for hidden in _hidden_paths():
+        if any(hidden.is_relative_to(folder) for folder in bound):
+            binds += ["--tmpfs", str(hidden)]
     if device != "cpu":  # CUDA needs the driver's device nodes and sysfs
         for node in sorted(glob.glob("/dev/nvidia*")):
             binds += ["--dev-bind", node, node]
@@ -247,14 +249,36 @@ def _grading_binds(device: str) -> list[str]:
 
 
 def _landlock_paths() -> dict:
-    """Unsandboxed, what a worker may still read: the system and the Python installation, never the repository."""
-    prefixes = {str(Path(p).resolve()) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+    """Unsandboxed, what a worker may still read: the system and the Python installation, never the
+    references, the checks or the tests, wherever they are installed."""
     site = {str(Path(entry).resolve()) for entry in sys.path
-            if entry and os.path.isdir(entry) and not REPO.is_relative_to(Path(entry).resolve())
-            and Path(entry).resolve() != REPO}
-    readable = sorted({*SYSTEM_PATHS, "/etc", "/proc", "/sys", "/dev", *prefixes, *site})
+            if entry and os.path.isdir(entry) and not REPO.is_relative_to(Path(entry).resolve())}
+    readable = {*SYSTEM_PATHS, "/proc", "/sys", "/dev", *map(str, _python_prefixes()), *site}
     devices = ["/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", *sorted(glob.glob("/dev/nvidia*"))]
-    return {"readable": readable, "devices": devices}
+    return {"readable": sorted(_without(map(Path, readable), _hidden_paths())), "devices": devices}
+
+
+def _hidden_paths() -> list[Path]:
+    """The grader's own packages: in this checkout, and in any folder on the import path."""
+    folders = [REPO, *(Path(entry) for entry in sys.path if entry and os.path.isdir(entry))]
+    return sorted({Path(folder, package).resolve() for folder in folders for package in HIDDEN_PACKAGES
+                   if Path(folder, package).is_dir()})
+
+
+def _without(paths, hidden: list[Path]) -> list[str]:
+    """``paths``, each replaced by its entries wherever a hidden folder lies inside it (Landlock can
+    only grant, so a granted folder must not hold one), and the hidden folders left out."""
+    kept: list[str] = []
+    pending = list(paths)
+    while pending:
+        path = pending.pop()
+        if path in hidden:
+            continue
+        if any(folder.is_relative_to(path) for folder in hidden) and path.is_dir() and not path.is_symlink():
+            pending += list(path.iterdir())
+        else:
+            kept.append(str(path))
+    return kept
 
 
 def _in_memory_file(name: str, data: bytes) -> int:
@@ -285,12 +309,15 @@ def _namespace_options() -> list[str]:
 
 
 @functools.cache
+def _python_prefixes() -> set[Path]:
+    return {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+
+
 def _system_binds() -> tuple[str, ...]:
     binds: list[str] = []
     for path in SYSTEM_PATHS:
         binds += ["--ro-bind-try", path, path]
-    prefixes = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
-    for prefix in sorted(prefixes):
+    for prefix in sorted(_python_prefixes()):
         if not any(prefix.is_relative_to(p) for p in ("/usr", "/lib", "/bin")):
             # bwrap would make the missing parents 0700: workers run as another uid and must get through.
             for parent in reversed(prefix.parents[:-1]):

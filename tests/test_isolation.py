@@ -76,6 +76,15 @@ attempt("userfaultfd", lambda: need(syscall(323, 0)))
 attempt("bpf", lambda: need(syscall(321, 0, 0, 0)))
 attempt("perf_event_open", lambda: need(libc.syscall(298, ctypes.create_string_buffer(128), ctypes.c_long(0), ctypes.c_long(-1), ctypes.c_long(-1), ctypes.c_long(0))))
 attempt("keyctl", lambda: need(syscall(250, 0, 0, 0)))
+attempt("memfd_create", lambda: os.memfd_create("held"))
+attempt("socket", lambda: socket.socket(socket.AF_UNIX).close())
+attempt("sched_setaffinity", lambda: os.sched_setaffinity(0, os.sched_getaffinity(0)))
+import fcntl
+for command in (fcntl.F_SETOWN, 10, 15):  # F_SETSIG, F_SETOWN_EX: the kernel signals the owner on I/O
+    r, w = os.pipe()
+    attempt(f"fcntl {command}", lambda: fcntl.fcntl(r, command, os.getpid() if command != 15 else b"\0" * 8) and None)
+    attempt(f"ioctl FIOSETOWN", lambda: fcntl.ioctl(r, 0x8901, b"\0" * 4) and None)
+    os.close(r), os.close(w)
 for path in ("/grading/submission/leak", "/dev/leak", "/tmp/leak", "/var/tmp/leak", "/leak"):  # /dev/shm: the student's own
     attempt(f"write {path}", lambda: open(path, "w").write("x") and None)
 for fd in range(3, 1024):
@@ -136,6 +145,12 @@ if segment >= 0:
 raise RuntimeError("REPORT" + json.dumps(found))
 '''
 
+# An exception whose class name and message are a million zero-width spaces each: the judge keeps
+# what it cuts, whatever the worker sends.
+HUGE_NAMES = r'''
+raise type("\u200b" * 1_000_000, (Exception,), {})("\u200b" * 1_000_000)
+'''
+
 # Takes the worker's own socket to the judge and sends a 255 MiB frame of small JSON values:
 # decoding them all used to take the judge past 10 GiB.
 FRAME_BOMB = r'''
@@ -188,7 +203,7 @@ def _attacker(folder: Path, code: str, at_import: bool = True) -> Path:
 def _honest(folder: Path) -> Path:
     learner_copy(folder)
     for stage_file in folder.glob("stage*.py"):
-        stage_file.write_text(f"# {SECRET}\n" + stage_file.read_text())
+        stage_file.write_text(f"# {SECRET}\n" + stage_file.read_text() + f"# {SECRET}\n")
     return folder
 
 
@@ -214,6 +229,7 @@ def hostile_class(tmp_path_factory):
     _honest(submissions / "c2-honest")
     _attacker(submissions / "d1-slow-drip", SLOW_DRIP, at_import=False)
     _honest(submissions / "d2-honest")
+    _attacker(submissions / "e1-huge-names", HUGE_NAMES)
     out = root / "out"
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     started = time.monotonic()
@@ -261,6 +277,15 @@ def test_a_frame_bomb_costs_its_check_not_the_judges_memory(hostile_class):
     # The largest process of the run (ru_maxrss of the children, in KiB): a worker or the judge.
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     assert max(peak, before) < 2 * 1024 * 1024, peak
+
+
+@needs_bubblewrap
+def test_huge_names_cost_kilobytes_in_the_report(hostile_class):
+    out, _, _ = hostile_class
+    assert (out / "e1-huge-names.json").stat().st_size < 100_000
+    assert (out / "e1-huge-names.txt").stat().st_size < 100_000
+    report = json.loads((out / "e1-huge-names.json").read_text())
+    assert "\\u200b" in report["stages"][0]["checks"][0]["message"]  # escaped, and cut
 
 
 @needs_bubblewrap
@@ -369,3 +394,78 @@ def test_ctrl_c_on_a_batch_leaves_no_process_and_no_folder(tmp_path, sandbox):
         assert list(temporary.iterdir()) == []
     finally:
         libc.prctl(36, 0, 0, 0, 0)
+
+
+# Reads this worker's own memory (a copy of the zygote's) for the previous student's text.
+HEAP_SCAN = r'''
+import ctypes, os
+FIRST, SECOND = b"HONEST-STUDENT-", b"SECRET-7f3a"
+sink, found = os.open("scan", os.O_RDWR | os.O_CREAT), 0
+for line in open("/proc/self/maps").read().splitlines():
+    fields = line.split()
+    if "r" not in fields[1] or (len(fields) > 5 and fields[5].startswith("[v")):
+        continue
+    start, end = (int(x, 16) for x in fields[0].split("-"))
+    for offset in range(start, end, 16 << 20):
+        size = min(end, offset + (16 << 20)) - offset
+        try:  # through the kernel: an unreadable page is EFAULT, not a crash
+            written = os.pwrite(sink, (ctypes.c_char * size).from_address(offset), 0)
+        except OSError:
+            continue
+        data, at = os.pread(sink, written, 0), 0
+        while (at := data.find(FIRST, at)) >= 0:  # the two halves are never joined here, so only
+            at += len(FIRST)                        # another student's text can hold them together
+            found += data[at:at + len(SECOND)] == SECOND
+raise RuntimeError(f"REPORT{found}")
+'''
+
+
+@needs_bubblewrap
+def test_no_student_text_is_left_in_the_memory_workers_are_forked_from(tmp_path):
+    from grader.sandbox import Sandbox
+    from grader.session import grade_each
+    from grader.submission import stage_submission
+
+    honest = _honest(tmp_path / "honest")
+    (tmp_path / "scan").mkdir()
+    (tmp_path / "scan" / STAGE1).write_text(HEAP_SCAN)
+    reports = []
+    with Sandbox(many_students=True) as sandbox:  # one lane: the honest student fully graded, then the scan
+        grade_each(sandbox, iter([stage_submission(honest), stage_submission(tmp_path / "scan")]), reports.append,
+                   [1, 2, 3, 4, 5], False, 60.0)
+    assert reports[0]["score"] == 100
+    message = reports[1]["stages"][0]["checks"][0]["message"]
+    assert "REPORT0" in message, message
+
+
+def test_each_lane_keeps_to_its_own_core(tmp_path):
+    from grader.batch import lane_cores
+
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        pytest.skip("one core: lanes share it")
+    assert lane_cores(2) == [{cores[0]}, {cores[1]}] and lane_cores(1) == [None]
+    for name in ("a", "b", "c"):
+        (tmp_path / "class" / name).mkdir(parents=True)
+        (tmp_path / "class" / name / STAGE1).write_text(
+            "import os\nraise RuntimeError(f'REPORT{sorted(os.sched_getaffinity(0))}')\n")
+    batch(tmp_path / "class", tmp_path / "out", "--workers", "2")
+    seen = [_probe_report(tmp_path / "out", name) for name in ("a", "b", "c")]
+    assert all(len(found) == 1 and found[0] in cores[:2] for found in seen), seen
+
+
+def test_the_references_are_covered_wherever_the_sandbox_shows_them(monkeypatch, tmp_path):
+    from grader import sandbox
+
+    monkeypatch.setattr(sandbox, "SYSTEM_PATHS", [*sandbox.SYSTEM_PATHS, str(REPO.parent)])  # a checkout under /usr
+    binds = sandbox._grading_binds("cpu")
+    for package in ("solutions", "grader", "tests"):
+        assert str(REPO / package) in [binds[i + 1] for i, arg in enumerate(binds) if arg == "--tmpfs"]
+    site = tmp_path / "site-packages"  # a non-editable install
+    for name in ("solutions", "torch", "numpy"):
+        (site / name).mkdir(parents=True)
+    monkeypatch.setattr(sys, "path", [*sys.path, str(site)])
+    readable = sandbox._landlock_paths()["readable"]
+    assert str(site / "torch") in readable and str(site / "numpy") in readable
+    assert not any(Path(path) in (site, site / "solutions", REPO) or (REPO / "solutions").is_relative_to(path)
+                   for path in readable), readable

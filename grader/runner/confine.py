@@ -26,6 +26,8 @@ from pathlib import Path
 MEMORY_HEADROOM_BYTES = 3 * 1024**3
 CPU_SECONDS = 120  # a backstop: the judge's per-call wall-clock limit normally comes first
 FILE_SIZE_BYTES = 64 * 1024**2  # Python ignores SIGXFSZ, so a larger write raises OSError
+# Open files: torch needs a few dozen; each pipe or socket can hold buffered memory no limit counts.
+OPEN_FILES = 256
 PROCESSES = 4096  # where seccomp is missing (macOS); Linux refuses new processes outright
 UNPRIVILEGED_UID = 65534  # "nobody": what a worker becomes when the grader runs as root
 CAP_KILL, CAP_SETGID, CAP_SETUID = 5, 6, 7
@@ -110,6 +112,7 @@ def limit_resources(device: str) -> None:
     _lower(resource.RLIMIT_FSIZE, FILE_SIZE_BYTES)
     _lower(resource.RLIMIT_NPROC, PROCESSES)
     _lower(resource.RLIMIT_CORE, 0)
+    _lower(resource.RLIMIT_NOFILE, OPEN_FILES)
 
 
 def _lower(limit: int, value: int) -> None:
@@ -186,10 +189,16 @@ _DENIED = {  # refused outright
     "name_to_handle_at", "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
     "reboot", "swapon", "swapoff", "acct", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "quotactl",
     "io_uring_setup", "io_uring_enter", "io_uring_register", "iopl", "ioperm",
+    # Memory no process maps (so no RLIMIT_AS counts it), and CPUs of the caller's choosing: a
+    # lane's workers keep the core the lane was given.
+    "memfd_create", "sched_setaffinity",
 }
+# Asking the kernel to signal another process on I/O: fcntl F_SETOWN, F_SETSIG, F_SETOWN_EX, and
+# ioctl FIOSETOWN, SIOCSPGRP, TIOCSPGRP.
+_DENIED_COMMANDS = {"fcntl": (8, 10, 15), "ioctl": (0x8901, 0x8902, 0x5410)}
 # Signals only to this process: kill(0, …) would reach the zygote's process group.
 _OWN_PID_ONLY = {"kill", "tgkill"}
-_SELF_ONLY = {"prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr"}  # 0 or own pid
+_SELF_ONLY = {"prlimit64", "sched_setscheduler", "sched_setparam", "sched_setattr"}  # 0 or own pid
 _PROCESS_ONLY = {"setpriority", "ioprio_set"}  # allowed for "this process" (which=1/PRIO_PROCESS=0, who=0)
 
 _SYSCALLS = {
@@ -206,7 +215,8 @@ _SYSCALLS = {
         "swapoff": 168, "acct": 163, "settimeofday": 164, "clock_settime": 227, "clock_adjtime": 305,
         "adjtimex": 159, "quotactl": 179, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "iopl": 172, "ioperm": 173, "prlimit64": 302, "sched_setaffinity": 203, "sched_setscheduler": 144,
-        "sched_setparam": 142, "sched_setattr": 314, "setpriority": 141, "ioprio_set": 251,
+        "sched_setparam": 142, "sched_setattr": 314, "setpriority": 141, "ioprio_set": 251, "memfd_create": 319,
+        "fcntl": 72, "ioctl": 16, "socket": 41,
     }),
     "aarch64": (0xC00000B7, {  # the generic table: no fork, vfork, iopl or ioperm
         "clone": 220, "clone3": 435, "ptrace": 117, "kill": 129, "tkill": 130, "tgkill": 131,
@@ -221,7 +231,8 @@ _SYSCALLS = {
         "swapoff": 225, "acct": 89, "settimeofday": 170, "clock_settime": 112, "clock_adjtime": 266,
         "adjtimex": 171, "quotactl": 60, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "prlimit64": 261, "sched_setaffinity": 122, "sched_setscheduler": 119, "sched_setparam": 118,
-        "sched_setattr": 274, "setpriority": 140, "ioprio_set": 30,
+        "sched_setattr": 274, "setpriority": 140, "ioprio_set": 30, "memfd_create": 279, "fcntl": 25,
+        "ioctl": 29, "socket": 198,
     }),
 }
 _LD_W_ABS, _JEQ, _JSET, _JGE, _RET = 0x20, 0x15, 0x45, 0x35, 0x06
@@ -232,8 +243,12 @@ _X32_BIT = 0x40000000
 _ARG0, _ARG1 = 16, 24  # offsets of args[0] and args[1] (their low words on little-endian machines)
 
 
-def forbid_new_processes(own_pid: int) -> bool:
-    """Install the filter above; False where seccomp is not available (not Linux, an unknown CPU)."""
+def forbid_new_processes(own_pid: int, sockets: bool = False) -> bool:
+    """Install the filter above; False where seccomp is not available (not Linux, an unknown CPU).
+
+    ``sockets``: whether new sockets are allowed (a GPU's driver may want one); a worker's one
+    socket is made before it starts, and without bubblewrap a new one could reach the machine.
+    """
     arch = _SYSCALLS.get(platform.machine())
     if sys.platform != "linux" or arch is None:
         return False
@@ -242,6 +257,14 @@ def forbid_new_processes(own_pid: int) -> bool:
 
     def ret(value: int):
         program.append((_RET, 0, 0, value))
+
+    def deny_if_arg(offset: int, *values: int) -> None:
+        """After a match on the syscall number: EPERM when the argument is one of ``values``, else allow."""
+        program.append((_LD_W_ABS, 0, 0, offset))
+        for index, value in enumerate(values):
+            program.append((_JEQ, len(values) - index, 0, value))
+        ret(_ALLOW)
+        ret(_ERRNO | _EPERM)
 
     def allow_if_arg(offset: int, *values: int) -> None:
         """After a match on the syscall number: allow when the argument is one of ``values``, else EPERM."""
@@ -258,9 +281,12 @@ def forbid_new_processes(own_pid: int) -> bool:
     program.append((_LD_W_ABS, 0, 0, 0))                        # A = syscall number
     program.append((_JGE, 0, 1, _X32_BIT))                      # the x32 ABI on x86_64: refuse
     ret(_ERRNO | _EPERM)
-    for name in sorted(_DENIED & numbers.keys()):
+    for name in sorted((_DENIED | (set() if sockets else {"socket"})) & numbers.keys()):
         program.append((_JEQ, 0, 1, numbers[name]))
         ret(_ERRNO | _EPERM)
+    for name, commands in sorted(_DENIED_COMMANDS.items()):
+        program.append((_JEQ, 0, len(commands) + 3, numbers[name]))
+        deny_if_arg(_ARG1, *commands)
     program.append((_JEQ, 0, 1, numbers["clone3"]))             # glibc falls back to clone
     ret(_ERRNO | _ENOSYS)
     program.append((_JEQ, 0, 4, numbers["clone"]))

@@ -25,6 +25,8 @@ MAX_FRAME_VALUES = 200_000
 MAX_NESTING = 32
 MAX_TENSOR_ELEMENTS = 4 * 1024 * 1024
 MAX_DIMS = 8
+# A learner's text (a message, a repr, a name) is cut here before anything else looks at it.
+MAX_TEXT = 2000
 WIRE_DTYPES = {
     "float16": torch.float16,
     "float32": torch.float32,
@@ -72,7 +74,7 @@ def decode(value: object, depth: int = 0) -> object:
     if isinstance(value, list):
         return [decode(v, depth + 1) for v in value]
     if isinstance(value, str):
-        return printable(value, keep_newlines=False)
+        return _text(value)
     if not isinstance(value, dict):
         return value
     if len(value) != 1:
@@ -81,11 +83,11 @@ def decode(value: object, depth: int = 0) -> object:
     if tag == "__tensor__":
         return _decode_tensor(body)
     if tag == "__foreign__" and isinstance(body, list) and len(body) == 2 and all(isinstance(s, str) for s in body):
-        return Foreign(printable(body[0][:200], keep_newlines=False), printable(body[1][:500], keep_newlines=False))
+        return Foreign(_text(body[0][:200]), _text(body[1][:500]))
     if tag == "__dict__" and isinstance(body, list):
         if not all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in body):
             raise ProtocolError("malformed dict")
-        return {printable(key, keep_newlines=False): decode(item, depth + 1) for key, item in body}
+        return {_text(key): decode(item, depth + 1) for key, item in body}
     raise ProtocolError(f"unknown tag {tag!r}")
 
 
@@ -113,7 +115,12 @@ def receive(sock: socket.socket, seconds: float | None = None) -> object:
         message = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
         raise ProtocolError(f"not JSON: {type(error).__name__}") from None
-    return decode(message)
+    try:
+        return decode(message)
+    except ProtocolError:
+        raise
+    except (ValueError, TypeError, KeyError, OverflowError) as error:  # a malformed body (base64, shape)
+        raise ProtocolError(f"malformed value: {type(error).__name__}") from None
 
 
 def _read_exactly(sock: socket.socket, count: int, deadline: float | None) -> bytes:
@@ -167,9 +174,16 @@ def _decode_tensor(body: object) -> torch.Tensor:
     array = np.frombuffer(raw, dtype=np.dtype(wire_dtype)).reshape(shape)
     tensor = torch.from_numpy(array.copy())
     # Where the learner's tensor lived and its dtype matter for feedback; the values are on the CPU.
-    tensor.learner_device = str(body["device"])[:32]
-    tensor.learner_dtype = str(body["dtype"])[:32]
+    tensor.learner_device = _text(str(body["device"])[:32])
+    tensor.learner_dtype = _text(str(body["dtype"])[:32])
     return tensor
+
+
+def _text(value: str) -> str:
+    """A learner's string as the judge keeps it: cut to MAX_TEXT, then escaped."""
+    if len(value) > MAX_TEXT:
+        value = value[:MAX_TEXT] + f"… ({len(value) - MAX_TEXT} more characters)"
+    return printable(value, keep_newlines=False)
 
 
 def _short_repr(value: object) -> str:

@@ -43,7 +43,7 @@ def run(stage: int, channel: int, parent: int, submission: Path, scratch: Path, 
     if landlock is not None:
         confine.restrict_files([*map(Path, landlock["readable"]), submission], [scratch],
                                [*map(Path, landlock["devices"])])
-    confine.forbid_new_processes(os.getpid())
+    confine.forbid_new_processes(os.getpid(), sockets=device != "cpu")
     # Sent before any learner code runs in this process: the judge times the import from here.
     send(sock, {"ready": True})
     install_stand_ins(stage)
