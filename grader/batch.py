@@ -11,11 +11,14 @@ student at a time: a class pays the torch import once per lane, not once per stu
 
 import argparse
 import csv
+import hashlib
 import io
 import json
 import multiprocessing
 import os
+import re
 import signal
+import stat
 import sys
 import time
 from dataclasses import dataclass
@@ -26,6 +29,12 @@ from grader.runner.text import printable
 
 STAGE_COUNT = 5
 CSV_COLUMNS = ["student_id", "score", "max_score", *[f"stage{n}" for n in range(1, STAGE_COUNT + 1)], "flags"]
+# An id names files (OUT/.<id>.json.partial and the like): bounded well under the 255 bytes a file name may take.
+MAX_ID_BYTES = 100
+# The tail of an id that is not its entry's name as it stands: a hash of that name keeps ids apart.
+HASHED_ID_TAIL = re.compile(r"~[0-9a-f]{8}$")
+# A text cell starting with one of these is a formula to a spreadsheet (OWASP, CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 @dataclass(frozen=True)
@@ -55,9 +64,8 @@ def main(argv: list[str]) -> int:
     except ValueError as error:
         print(f"grader batch: {error}", file=sys.stderr)
         return 2
-    for name in skipped:
-        print(f"grader batch: skipped {printable(name, keep_newlines=False)} (neither a folder nor a .zip)",
-              file=sys.stderr)
+    for name, why in skipped:
+        print(f"grader batch: skipped {printable(name, keep_newlines=False)} ({why})", file=sys.stderr)
     from grader.sandbox import SandboxError, confinement
 
     try:
@@ -88,8 +96,8 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def list_students(folder: Path) -> tuple[list[Student], list[str]]:
-    """The students of ``folder`` by id, in a fixed order; and the names that are not submissions."""
+def list_students(folder: Path) -> tuple[list[Student], list[tuple[str, str]]]:
+    """The students of ``folder`` by id, in a fixed order; and the names that are not submissions, with why."""
     if not folder.is_dir():
         raise ValueError(f"{folder} is not a folder")
     students: dict[str, Student] = {}
@@ -97,19 +105,38 @@ def list_students(folder: Path) -> tuple[list[Student], list[str]]:
     for entry in sorted(folder.iterdir()):
         if entry.name.startswith("."):
             continue
-        # An id is printable, since people read it in the gradebook, the reports and their file names.
-        if entry.is_dir() and not entry.is_symlink():
-            student = Student(printable(entry.name, keep_newlines=False), entry)
-        elif entry.suffix == ".zip" and not entry.is_dir():  # one that is no zip gets a report saying why
-            student = Student(printable(entry.stem, keep_newlines=False), entry)
+        mode = entry.lstat().st_mode
+        if stat.S_ISLNK(mode):  # never followed: it could lead to another student's work, or to any file
+            skipped.append((entry.name, "a symbolic link, not followed"))
+            continue
+        if stat.S_ISDIR(mode):
+            student = Student(student_id(entry.name), entry)
+        elif entry.suffix == ".zip":  # one that is no zip gets a report saying why
+            student = Student(student_id(entry.stem), entry)
         else:
-            skipped.append(entry.name)
+            skipped.append((entry.name, "neither a folder nor a .zip"))
             continue
         if student.id in students:
             first, second = (printable(e.name, keep_newlines=False) for e in (students[student.id].source, entry))
             raise ValueError(f"two submissions for {student.id}: {first} and {second}")
         students[student.id] = student
     return sorted(students.values(), key=lambda s: s.id), skipped
+
+
+def student_id(name: str) -> str:
+    """The id of the student whose entry is ``name``: people read it in the gradebook, the reports and
+    their file names, so it is printable and short enough for a file name (a student's file names are
+    the id and a suffix; entries starting with a dot are never students).
+
+    A name that is already such an id is kept. Any other gets a hash of the name itself: two names
+    that escape or shorten alike keep apart, and cannot take the id of a name kept as it is.
+    """
+    readable = printable(name, keep_newlines=False)
+    if readable == name and len(name.encode()) <= MAX_ID_BYTES and not HASHED_ID_TAIL.search(name):
+        return name
+    tail = "~" + hashlib.sha256(os.fsencode(name)).hexdigest()[:8]
+    head = readable.encode()[:MAX_ID_BYTES - len(tail)].decode(errors="ignore")  # whole characters only
+    return head + tail
 
 
 # Lanes --------------------------------------------------------------------------------------
@@ -256,9 +283,13 @@ def _finish(lane: _Lane, report: dict, args, progress: "Progress") -> None:
     from grader.report import render_text
 
     student = lane.student
-    write_atomic(args.out / f"{student.id}.txt", render_text(report, student.id, color=False) + "\n")
-    write_atomic(_report_path(args.out, student), json.dumps(report, indent=2) + "\n")  # last: its presence means "graded"
     lane.student = None
+    try:
+        write_atomic(args.out / f"{student.id}.txt", render_text(report, student.id, color=False) + "\n")
+        write_atomic(_report_path(args.out, student), json.dumps(report, indent=2) + "\n")  # last: it means "graded"
+    except OSError as error:  # one student's files, not the class: left ungraded, a later run tries again
+        print(f"grader batch: cannot write the report of {student.id}, left ungraded: {error.strerror or error}",
+              file=sys.stderr)
     progress.advance(student.id, report)
 
 
@@ -281,22 +312,32 @@ def _report_path(out: Path, student: Student) -> Path:
     return out / f"{student.id}.json"
 
 
+def _saved_report(out: Path, student: Student) -> dict | None:
+    """The report written for ``student``, or None if there is none that can be read."""
+    try:
+        report = json.loads(_report_path(out, student).read_text())
+    except (OSError, ValueError):
+        return None
+    return report if isinstance(report, dict) else None
+
+
 def _graded(out: Path, student: Student) -> bool:
     """A report is there and the grader finished it (an older report without the field counts as finished)."""
-    try:
-        return json.loads(_report_path(out, student).read_text()).get("complete", True) is True
-    except (OSError, ValueError, AttributeError):
-        return False
+    report = _saved_report(out, student)
+    return report is not None and report.get("complete", True) is True
 
 
 def write_atomic(path: Path, text: str) -> None:
     """Write a temporary file beside ``path``, then rename it: readers see all of it or none."""
     temporary = path.with_name(f".{path.name}.partial")
-    with open(temporary, "w", encoding="utf-8", newline="") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
+    try:
+        with open(temporary, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)  # left only when writing failed
 
 
 def write_gradebook(out: Path, students: list[Student]) -> None:
@@ -305,16 +346,20 @@ def write_gradebook(out: Path, students: list[Student]) -> None:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for student in students:
-        path = _report_path(out, student)
-        if not path.exists():
-            writer.writerow([student.id, "", "", *[""] * STAGE_COUNT, "not graded"])
+        report = _saved_report(out, student)
+        if report is None:
+            writer.writerow(_inert([student.id, "", "", *[""] * STAGE_COUNT, "not graded"]))
             continue
-        report = json.loads(path.read_text())
         stages = {s["id"]: s["score"] for s in report["stages"]}
-        writer.writerow([student.id, report["score"], report["max_score"],
-                         *[stages.get(f"stage{n}", "") for n in range(1, STAGE_COUNT + 1)],
-                         "; ".join(report["flags"])])
+        writer.writerow(_inert([student.id, report["score"], report["max_score"],
+                                *[stages.get(f"stage{n}", "") for n in range(1, STAGE_COUNT + 1)],
+                                "; ".join(report["flags"])]))
     write_atomic(out / "grades.csv", buffer.getvalue())
+
+
+def _inert(row: list) -> list:
+    """``row`` with every text cell a spreadsheet would run as a formula quoted as text; numbers as they are."""
+    return [f"'{cell}" if isinstance(cell, str) and cell.startswith(FORMULA_STARTS) else cell for cell in row]
 
 
 class Progress:

@@ -12,6 +12,10 @@ from grader.sandbox import Sandbox
 from grader.submission import StagedSubmission
 
 
+MAX_LISTED = 20  # names of ignored files a flag lists
+MAX_LISTED_NAME = 200  # characters of each
+
+
 class GradingError(RuntimeError):
     """The checks themselves could not run: a fault of the grader, not of the submission."""
 
@@ -81,5 +85,13 @@ def flags(sandbox: Sandbox, staged: StagedSubmission, visible_only: bool, disrup
     if staged.problem:
         found.append(f"unreadable: {staged.problem}")
     if staged.ignored:
-        found.append("ignored: " + ", ".join(staged.ignored))
+        found.append(f"ignored: {_listing(staged.ignored)}")
     return found
+
+
+def _listing(names: list[str]) -> str:
+    """The first of ``names``, each shortened, and how many more: a submission may hold thousands,
+    each with a long path, and the flag ends up in a cell of the gradebook."""
+    shown = [name if len(name) <= MAX_LISTED_NAME else name[:MAX_LISTED_NAME] + "…" for name in names[:MAX_LISTED]]
+    more = len(names) - len(shown)
+    return ", ".join(shown) + (f" and {more} more" if more else "")

@@ -3,8 +3,8 @@
 A submission is untrusted input. Staging ends with the stage files in memory, or with
 SubmissionError and a one-line reason, whatever the submission holds: an encrypted or damaged
 zip, a member that unpacks to more than it declares, folders nested thousands deep, more files
-than anyone submits, a symbolic link loop. Links are never followed, and what is listed and read
-is bounded, so the worst submission costs milliseconds.
+than anyone submits, a symbolic link loop. Links are never followed, a file with a second hard
+link is not read, and what is listed and read is bounded, so the worst submission costs milliseconds.
 """
 
 import copy
@@ -152,9 +152,11 @@ def _folder_entries(source: Path) -> list[_Entry]:
                         entries.append(_Entry(name, not_read="a symbolic link"))
                     elif not item.is_file(follow_symlinks=False):  # a FIFO or device would block or never end
                         entries.append(_Entry(name, not_read="not a regular file"))
+                    elif (status := item.stat(follow_symlinks=False)).st_nlink > 1:
+                        # its other name may be in another student's folder: whose work it is, no one can say
+                        entries.append(_Entry(name, not_read="a hard link"))
                     else:
-                        entries.append(_Entry(name, item.stat(follow_symlinks=False).st_size,
-                                              lambda path=item.path: _read_file(path)))
+                        entries.append(_Entry(name, status.st_size, lambda path=item.path: _read_file(path)))
         except OSError as error:
             raise SubmissionError(f"{prefix or './'} cannot be listed ({error.strerror or error})") from None
     return entries

@@ -169,7 +169,10 @@ def test_a_batch_flags_each_unreadable_student_and_grades_the_rest(graded_class)
     result, out = graded_class
     with open(out / "grades.csv", newline="") as handle:
         rows = {row["student_id"]: row for row in csv.DictReader(handle)}
+    assert "looped" not in rows and "skipped looped.zip (a symbolic link, not followed)" in result.stderr
     for student, (_, reason) in UNREADABLE.items():
+        if student == "looped":  # a link in a class folder is skipped; given alone, it is refused
+            continue
         flags = json.loads((out / f"{student}.json").read_text())["flags"]
         unreadable = [flag for flag in flags if flag.startswith("unreadable: ")]
         assert rows[student]["score"] == "0" and len(unreadable) == 1 and reason in unreadable[0], flags
@@ -179,7 +182,7 @@ def test_a_batch_flags_each_unreadable_student_and_grades_the_rest(graded_class)
 
 def test_names_from_a_class_folder_reach_the_gradebook_and_the_log_escaped(graded_class):
     result, out = graded_class
-    assert "odd\\x1b[2Jid" in [p.stem for p in out.glob("*.json")]
+    assert [p for p in out.glob("*.json") if p.stem.startswith("odd\\x1b[2Jid~")]  # escaped, so hashed
     assert "skipped stray\\u202etxt.exe" in result.stderr
     assert not raw_characters(result.stderr)
     gradebook = (out / "grades.csv").read_text(encoding="utf-8")
