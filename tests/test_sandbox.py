@@ -66,7 +66,7 @@ def test_the_sandbox_hides_the_grader_and_confines_writes(tmp_path, sandbox):
     assert seen["read_checks"] == "FileNotFoundError", seen
     assert seen["write_repository"] == seen["write_system"] == seen["write_submission"] == "OSError", seen
     assert seen["write_scratch"] == "1", seen  # the one writable place
-    assert seen["network"] == "OSError", seen
+    assert seen["network"] in ("OSError", "PermissionError"), seen  # no route out; on the CPU, no socket at all
     assert seen["fork"] == seen["signal_the_zygote"] == "PermissionError", seen
     assert int(seen["processes"]) <= 4, seen  # bubblewrap's init, the zygote, this worker
     assert not (REPO / "written.txt").exists() and not (tmp_path / "written.txt").exists()
