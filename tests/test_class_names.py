@@ -6,7 +6,6 @@ import csv
 import json
 import os
 import shutil
-import zipfile
 
 import pytest
 

@@ -20,7 +20,8 @@ import pytest
 
 from grader.sandbox import confinement
 from tests.conftest import REPO
-from tests.grading import batch, grade, learner_copy, stage_scores
+from tests.grading import batch, learner_copy, stage_scores
+from tests.tampering import ATTACKS
 
 STAGE1 = "stage1_softmax.py"
 SECRET = "HONEST-STUDENT-SECRET-7f3a"
@@ -230,6 +231,9 @@ def hostile_class(tmp_path_factory):
     _attacker(submissions / "d1-slow-drip", SLOW_DRIP, at_import=False)
     _honest(submissions / "d2-honest")
     _attacker(submissions / "e1-huge-names", HUGE_NAMES)
+    for index, attack in enumerate(ATTACKS):  # hiding from the grader, or rewriting what it recorded
+        learner_copy(submissions / f"f{index}-tampering", attack)
+        _honest(submissions / f"f{index}-z-honest")
     out = root / "out"
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     started = time.monotonic()
@@ -241,7 +245,9 @@ def hostile_class(tmp_path_factory):
 @needs_x86_64_linux
 def test_honest_students_keep_full_marks_and_their_files_stay_theirs(hostile_class):
     out, _, _ = hostile_class
-    for honest in ("a2-honest", "b2-honest", "c2-honest", "d2-honest"):
+    honest_students = ["a2-honest", "b2-honest", "c2-honest", "d2-honest",
+                       *(f"f{index}-z-honest" for index in range(len(ATTACKS)))]
+    for honest in honest_students:
         report = json.loads((out / f"{honest}.json").read_text())
         assert report["score"] == 100 and report["complete"], (honest, report["flags"])
     for other in out.glob("*"):
@@ -277,6 +283,16 @@ def test_a_frame_bomb_costs_its_check_not_the_judges_memory(hostile_class):
     # The largest process of the run (ru_maxrss of the children, in KiB): a worker or the judge.
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     assert max(peak, before) < 2 * 1024 * 1024, peak
+
+
+@needs_bubblewrap
+def test_hiding_from_the_grader_gains_nothing_in_a_class(hostile_class):
+    out, _, _ = hostile_class
+    for index, attack in enumerate(ATTACKS):
+        report = json.loads((out / f"f{index}-tampering.json").read_text())
+        checks = report["stages"][attack["stage"] - 1]["checks"]
+        targeted = [c for c in checks if c["id"].endswith(attack["voided"])]
+        assert targeted and all(c["score"] == 0 for c in targeted), (attack["what"], targeted)
 
 
 @needs_bubblewrap
