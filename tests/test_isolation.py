@@ -127,18 +127,20 @@ threading.Thread(target=loot, daemon=True).start()
 
 # The second colluder, graded after an honest student: reports whatever its partner left.
 PICK_UP = r'''
-import ctypes, json, os
+import ctypes, json, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
 found = []
 for root in (".", "/grading", "/dev/shm", "/tmp", "/var/tmp"):
     for base, _dirs, files in os.walk(root):
+        if base.startswith(sys.prefix) or base.startswith(sys.base_prefix):
+            continue  # a Python installation that happens to live under /tmp
         for name in files:
             path = os.path.join(base, name)
             try:
                 text = open(path, "rb").read(4096).decode("latin-1")
             except OSError:
                 continue
-            if "LEFT-" + "BEHIND" in text or name.startswith(("loot-", "leak")):  # not in this very file
+            if "LEFT-" + "BEHIND" in text or name in ("leak", "leak.txt") or name.startswith("loot-"):  # not this file
                 found.append(path)
 segment = libc.shmget(0x5EC2E7, 0, 0)
 if segment >= 0:
