@@ -51,7 +51,6 @@ def main() -> None:
 
     from grader.runner import hugepages, worker
     zygote.worker = worker
-    zygote.device = options["device"]
     if zygote.device == "auto":
         zygote.device = "cuda" if torch.cuda.is_available() else "cpu"  # does not initialise CUDA
     if options["host_folder"]:  # unsandboxed: if the judge is killed, its folders are this process's to remove
@@ -82,9 +81,9 @@ def main() -> None:
 
 class Zygote:
     def __init__(self, options: dict):
+        # Each student init mounts a fresh scratch over this one (_private_mounts); where the kernel
+        # refuses, end_student empties it once the student is gone.
         self.submission, self.scratch = Path(options["submission"]), Path(options["scratch"])
-        # In bubblewrap as root: a fresh tmpfs per student. Where the kernel refuses (bubblewrap in a
-        # user namespace) the folders bubblewrap made are emptied instead, once the student is gone.
         self.scratch_bytes = options["scratch_bytes"]
         self.sandboxed = options["sandboxed"]
         self.landlock = options["landlock"]  # unsandboxed: the paths a worker keeps (see worker.run)
@@ -168,6 +167,7 @@ class Zygote:
             os.close(own)
 
     def _fork_into_namespace(self, channel: int) -> int:
+        """Fork the student init, holding ``channel``, into a namespace of its own; its pid here."""
         zygote = os.getpid()
         if self.namespaces == "setns":  # this process may return to its own namespace after each student
             _unshare(CLONE_NEWPID | CLONE_NEWIPC)
