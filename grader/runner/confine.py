@@ -253,62 +253,41 @@ def forbid_new_processes(own_pid: int, sockets: bool = False) -> bool:
     if sys.platform != "linux" or arch is None:
         return False
     audit_arch, numbers = arch
-    program: list[tuple[int, int, int, int]] = []
+    Block = list[tuple[int, int, int, int]]
 
-    def ret(value: int):
-        program.append((_RET, 0, 0, value))
+    def ret(value: int) -> Block:
+        return [(_RET, 0, 0, value)]
 
-    def deny_if_arg(offset: int, *values: int) -> None:
-        """After a match on the syscall number: EPERM when the argument is one of ``values``, else allow."""
-        program.append((_LD_W_ABS, 0, 0, offset))
-        for index, value in enumerate(values):
-            program.append((_JEQ, len(values) - index, 0, value))
-        ret(_ALLOW)
-        ret(_ERRNO | _EPERM)
+    def on_arg(offset: int, values: tuple[int, ...], match: int, otherwise: int) -> Block:
+        """Return ``match`` when the argument at ``offset`` is one of ``values``, else ``otherwise``."""
+        jumps = [(_JEQ, len(values) - index, 0, value) for index, value in enumerate(values)]
+        return [(_LD_W_ABS, 0, 0, offset), *jumps, *ret(otherwise), *ret(match)]
 
-    def allow_if_arg(offset: int, *values: int) -> None:
-        """After a match on the syscall number: allow when the argument is one of ``values``, else EPERM."""
-        program.append((_LD_W_ABS, 0, 0, offset))
-        for index, value in enumerate(values):
-            program.append((_JEQ, len(values) - index, 0, value))
-        ret(_ERRNO | _EPERM)
-        ret(_ALLOW)
+    def when(name: str, block: Block) -> Block:
+        """``block`` for the syscall ``name``; every other syscall skips it, with A still its number
+        (a block that matched has returned)."""
+        return [(_JEQ, 0, len(block), numbers[name]), *block]
 
-    # Instructions are appended in order; jumps count forward from the next instruction.
-    program.append((_LD_W_ABS, 0, 0, 4))                        # A = arch
-    program.append((_JEQ, 1, 0, audit_arch))                    # our ABI: go on
-    ret(_ERRNO | _EPERM)                                        # any other ABI: refuse everything
-    program.append((_LD_W_ABS, 0, 0, 0))                        # A = syscall number
-    program.append((_JGE, 0, 1, _X32_BIT))                      # the x32 ABI on x86_64: refuse
-    ret(_ERRNO | _EPERM)
-    for name in sorted((_DENIED | (set() if sockets else {"socket"})) & numbers.keys()):
-        program.append((_JEQ, 0, 1, numbers[name]))
-        ret(_ERRNO | _EPERM)
-    for name, commands in sorted(_DENIED_COMMANDS.items()):
-        program.append((_JEQ, 0, len(commands) + 3, numbers[name]))
-        deny_if_arg(_ARG1, *commands)
-    program.append((_JEQ, 0, 1, numbers["clone3"]))             # glibc falls back to clone
-    ret(_ERRNO | _ENOSYS)
-    program.append((_JEQ, 0, 4, numbers["clone"]))
-    program.append((_LD_W_ABS, 0, 0, _ARG0))                    # A = flags
-    program.append((_JSET, 1, 0, _CLONE_THREAD))
-    ret(_ERRNO | _EPERM)
-    ret(_ALLOW)
-    # A still holds the syscall number wherever a block is skipped: a block that matched has returned.
-    for name in sorted(_OWN_PID_ONLY):
-        program.append((_JEQ, 0, 4, numbers[name]))             # skip allow_if_arg's 4 instructions
-        allow_if_arg(_ARG0, own_pid)
-    for name in sorted(_SELF_ONLY):
-        program.append((_JEQ, 0, 5, numbers[name]))
-        allow_if_arg(_ARG0, 0, own_pid)
-    for name in sorted(_PROCESS_ONLY):
-        which = 1 if name == "ioprio_set" else 0                # IOPRIO_WHO_PROCESS is 1, PRIO_PROCESS is 0
-        program.append((_JEQ, 0, 8, numbers[name]))
-        program.append((_LD_W_ABS, 0, 0, _ARG0))
-        program.append((_JEQ, 1, 0, which))
-        ret(_ERRNO | _EPERM)
-        allow_if_arg(_ARG1, 0, own_pid)
-    ret(_ALLOW)
+    def each(names, block_for) -> Block:
+        return [step for name in sorted(names) for step in when(name, block_for(name))]
+
+    refuse, allow = _ERRNO | _EPERM, _ALLOW
+    denied = (_DENIED | (set() if sockets else {"socket"})) & numbers.keys()
+    # Instructions run in order; jumps count forward from the next instruction.
+    program = [
+        (_LD_W_ABS, 0, 0, 4), (_JEQ, 1, 0, audit_arch), *ret(refuse),   # another ABI: refuse everything
+        (_LD_W_ABS, 0, 0, 0), (_JGE, 0, 1, _X32_BIT), *ret(refuse),     # A = syscall number; x32: refuse
+        *each(denied, lambda name: ret(refuse)),
+        *each(_DENIED_COMMANDS, lambda name: on_arg(_ARG1, _DENIED_COMMANDS[name], refuse, allow)),
+        *when("clone3", ret(_ERRNO | _ENOSYS)),                         # glibc falls back to clone
+        *when("clone", [(_LD_W_ABS, 0, 0, _ARG0), (_JSET, 1, 0, _CLONE_THREAD), *ret(refuse), *ret(allow)]),
+        *each(_OWN_PID_ONLY, lambda name: on_arg(_ARG0, (own_pid,), allow, refuse)),
+        *each(_SELF_ONLY, lambda name: on_arg(_ARG0, (0, own_pid), allow, refuse)),
+        # "This process": which is IOPRIO_WHO_PROCESS (1) or PRIO_PROCESS (0), and who is 0 or our pid.
+        *each(_PROCESS_ONLY, lambda name: [(_LD_W_ABS, 0, 0, _ARG0), (_JEQ, 1, 0, 1 if name == "ioprio_set" else 0),
+                                           *ret(refuse), *on_arg(_ARG1, (0, own_pid), allow, refuse)]),
+        *ret(allow),
+    ]
 
     filters = b"".join(struct.pack("HBBI", *instruction) for instruction in program)
     buffer = ctypes.create_string_buffer(filters)
