@@ -88,8 +88,8 @@ class LearnerWorkers:
             raise LearnerFailure("crash", "the process running your code sent a malformed answer")
         if "error" in reply:
             error = reply["error"] if isinstance(reply["error"], dict) else {}
-            # What learner code wrote, escaped here: it never starts a line or moves a terminal's cursor.
-            # Strings were cut and escaped as they were decoded; a kind the judge does not know is an exception.
+            # Strings were cut and escaped as they were decoded (protocol.decode): cut again to the report's
+            # sizes. A kind the judge does not know is an exception.
             kind = error.get("kind") if error.get("kind") in LEARNER_FAILURE_KINDS else "exception"
             raise LearnerFailure(
                 kind=kind,

@@ -109,9 +109,7 @@ class Sandbox:
         """What kept learner code in, in words, for the report."""
         found = self._hello()["isolation"]
         parts = [self.confinement.detail]
-        namespaces = {"setns": "a PID namespace per student", "child": "a PID namespace per student",
-                      "user": "a PID namespace per student", "none": "no PID namespace per student"}
-        parts.append(namespaces.get(found.get("namespaces"), "no PID namespace per student"))
+        parts.append("no PID namespace per student" if found["namespaces"] == "none" else "a PID namespace per student")
         if found.get("private_mounts"):
             parts.append("fresh folders and /proc per student")
         parts.append(f"workers as uid {found['uid']}" if found.get("uid") is not None else "workers as this user")

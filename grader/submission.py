@@ -40,7 +40,6 @@ class SubmissionError(Exception):
 @dataclass
 class StagedSubmission:
     files: dict[str, bytes] = field(default_factory=dict)  # stage file name -> its bytes, held by the judge
-    found: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
     problem: str | None = None  # why nothing could be read, when the batch grades it as empty
 
@@ -67,7 +66,6 @@ def stage_submission(source: Path) -> StagedSubmission:
         raise SubmissionError(printable(_reason(error), keep_newlines=False)) from None
     staged.ignored = [printable(name, keep_newlines=False) for name in ignored]
     staged.files = dict(sorted(files.items()))
-    staged.found = list(staged.files)
     return staged
 
 

@@ -15,7 +15,6 @@ from grader.runner.protocol import receive, send
 from grader.runner.standins import install_stand_ins
 
 
-
 def run(stage: int, channel: int, parent: int, submission: Path, scratch: Path, device: str, uid: int | None,
         landlock: dict | None) -> None:
     """Confine this process (grader.runner.confine), say "ready", import the stage, then serve.

@@ -92,9 +92,10 @@ class Zygote:
         # Root in bubblewrap: workers become "nobody". Unsandboxed, the Python installation may not
         # be readable by another uid (/root/.pyenv): workers keep the uid and Landlock confines them.
         self.worker_uid = confine.UNPRIVILEGED_UID if options["sandboxed"] and os.geteuid() == 0 else None
+        # The way back after each student's unshare (the "setns" method); the probe uses it too.
+        self.own_pid_namespace = os.open("/proc/self/ns/pid", os.O_RDONLY) if sys.platform == "linux" else None
         self.namespaces, self.private_mounts = self._isolation_method()
         self.student_init: int | None = None
-        self.own_pid_namespace = os.open("/proc/self/ns/pid", os.O_RDONLY) if self.namespaces == "setns" else None
 
     def isolation(self) -> dict:
         return {"namespaces": self.namespaces, "uid": self.worker_uid,
@@ -145,26 +146,22 @@ class Zygote:
         namespace of its own), or "none"."""
         if sys.platform != "linux":
             return "none", False
-        own = os.open("/proc/self/ns/pid", os.O_RDONLY)
-        try:
-            for method, flags in (("setns", CLONE_NEWPID | CLONE_NEWIPC), ("child", CLONE_NEWPID | CLONE_NEWIPC),
-                                  ("user", CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWIPC)):
-                pid = os.fork()
-                if pid == 0:
-                    if _libc.unshare(flags) != 0:
-                        os._exit(2)
-                    student_init = os.fork()
-                    if student_init == 0:
-                        os._exit(0 if _private_mounts(self) else 1)
-                    if method == "setns" and _libc.setns(own, CLONE_NEWPID) != 0:
-                        os._exit(2)
-                    os._exit(os.waitstatus_to_exitcode(os.waitpid(student_init, 0)[1]))
-                code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-                if code in (0, 1):
-                    return method, code == 0
-            return "none", False
-        finally:
-            os.close(own)
+        for method, flags in (("setns", CLONE_NEWPID | CLONE_NEWIPC), ("child", CLONE_NEWPID | CLONE_NEWIPC),
+                              ("user", CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWIPC)):
+            pid = os.fork()
+            if pid == 0:
+                if _libc.unshare(flags) != 0:
+                    os._exit(2)
+                student_init = os.fork()
+                if student_init == 0:
+                    os._exit(0 if _private_mounts(self) else 1)
+                if method == "setns" and _libc.setns(self.own_pid_namespace, CLONE_NEWPID) != 0:
+                    os._exit(2)
+                os._exit(os.waitstatus_to_exitcode(os.waitpid(student_init, 0)[1]))
+            code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+            if code in (0, 1):
+                return method, code == 0
+        return "none", False
 
     def _fork_into_namespace(self, channel: int) -> int:
         """Fork the student init, holding ``channel``, into a namespace of its own; its pid here."""
@@ -254,8 +251,9 @@ def _private_mounts(zygote: Zygote) -> bool:
     files and (in the sandbox) /dev read-only, and a /proc that shows the student's PID namespace alone (workers do
     not even see the zygote). All of it goes with the namespace when the student ends.
 
-    Everything is made private first, so that nothing propagates back; False (and nothing
-    mounted) where the kernel refuses: the zygote then empties the folders between students.
+    Everything is made private first, so that nothing propagates back. False where the kernel
+    refuses one of them: the zygote's probe then gives up on them for every student, and empties
+    the folders between students instead.
     """
     MS_BIND, MS_REC, MS_PRIVATE, MS_NOEXEC = 0x1000, 0x4000, 0x40000, 8
     if _libc.unshare(CLONE_NEWNS) != 0:
