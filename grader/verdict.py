@@ -14,14 +14,28 @@ RTOL = 1e-4
 
 
 class CheckFailed(AssertionError):
-    """A check's verdict: ``message`` says what differs, ``hint`` names the mistake (a catalog id)."""
+    """A check's verdict: ``message`` says what differs, ``hint`` names the mistake (a catalog id),
+    ``evidence`` (see ``attention_evidence``) shows the learner's attention next to the expected one."""
 
-    def __init__(self, message: str, hint: str | None = None):
+    def __init__(self, message: str, hint: str | None = None, evidence: dict | None = None):
         if hint is not None and hint not in catalog():
             raise ValueError(f"unknown hint id {hint!r}")
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.evidence = evidence
+
+
+def attention_evidence(title: str, expected: torch.Tensor, actual: torch.Tensor, note: str = "") -> dict:
+    """Two (queries, keys) attention maps as plain numbers, for the report's heat maps.
+
+    ``expected`` and ``actual`` are 2-D, the same shape; row i is what query token i attends to.
+    ``note`` says in plain words what the measurement shows (row sums, divisor, causality).
+    """
+    def rows(t: torch.Tensor) -> list[list[float]]:
+        return [[round(float(v), 4) for v in row] for row in t.detach().to("cpu", torch.float64)]
+
+    return {"title": title, "expected": rows(expected), "actual": rows(actual), "note": note}
 
 
 def tolerance_for(expected: torch.Tensor) -> torch.Tensor:
