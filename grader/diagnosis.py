@@ -1,15 +1,16 @@
 """Known-wrong versions of the exercises' maths: a learner's output that matches one names the mistake.
 
-These are deliberately wrong; the correct results always come from solutions/.
+These are deliberately wrong; the correct results always come from solutions/. A check names a
+variant only when the learner's output equals it and the input tells it apart from the right
+answer and from every other variant (grader.verdict.proven_mistake).
 """
 
 import torch
 
 
-def attend(
+def attention_weights(
     queries: torch.Tensor,
     keys: torch.Tensor,
-    values: torch.Tensor,
     *,
     divisor: float | None,
     causal: bool = False,
@@ -17,41 +18,71 @@ def attend(
     exponentiate: bool = True,
     fill: float = float("-inf"),
     first_masked_diagonal: int = 1,
+    keep_future: bool = False,
+    divide_after_softmax: bool = False,
 ) -> torch.Tensor:
-    """Attention with each ingredient switchable, for (..., n, d) queries, keys and values."""
+    """Attention weights with each ingredient switchable, for (..., n, d) queries and keys.
+
+    ``keep_future`` masks the other triangle (torch.tril where torch.triu belongs);
+    ``divide_after_softmax`` divides the weights instead of the scores.
+    """
     scores = queries @ keys.transpose(-2, -1)
-    if divisor is not None:
+    if divisor is not None and not divide_after_softmax:
         scores = scores / divisor
     if causal:
         n = scores.shape[-1]
-        hidden = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=first_masked_diagonal)
+        ones = torch.ones(n, n, dtype=torch.bool)
+        hidden = torch.tril(ones, diagonal=-1) if keep_future else torch.triu(ones, diagonal=first_masked_diagonal)
         scores = scores.masked_fill(hidden, fill)
     if exponentiate:
         weights = torch.softmax(scores, dim=softmax_dim)
     else:
         weights = scores / scores.sum(dim=softmax_dim, keepdim=True)
-    return weights @ values
+    return weights / divisor if divisor is not None and divide_after_softmax else weights
+
+
+def attend(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, **options) -> torch.Tensor:
+    return attention_weights(queries, keys, **options) @ values
+
+
+def weight_variants(queries: torch.Tensor, keys: torch.Tensor, causal: bool, d_in: int | None = None,
+                    head_dim: int | None = None) -> dict[str, torch.Tensor]:
+    """Attention weights of the usual mistakes in one head of (causal) scaled dot-product attention.
+
+    ``d_in`` and ``head_dim`` add the divisors learners take by mistake: sqrt(d_in), and in
+    multi-head attention sqrt(d_out) where sqrt(head_dim) belongs.
+    """
+    d_k = keys.shape[-1]
+    n = keys.shape[-2]
+    right = {"divisor": d_k**0.5, "causal": causal}
+    variants = {
+        "missing-scaling": attention_weights(queries, keys, **{**right, "divisor": None}),
+        "softmax-wrong-dim": attention_weights(queries, keys, **right, softmax_dim=-2),
+        "softmax-not-exponentiated": attention_weights(queries, keys, **right, exponentiate=False),
+        "weights-swapped": attention_weights(keys, queries, **right),
+        "scaling-after-softmax": attention_weights(queries, keys, **right, divide_after_softmax=True),
+    }
+    # Each wrong divisor under one name: several may coincide on an input, and then none is named.
+    for divisor in {float(d_k), float(n) ** 0.5, *([float(d_in) ** 0.5] if d_in else [])} - {d_k**0.5}:
+        variants[f"wrong-scaling:{divisor:g}"] = attention_weights(queries, keys, **{**right, "divisor": divisor})
+    if causal:
+        variants["mask-not-causal"] = attention_weights(queries, keys, divisor=d_k**0.5)
+        variants["mask-zero-instead-of-inf"] = attention_weights(queries, keys, **right, fill=0.0)
+        variants["mask-includes-diagonal"] = attention_weights(queries, keys, **right, first_masked_diagonal=0)
+        variants["mask-wrong-triangle"] = attention_weights(queries, keys, **right, keep_future=True)
+    return variants
+
+
+def hint_of(variant: str) -> str:
+    """The catalog id of a variant's name (``wrong-scaling:2.44949`` is one wrong divisor)."""
+    return variant.partition(":")[0]
 
 
 def single_head_variants(
-    queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, causal: bool
+    queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, causal: bool, d_in: int | None = None
 ) -> dict[str, torch.Tensor]:
     """Outputs of the usual mistakes in one head of (causal) scaled dot-product attention."""
-    d_k = keys.shape[-1]
-    right = {"divisor": d_k**0.5, "causal": causal}
-    variants = {
-        "missing-scaling": attend(queries, keys, values, **{**right, "divisor": None}),
-        "wrong-scaling": attend(queries, keys, values, **{**right, "divisor": float(d_k)}),
-        "softmax-wrong-dim": attend(queries, keys, values, **right, softmax_dim=-2),
-        "weights-swapped": attend(keys, queries, values, **right),
-    }
-    if causal:
-        variants["mask-not-causal"] = attend(queries, keys, values, divisor=d_k**0.5)
-        variants["mask-zero-instead-of-inf"] = attend(queries, keys, values, **right, fill=0.0)
-        variants["mask-includes-diagonal"] = attend(queries, keys, values, **right, first_masked_diagonal=0)
-    if d_k > 1:  # with d_k == 1, sqrt(d_k) == d_k: the variant would equal the right answer
-        return variants
-    return {hint: v for hint, v in variants.items() if hint != "wrong-scaling"}
+    return {name: w @ values for name, w in weight_variants(queries, keys, causal, d_in).items()}
 
 
 def linear(x: torch.Tensor, state: dict[str, torch.Tensor], name: str) -> torch.Tensor:
@@ -62,7 +93,7 @@ def linear(x: torch.Tensor, state: dict[str, torch.Tensor], name: str) -> torch.
 
 def multihead_variants(x: torch.Tensor, state: dict[str, torch.Tensor], num_heads: int) -> dict[str, torch.Tensor]:
     """Outputs of the usual mistakes in the weight-split MultiHeadAttention, for x (b, n, d_in)."""
-    b, n, _ = x.shape
+    b, n, d_in = x.shape
     q, k, v = (linear(x, state, name) for name in ("W_query", "W_key", "W_value"))
     d_out = q.shape[-1]
     head_dim = d_out // num_heads
@@ -78,14 +109,13 @@ def multihead_variants(x: torch.Tensor, state: dict[str, torch.Tensor], num_head
 
     right = {"divisor": head_dim**0.5, "causal": True}
     variants = {
-        "missing-out-proj": merge(attend(split(q), split(k), split(v), **right)),
-        "missing-scaling": project(merge(attend(split(q), split(k), split(v), divisor=None, causal=True))),
-        "mask-not-causal": project(merge(attend(split(q), split(k), split(v), divisor=head_dim**0.5))),
-        "mask-zero-instead-of-inf": project(merge(attend(split(q), split(k), split(v), **right, fill=0.0))),
-        "softmax-wrong-dim": project(merge(attend(split(q), split(k), split(v), **right, softmax_dim=-2))),
+        name: project(merge(weights @ split(v)))
+        for name, weights in weight_variants(split(q), split(k), causal=True, d_in=d_in).items()
     }
+    variants["missing-out-proj"] = merge(attend(split(q), split(k), split(v), **right))
     if num_heads > 1:
-        variants["wrong-scaling"] = project(merge(attend(split(q), split(k), split(v), divisor=d_out**0.5, causal=True)))
+        variants[f"wrong-scaling:{d_out**0.5:g}"] = project(merge(attend(split(q), split(k), split(v),
+                                                                         divisor=d_out**0.5, causal=True)))
 
         def split_without_transpose(t: torch.Tensor) -> torch.Tensor:
             return t.reshape(b, num_heads, n, head_dim)
@@ -93,4 +123,6 @@ def multihead_variants(x: torch.Tensor, state: dict[str, torch.Tensor], num_head
         # Heads split with view(b, num_heads, n, head_dim), merged back the book's way.
         flat = attend(split_without_transpose(q), split_without_transpose(k), split_without_transpose(v), **right)
         variants["heads-split-wrong"] = project(merge(flat))
+        # Heads split the book's way, merged back without transposing: tokens and heads mixed.
+        variants["heads-merged-wrong"] = project(attend(split(q), split(k), split(v), **right).reshape(b, n, d_out))
     return variants

@@ -63,11 +63,32 @@ def expect_close(
         return
     if callable(variants):
         variants = variants()
-    for hint, variant in (variants or {}).items():
-        if agrees(actual, variant):
-            raise CheckFailed(f"{what}: {problem}. It is exactly the result of this mistake: {catalog()[hint]['text']}", hint)
+    variant = proven_mistake(actual, expected, variants or {})
+    if variant is not None:
+        hint, _, divisor = variant.partition(":")
+        measured = f" (here the scores are divided by {divisor})" if divisor else ""
+        raise CheckFailed(f"{what}: {problem}. It is exactly the result of this mistake{measured}: "
+                          f"{catalog()[hint]['text']}", hint)
     shape_wrong = isinstance(actual, torch.Tensor) and tuple(actual.shape) != tuple(expected.shape)
     raise CheckFailed(f"{what}: {problem}", "wrong-shape" if shape_wrong else None)
+
+
+def proven_mistake(actual: object, expected: torch.Tensor, variants: Mapping[str, torch.Tensor]) -> str | None:
+    """The one mistake whose result ``actual`` equals, if this input tells that mistake apart.
+
+    ``variants`` are named by catalog id, optionally ``id:detail`` (one wrong divisor of several).
+    A variant that equals the right answer, or another mistake's variant, on this input proves
+    nothing: a learner matching it may have made either mistake (or none), so none is named then.
+    Returns the variant's name.
+    """
+    telling = {name: v for name, v in variants.items() if not agrees(v, expected)}
+    matched = [name for name, v in telling.items() if agrees(actual, v)]
+    if len({name.partition(":")[0] for name in matched}) != 1:
+        return None
+    name = matched[0]
+    hint = name.partition(":")[0]
+    alike = [other for other, v in telling.items() if other.partition(":")[0] != hint and agrees(v, telling[name])]
+    return None if alike else name
 
 
 def agrees(actual: object, candidate: torch.Tensor) -> bool:

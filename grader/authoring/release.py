@@ -31,7 +31,9 @@ GRADER_FILES = ["__init__.py", "__main__.py", "batch.py", "document_values.py", 
                 "sandbox.py", "session.py", "submission.py", "tensor_diff.py", "verdict.py"]
 CHECK_SUPPORT = ["__init__.py", "conftest.py", "pytest.ini", "support.py", "documented.py"]
 # Used by hidden checks: shipped only when a visible check imports them.
-OPTIONAL_MODULES = {"grader.diagnosis": "diagnosis.py", "grader.checks.causal": "checks/causal.py"}
+OPTIONAL_MODULES = {"grader.diagnosis": "diagnosis.py", "grader.checks.causal": "checks/causal.py",
+                    "grader.checks.attention_probe": "checks/attention_probe.py",
+                    "grader.checks.examples": "checks/examples.py"}
 
 
 def _is_hidden_check(node: ast.AST) -> bool:
@@ -121,9 +123,15 @@ def build_release(out: Path) -> Path:
         compile(text, f"test_stage{stage}.py", "exec")
         (grader / "checks" / f"test_stage{stage}.py").write_text(text, encoding="utf-8")
         checks_text += text
-    for module, name in OPTIONAL_MODULES.items():
-        if f"from {module} import" in checks_text:
-            shutil.copy2(REPO / "grader" / name, grader / name)
+    shipped: set[str] = set()
+    while True:  # what the visible checks import, and what that imports in turn
+        wanted = {m for m in OPTIONAL_MODULES if m not in shipped and f"from {m} import" in checks_text}
+        if not wanted:
+            break
+        for module in wanted:
+            shutil.copy2(REPO / "grader" / OPTIONAL_MODULES[module], grader / OPTIONAL_MODULES[module])
+            checks_text += (REPO / "grader" / OPTIONAL_MODULES[module]).read_text(encoding="utf-8")
+        shipped |= wanted
     (grader / "points.toml").write_text(_visible_points(), encoding="utf-8")
     for path in sorted(RELEASE_DIR.iterdir()):  # gitignore.release -> .gitignore
         shutil.copy2(path, out / (f".{path.stem}" if path.suffix == ".release" else path.name))

@@ -53,3 +53,23 @@ def attention(x: torch.Tensor, weights: dict[str, torch.Tensor], prefix: str = "
         return x @ weights[f"{prefix}{name}"]
 
     return F.scaled_dot_product_attention(project("W_query"), project("W_key"), project("W_value"), is_causal=causal)
+
+
+def output(cls: str, args: list, state: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    """What the documented ``cls(*args)`` holding ``state`` returns for ``x`` in evaluation mode."""
+    if cls == "SelfAttention_v1":
+        return attention(x, state)
+    if cls in ("SelfAttention_v2", "CausalAttention"):
+        return attention(x, state, causal=cls == "CausalAttention", transposed=True)
+    if cls != "MultiHeadAttention":
+        raise ValueError(f"no documented forward for {cls}")
+    b, n, _ = x.shape
+    num_heads = args[4]
+
+    def heads(name: str) -> torch.Tensor:  # (b, n, d_out) -> (b, heads, n, head_dim)
+        projected = x @ state[f"{name}.weight"].T + state.get(f"{name}.bias", 0)
+        return projected.view(b, n, num_heads, -1).transpose(1, 2)
+
+    context = F.scaled_dot_product_attention(heads("W_query"), heads("W_key"), heads("W_value"), is_causal=True)
+    merged = context.transpose(1, 2).reshape(b, n, -1)
+    return merged @ state["out_proj.weight"].T + state["out_proj.bias"]

@@ -6,10 +6,11 @@ import zlib
 import pytest
 import torch
 
+from grader.checks import documented
 from grader.checks.documented import DOCUMENTED
 from grader.document_values import document_values
 from grader.learner import LearnerFailure, LearnerWorkers
-from grader.verdict import CheckFailed, expect_close  # noqa: F401 - re-exported for the checks
+from grader.verdict import CheckFailed, agrees, expect_close  # noqa: F401 - re-exported for the checks
 from grader.runner.seeding import manual_seed
 
 
@@ -109,15 +110,41 @@ def reference_output(module_class, args: list, state: dict, x: torch.Tensor) -> 
         return module(x)
 
 
-def init_order_hint(learner: LearnerWorkers, stage: int, cls: str, args: list, seed: int) -> str | None:
-    """param-init-order when the learner drew the documented random numbers, but arranged otherwise."""
+def init_order_hint(learner: LearnerWorkers, stage: int, cls: str, args: list, seed: int,
+                    maths_checked: bool = False) -> str | None:
+    """param-init-order or wrong-random-init, when proven.
+
+    Proven means: with the documented weights injected, the learner's module computes what the
+    documented one does (or the caller has checked its maths: ``maths_checked``), while its own
+    seeded weights are the documented random numbers arranged otherwise (param-init-order), or
+    the numbers torch.randn draws in their place (wrong-random-init).
+    """
     try:
         learner_state = build(learner, stage, cls, args, seed=seed, return_state=True)["state"]
     except LearnerFailure:
         return None  # no diagnosis possible: the check's own failure stands
-    expected = reference_state(DOCUMENTED[cls], args, seed)
-    same_place = all(k in learner_state and torch.equal(learner_state[k], v) for k, v in expected.items())
-    return "param-init-order" if not same_place and _draws(learner_state) == _draws(expected) else None
+    expected = parameters_only(reference_state(DOCUMENTED[cls], args, seed))
+    if all(k in learner_state and torch.equal(learner_state[k], v) for k, v in expected.items()):
+        return None  # the weights are the documented ones: whatever differs lies elsewhere
+    if not maths_checked and not _computes_as_documented(learner, stage, cls, args, expected):
+        return None
+    if _draws(learner_state) == _draws(expected):
+        return "param-init-order"
+    manual_seed(seed)
+    drawn_normal = {name: torch.randn(value.shape) for name, value in expected.items()}
+    return "wrong-random-init" if _draws(learner_state) == _draws(drawn_normal) else None
+
+
+def _computes_as_documented(learner: LearnerWorkers, stage: int, cls: str, args: list, state: dict) -> bool:
+    """The learner's ``cls(*args)`` holding ``state`` returns the documented output on a probe input."""
+    d_in = args[0]
+    x = torch.rand(2, min(args[2], 5), d_in, generator=generator("maths")) if len(args) > 2 else \
+        torch.rand(5, d_in, generator=generator("maths"))
+    try:
+        reply = build(learner, stage, cls, args, state=state, inputs=[x])
+    except LearnerFailure:
+        return False
+    return not reply["rejected"] and agrees(reply["outputs"][0], documented.output(cls, args, state, x))
 
 
 def _draws(state: dict) -> list[float]:

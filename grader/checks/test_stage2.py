@@ -2,6 +2,8 @@
 
 import torch
 
+from grader.checks.attention_probe import expect_attention, showing_attention
+from grader.checks.examples import expect_seeded_values_explained
 from grader.checks.shortcut import expect_attention_by_hand
 from grader.checks.support import (
     CheckFailed,
@@ -10,7 +12,6 @@ from grader.checks.support import (
     check,
     expect_close,
     expect_input_dependent,
-    expect_seeded_module_values,
     generator,
     reference_output,
     reference_state,
@@ -36,12 +37,12 @@ V2_VALUES = [
 
 @check("document.SelfAttention_v1", visible=True, target="SelfAttention_v1")
 def test_document_self_attention_v1(learner):
-    expect_seeded_module_values(learner, STAGE, V1_VALUES, "SelfAttention_v1", [3, 2], seed=123)
+    expect_seeded_values_explained(learner, STAGE, V1_VALUES, "SelfAttention_v1", [3, 2], seed=123)
 
 
 @check("document.SelfAttention_v2", visible=True, target="SelfAttention_v2")
 def test_document_self_attention_v2(learner):
-    expect_seeded_module_values(learner, STAGE, V2_VALUES, "SelfAttention_v2", [3, 2], seed=789)
+    expect_seeded_values_explained(learner, STAGE, V2_VALUES, "SelfAttention_v2", [3, 2], seed=789)
 
 
 def _projections(state: dict, x: torch.Tensor, linear: bool) -> list[torch.Tensor]:
@@ -59,8 +60,9 @@ def _random_check(learner, reference, cls: str, linear: bool) -> None:
         reply = build_with_weights(learner, STAGE, cls, args, state, inputs=[x])
         outputs.append(reply["outputs"][0])
         expected = reference_output(reference.name(cls), args, state, x)
-        expect_close(outputs[-1], expected, f"{cls}{tuple(args)} on {num_tokens} token(s)",
-                     lambda: single_head_variants(*_projections(state, x, linear), causal=False))
+        with showing_attention(learner, STAGE, cls):
+            expect_close(outputs[-1], expected, f"{cls}{tuple(args)} on {num_tokens} token(s)",
+                         lambda: single_head_variants(*_projections(state, x, linear), causal=False, d_in=d_in))
     expect_input_dependent(outputs[2:], cls)
 
 
@@ -76,35 +78,23 @@ def test_random_self_attention_v2(learner, reference):
 
 @check("property.attention_rows")
 def test_attention_weights_are_distributions(learner):
-    """With x = I and W_value = I a module returns its own attention weights: rows must sum to 1."""
-    n = 5
+    """Each module's attention weights, read with one-hot tokens and W_value = I, are the expected ones."""
     rng = generator("property.attention_rows")
-    eye = torch.eye(n)
-    cases = {
-        "SelfAttention_v1": {"W_query": torch.randn(n, n, generator=rng), "W_key": torch.randn(n, n, generator=rng),
-                             "W_value": eye},
-        "SelfAttention_v2": {"W_query.weight": torch.randn(n, n, generator=rng),
-                             "W_key.weight": torch.randn(n, n, generator=rng), "W_value.weight": eye},
-    }
-    for cls, state in cases.items():
-        weights = build(learner, STAGE, cls, [n, n], state=state, inputs=[eye])["outputs"][0]
-        if not isinstance(weights, torch.Tensor) or weights.shape != (n, n):
-            raise CheckFailed(f"{cls} on 5 tokens of size 5 gave no (5, 5) result", "wrong-shape")
-        if (weights < 0).any():
-            raise CheckFailed(f"{cls}: an attention weight is negative", "softmax-not-exponentiated")
-        expect_close(weights.sum(dim=-1), torch.ones(n), f"{cls}: the sum of each row of attention weights",
-                     variants={"softmax-wrong-dim": weights.sum(dim=0)})
+    for cls in ("SelfAttention_v1", "SelfAttention_v2"):
+        expect_attention(learner, STAGE, cls, n=5, heads=1, rng=rng)
 
 
 @check("structure.SelfAttention_v1")
 def test_structure_v1(learner):
     shape = build(learner, STAGE, "SelfAttention_v1", [4, 3])["structure"]
     if shape["direct_parameters"] != list(NAMES) or shape["modules"]:
+        plain = [name for name in NAMES if name in shape["plain_tensors"]]
+        hint = ("not-parameters" if plain else
+                "param-init-order" if sorted(shape["direct_parameters"]) == sorted(NAMES) and not shape["modules"] else None)
         raise CheckFailed(
             "SelfAttention_v1 should hold exactly three nn.Parameter named W_query, W_key, W_value, created in that "
-            f"order; it holds parameters {shape['direct_parameters']} and modules {shape['modules']}",
-            "param-init-order" if sorted(shape["direct_parameters"]) == sorted(NAMES) else None,
-        )
+            f"order; it holds parameters {shape['direct_parameters']} and modules {shape['modules']}"
+            + (f", and plain tensors {plain}" if plain else ""), hint)
     wrong = [(n, s) for n, s in shape["parameters"] if s != [4, 3]]
     if wrong:
         raise CheckFailed(f"SelfAttention_v1(4, 3): each weight should have shape (d_in, d_out) = (4, 3); got {wrong}",
@@ -120,8 +110,12 @@ def test_structure_v2(learner):
                               f"in that order; it holds {shape['modules']}")
         expected = [[f"{n}.{p}", s] for n in NAMES for p, s in (("weight", [3, 4]), ("bias", [3])) if p == "weight" or bias]
         if shape["parameters"] != expected:
+            held = [name for name, _ in shape["parameters"]]
+            with_bias = [[f"{n}.{p}", s] for n in NAMES for p, s in (("weight", [3, 4]), ("bias", [3]))]
+            hint = ("qkv-bias-ignored" if not bias and shape["parameters"] == with_bias else
+                    "wrong-shape" if held == [name for name, _ in expected] else None)
             raise CheckFailed(f"SelfAttention_v2(4, 3, qkv_bias={bias}) should hold {expected}; "
-                              f"it holds {shape['parameters']}", "wrong-shape")
+                              f"it holds {shape['parameters']}", hint)
 
 
 def _shortcut_check(learner, learner_source, reference, cls: str) -> None:

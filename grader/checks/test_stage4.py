@@ -2,7 +2,9 @@
 
 import torch
 
+from grader.checks.attention_probe import showing_attention
 from grader.checks.causal import expect_causal_and_independent, expect_dropout_on_weights, run_injected
+from grader.checks.examples import expect_example, expect_seeded_values_explained
 from grader.checks.shortcut import expect_attention_by_hand
 from grader.checks.support import (
     CheckFailed,
@@ -12,7 +14,6 @@ from grader.checks.support import (
     expect_close,
     expect_document_values,
     expect_input_dependent,
-    expect_seeded_module_values,
     generator,
 )
 from grader.diagnosis import linear, single_head_variants
@@ -39,9 +40,14 @@ def test_document_causal_softmax(learner, device):
 
 @check("document.CausalAttention", visible=True, target="CausalAttention")
 def test_document_causal_attention(learner):
-    expect_seeded_module_values(learner, STAGE, ["stage4.causal_attention_output",
-                                                 "stage4.once_upon_causal_attention_output"],
-                                "CausalAttention", [3, 2, 6, 0.0], seed=123)
+    expect_seeded_values_explained(learner, STAGE, ["stage4.causal_attention_output",
+                                                    "stage4.once_upon_causal_attention_output"],
+                                   "CausalAttention", [3, 2, 6, 0.0], seed=123)
+
+
+@check("example.CausalAttention", visible=True, target="CausalAttention")
+def test_example_causal_attention(learner):
+    expect_example(learner, STAGE, "CausalAttention")
 
 
 def _causal_weights(rng: torch.Generator) -> list[torch.Tensor]:
@@ -93,8 +99,10 @@ def test_random_causal_attention(learner, reference):
         x = torch.rand(b, n, d_in, generator=rng)
         actual, expected, state = run_injected(learner, reference, STAGE, "CausalAttention", args, 8000 + index, x)
         outputs.append(actual)
-        expect_close(actual, expected, f"CausalAttention{tuple(args)} on a {(b, n, d_in)} batch",
-                     lambda: single_head_variants(*(linear(x, state, name) for name in PROJECTIONS), causal=True))
+        with showing_attention(learner, STAGE, "CausalAttention"):
+            expect_close(actual, expected, f"CausalAttention{tuple(args)} on a {(b, n, d_in)} batch",
+                         lambda: single_head_variants(*(linear(x, state, name) for name in PROJECTIONS), causal=True,
+                                                      d_in=d_in))
 
 
 @check("property.causal", target="CausalAttention")

@@ -8,6 +8,8 @@ stage 4 costs nothing here.
 import torch
 
 from grader.checks import documented
+from grader.checks.attention_probe import showing_attention
+from grader.checks.examples import expect_example, explain_with_example
 from grader.checks.causal import expect_causal_and_independent, run_injected
 from grader.checks.shortcut import expect_attention_by_hand
 from grader.checks.support import (
@@ -56,7 +58,7 @@ def test_document_wrapper(learner):
     if not all(k in learner_state and torch.equal(learner_state[k], v) for k, v in expected_state.items()):
         raise CheckFailed("with torch.manual_seed(123) the heads' weights are not the book's: build the heads in a "
                           "list comprehension, CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) each",
-                          init_order_hint(learner, STAGE, WRAPPER, args, 123))
+                          init_order_hint(learner, STAGE, WRAPPER, args, 123, maths_checked=True))
     # The heads hold the book's weights and are concatenated in order: what the book prints follows.
     batch = journey_batch(torch.device("cpu"))
     output = torch.cat([documented.attention(batch, learner_state, f"heads.{h}.", causal=True, transposed=True)
@@ -79,7 +81,14 @@ def test_document_multihead(learner):
                               "which divides by sqrt(d_out) instead of sqrt(head_dim) (see docs/errata.md)",
                               "wrong-scaling") from None
         hint = init_order_hint(learner, STAGE, "MultiHeadAttention", [3, 2, 6, 0.0, 2], 123)
-        raise CheckFailed(failed.message, hint) from None
+        if hint is not None:
+            raise CheckFailed(failed.message, hint) from None
+        explain_with_example(learner, STAGE, "MultiHeadAttention", failed)
+
+
+@check("example.MultiHeadAttention", visible=True, target="MultiHeadAttention")
+def test_example_multihead(learner):
+    expect_example(learner, STAGE, "MultiHeadAttention")
 
 
 @check("random.MultiHeadAttentionWrapper", target=WRAPPER)
@@ -101,8 +110,9 @@ def test_random_multihead(learner, reference):
         args = [d_in, d_out, context_length, 0.0, num_heads]
         x = torch.rand(b, n, d_in, generator=rng)
         actual, expected, state = run_injected(learner, reference, STAGE, "MultiHeadAttention", args, 9000 + index, x)
-        expect_close(actual, expected, f"MultiHeadAttention{tuple(args)} on a {(b, n, d_in)} batch",
-                     lambda: multihead_variants(x, state, num_heads))
+        with showing_attention(learner, STAGE, "MultiHeadAttention", heads=num_heads):
+            expect_close(actual, expected, f"MultiHeadAttention{tuple(args)} on a {(b, n, d_in)} batch",
+                         lambda: multihead_variants(x, state, num_heads))
 
 
 @check("property.MultiHeadAttention", target="MultiHeadAttention")

@@ -56,7 +56,8 @@ def call(impl: Implementation, device: str, function: str, args: list, record: b
     args = [_to(device, a) for a in args]
     with torch.no_grad(), recording(record) as seen:
         result = target(*args)
-    return {"result": learner_value(result), "ops": sorted(seen)}
+    # The arguments as the call left them: the judge compares them with what it sent.
+    return {"result": learner_value(result), "ops": sorted(seen), "args_after": [learner_value(a) for a in args]}
 
 
 @probe
@@ -74,8 +75,13 @@ def module(
     record: bool = False,
     heads: bool = False,
     return_state: bool = False,
+    on_meta: bool = False,
 ) -> dict:
-    """Build a learner module, inject weights, run forward on each input ``repeat`` times."""
+    """Build a learner module, inject weights, run forward on each input ``repeat`` times.
+
+    ``on_meta``: also move the module to the meta device and run it on a meta copy of the first
+    input; a tensor made inside forward on a fixed device then meets meta tensors and torch says so.
+    """
     if seed is not None:
         manual_seed(seed)
     built = impl.name(cls)(*args, **(kwargs or {}))
@@ -96,7 +102,21 @@ def module(
             if heads:
                 head_outputs.append([learner_value(head(x)) for head in built.heads])
     report.update(outputs=outputs, head_outputs=head_outputs, ops=sorted(seen))
+    if on_meta and inputs:
+        report["meta_error"] = _meta_error(built, inputs[0])
     return report
+
+
+def _meta_error(built: nn.Module, x: torch.Tensor) -> str | None:
+    """What torch raised when ``built`` ran on the meta device, if anything."""
+    try:
+        with torch.no_grad():
+            built.to("meta")(x.to("meta"))
+    except NotImplementedError:
+        raise
+    except Exception as error:
+        return f"{type(error).__name__}: {error}"[:300]
+    return None
 
 
 def structure(built: nn.Module) -> dict:
@@ -107,6 +127,10 @@ def structure(built: nn.Module) -> dict:
         "buffers": [[name, list(b.shape)] for name, b in built.named_buffers()],
         "modules": [[name, type(m).__name__] for name, m in built.named_modules() if name],
         "state_dict": list(built.state_dict().keys()),
+        # Tensors held as plain attributes: neither parameters nor buffers, so .to() leaves them.
+        "plain_tensors": [name for name, value in vars(built).items() if isinstance(value, torch.Tensor)],
+        "dropout_p": {name: float(m.p) for name, m in built.named_modules() if isinstance(m, nn.Dropout)
+                      and isinstance(m.p, (int, float))},
         "attributes": {
             name: getattr(built, name)
             for name in ("d_out", "num_heads", "head_dim")

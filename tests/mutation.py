@@ -1,0 +1,131 @@
+"""The mutation suite: learner-style mistakes graded as a class, and what the grader said of each.
+
+    python -m tests.mutation [--visible-only]      # prints caught / named / misnamed
+
+A mutant is *caught* when its own stage loses points, *named* when a failed check of that stage
+carries a hint from its truthful set, and *misnamed* when any failed check carries a hint outside
+that set: a hint that would send the learner to fix what they did right.
+"""
+
+import argparse
+import json
+import tempfile
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from tests.conftest import REPO
+from tests.grading import batch, learner_copy
+
+MUTANTS = tomllib.loads((REPO / "tests" / "mutants.toml").read_text())["mutant"]
+ALTERNATIVES = tomllib.loads((REPO / "tests" / "alternatives.toml").read_text())["alternative"]
+
+
+def truthful(mutant: dict) -> set[str]:
+    """The hint ids true of ``mutant``: listed, or (older entries) the one hint it must carry."""
+    return set(mutant.get("truthful", [mutant["hint"]] if "hint" in mutant else []))
+
+
+def nameable(mutant: dict) -> bool:
+    return mutant.get("nameable", bool(truthful(mutant)))
+
+
+def runnable(mutant: dict) -> bool:
+    return not mutant.get("needs_cuda") or torch.cuda.is_available()
+
+
+@dataclass
+class Verdict:
+    """What the grader said of one mutant."""
+
+    mutant: dict
+    report: dict
+
+    def _stage(self, number: int) -> dict:
+        return next(s for s in self.report["stages"] if s["id"] == f"stage{number}")
+
+    @property
+    def hints(self) -> set[str]:
+        """The hints of the failed checks of the mutant's own stage."""
+        return {c["hint"] for c in self._stage(self.mutant["stage"])["checks"] if c["status"] != "passed" and c["hint"]}
+
+    @property
+    def caught(self) -> bool:
+        stage = self._stage(self.mutant["stage"])
+        return stage["score"] < stage["max_score"]
+
+    @property
+    def leaked(self) -> list[int]:
+        """Other stages that lost points: the mistake must cost points where it is made only."""
+        return [int(s["id"].removeprefix("stage")) for s in self.report["stages"]
+                if s["id"] != f"stage{self.mutant['stage']}" and s["score"] < s["max_score"]]
+
+    @property
+    def wrong_hints(self) -> set[str]:
+        others = {c["hint"] for s in self.report["stages"] if s["id"] != f"stage{self.mutant['stage']}"
+                  for c in s["checks"] if c["status"] != "passed" and c["hint"]}
+        return (self.hints - truthful(self.mutant)) | others
+
+    @property
+    def named(self) -> bool:
+        return bool(self.hints & truthful(self.mutant))
+
+
+def grade_mutants(folder: Path, *options: str, mutants: list[dict] = MUTANTS) -> list[Verdict]:
+    """Every runnable mutant as one student of a class, graded in one batch."""
+    chosen = [m for m in mutants if runnable(m)]
+    for index, mutant in enumerate(chosen):
+        learner_copy(folder / "class" / f"mutant-{index:03d}", mutant)
+    batch(folder / "class", folder / "out", "--timeout", "2", *options)
+    return [Verdict(m, json.loads((folder / "out" / f"mutant-{i:03d}.json").read_text())) for i, m in enumerate(chosen)]
+
+
+@dataclass
+class Figures:
+    mutants: int
+    nameable: int
+    caught: int
+    named: int
+    misnamed: int
+
+    def line(self, view: str) -> str:
+        def share(n: int, of: int) -> str:
+            return f"{n}/{of} ({100 * n / of:.0f} %)" if of else "0/0"
+
+        return (f"{view}: caught {share(self.caught, self.mutants)}, named {share(self.named, self.nameable)} of "
+                f"nameable, misnamed {share(self.misnamed, self.mutants)}")
+
+
+def figures(verdicts: list[Verdict]) -> Figures:
+    return Figures(
+        mutants=len(verdicts),
+        nameable=sum(nameable(v.mutant) for v in verdicts),
+        caught=sum(v.caught for v in verdicts),
+        named=sum(v.named for v in verdicts if nameable(v.mutant)),
+        misnamed=sum(bool(v.wrong_hints) for v in verdicts),
+    )
+
+
+def describe(verdict: Verdict) -> str:
+    m = verdict.mutant
+    what = m.get("what") or m.get("hint")
+    return (f"stage {m['stage']} {what!r}: caught={verdict.caught} hints={sorted(verdict.hints)} "
+            f"truthful={sorted(truthful(m))} wrong={sorted(verdict.wrong_hints)} leaked={verdict.leaked}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--visible-only", action="store_true", help="the release's view: visible checks only")
+    parser.add_argument("--verbose", action="store_true", help="one line per mutant")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        verdicts = grade_mutants(Path(folder), *(["--visible-only"] if args.visible_only else []))
+    if args.verbose:
+        print("\n".join(describe(v) for v in verdicts))
+    print(figures(verdicts).line("release view" if args.visible_only else "full grader"))
+
+
+if __name__ == "__main__":
+    main()
