@@ -13,26 +13,47 @@ from grader.checks.support import (
     reference_state,
 )
 from grader.learner import LearnerFailure
+from grader.verdict import agrees, proven_mistake
 
 
 SHAPE_ERRORS = ("size of tensor", "must match", "doesn't match the broadcast shape")
 
 
-def raise_if_mask_not_truncated(failure: LearnerFailure, cls: str, args: list, num_tokens: int) -> None:
-    """A shape error on fewer tokens than context_length is the full-size mask meeting small scores."""
-    context_length = args[2]
-    if failure.kind == "exception" and num_tokens < context_length and any(e in failure.message for e in SHAPE_ERRORS):
-        raise CheckFailed(f"{cls}{tuple(args)} on {num_tokens} tokens (fewer than context_length {context_length}) "
-                          f"raised {failure}", "mask-not-truncated") from None
-
-
 def build_causal(learner, stage: int, cls: str, args: list, state: dict, inputs: list, **options) -> dict:
-    """build_with_weights, naming the mask that was not cut to the number of tokens."""
+    """build_with_weights, naming the mask that was not cut to the number of tokens.
+
+    Named only when proven: a shape error on fewer tokens than context_length, while the same
+    module runs on exactly context_length tokens.
+    """
     try:
         return build_with_weights(learner, stage, cls, args, state, inputs=inputs, **options)
     except LearnerFailure as failure:
-        raise_if_mask_not_truncated(failure, cls, args, inputs[0].shape[1])
+        b, num_tokens, d_in = inputs[0].shape
+        context_length = args[2]
+        shape_error = failure.kind == "exception" and any(e in failure.message for e in SHAPE_ERRORS)
+        if shape_error and num_tokens < context_length:
+            full = torch.rand(b, context_length, d_in, generator=generator("full context"))
+            try:
+                build_with_weights(learner, stage, cls, args, state, inputs=[full])
+            except LearnerFailure:
+                raise failure from None
+            raise CheckFailed(f"{cls}{tuple(args)} on {num_tokens} tokens (fewer than context_length "
+                              f"{context_length}) raised {failure}, and runs on {context_length} tokens",
+                              "mask-not-truncated") from None
         raise
+
+
+def device_hint(reply: dict, cls: str) -> CheckFailed | None:
+    """The failure a module's forward proves: a tensor made on a fixed device meets the module's own."""
+    operation = reply.get("fixed_device_use")
+    if operation is None:
+        return None
+    plain = reply["structure"]["plain_tensors"]
+    if plain:
+        return CheckFailed(f"{cls} keeps {plain} as plain tensor attributes, which .to(device) does not move",
+                           "mask-not-buffer")
+    return CheckFailed(f"{cls}.forward makes a tensor without a device and combines it with the module's tensors "
+                       f"({operation}): on a GPU that fails", "fixed-device")
 
 
 def run_injected(learner, reference, stage: int, cls: str, args: list, seed: int, x: torch.Tensor, **options):
@@ -42,8 +63,11 @@ def run_injected(learner, reference, stage: int, cls: str, args: list, seed: int
     return reply["outputs"][0], reference_output(reference.name(cls), args, state, x), state
 
 
-def expect_causal_and_independent(learner, reference, stage: int, cls: str, args: list) -> None:
-    """Later tokens never change earlier outputs; batch items never change each other; eval repeats."""
+def expect_causal_and_independent(learner, reference, stage: int, cls: str, args: list, variants_for) -> None:
+    """Later tokens never change earlier outputs; batch items never change each other; eval repeats.
+
+    ``variants_for(x, state)``: the outputs of known mistakes, to name the one an output proves.
+    """
     rng = generator(f"property.causal.{cls}")
     state = parameters_only(reference_state(reference.name(cls), args, seed=7000))
     x = torch.rand(3, 7, args[0], generator=rng)
@@ -57,12 +81,25 @@ def expect_causal_and_independent(learner, reference, stage: int, cls: str, args
         if not isinstance(output, torch.Tensor) or output.shape[:2] != (3, 7):
             raise CheckFailed(f"{cls} on a (3, 7, {args[0]}) batch returned no (3, 7, ...) tensor", "wrong-shape")
     if not torch.equal(first, again):
-        raise CheckFailed(f"{cls} in eval mode gave two different outputs for the same input", "dropout-in-eval")
+        raise CheckFailed(f"{cls} in eval mode gave two different outputs for the same input",
+                          _dropout_in_eval(learner, stage, cls, args, state, x))
     try:
         expect_close(with_later[:, :4], first[:, :4], f"{cls}: outputs of tokens 1-4 after changing tokens 5-7")
-    except CheckFailed as failed:  # earlier outputs that move with later tokens: the mask lets them through
-        raise CheckFailed(failed.message, "mask-not-causal") from None
+    except CheckFailed as failed:  # earlier outputs that move with later tokens: named when the output proves it
+        expected = reference_output(reference.name(cls), args, state, x)
+        proven = proven_mistake(first, expected, variants_for(x, state))
+        raise CheckFailed(failed.message, proven and proven.partition(":")[0]) from None
     expect_close(with_other[[0, 2]], first[[0, 2]], f"{cls}: batch items 1 and 3 after changing item 2")
+
+
+def _dropout_in_eval(learner, stage: int, cls: str, args: list, state: dict, x: torch.Tensor) -> str | None:
+    """dropout-in-eval when the same module with dropout=0 repeats itself in eval mode: the dropout did it."""
+    without = [*args[:3], 0.0, *args[4:]]
+    try:
+        outputs = build_causal(learner, stage, cls, without, state, [x], repeat=2)["outputs"]
+    except LearnerFailure:
+        return None
+    return "dropout-in-eval" if all(isinstance(o, torch.Tensor) for o in outputs) and torch.equal(*outputs) else None
 
 
 def expect_dropout_on_weights(learner, stage: int, cls: str, args_for, state_for) -> None:
@@ -74,6 +111,14 @@ def expect_dropout_on_weights(learner, stage: int, cls: str, args_for, state_for
     """
     n, p = 40, 0.5
     eye = torch.eye(n).expand(4, n, n).contiguous()
+    allowed = torch.ones(n, n, dtype=torch.bool).tril().expand(4, n, n)
+    uniform = (1.0 / torch.arange(1, n + 1, dtype=torch.float64)).view(n, 1).expand(n, n)
+    # The probe's assumption, checked first: in eval mode it reads the weights, 1/(i+1) on tokens 1..i+1.
+    evaluated = build(learner, stage, cls, args_for(n, n), state=state_for(n, n, torch.eye(n)), inputs=[eye])
+    if not agrees(evaluated["outputs"][0], uniform.tril().expand(4, n, n)):
+        raise CheckFailed(f"{cls}: with W_query = W_key = 0, W_value = I and one-hot tokens, eval mode should return "
+                          f"the attention weights (1/1, 1/2, ... on each row's tokens so far); it does not, so where "
+                          "dropout acts cannot be measured")
     weights = build(learner, stage, cls, args_for(n, n), state=state_for(n, n, torch.eye(n)), inputs=[eye], train=True)
     revealed = weights["outputs"][0]
     if not isinstance(revealed, torch.Tensor) or revealed.shape != (4, n, n):
@@ -81,13 +126,14 @@ def expect_dropout_on_weights(learner, stage: int, cls: str, args_for, state_for
                           "wrong-shape")
     if revealed.triu(diagonal=1).abs().max() > 0:
         raise CheckFailed(f"{cls} in training mode attends to later tokens", "mask-not-causal")
-    allowed = torch.ones(n, n, dtype=torch.bool).tril().expand(4, n, n)
-    uniform = (1.0 / torch.arange(1, n + 1, dtype=torch.float64)).view(n, 1).expand(n, n)
     kept = revealed.double()[allowed] != 0
     dropped = 1 - kept.double().mean().item()
     if dropped < 0.01:
-        raise CheckFailed(f"{cls} with dropout={p} in training mode dropped no attention weight: apply self.dropout "
-                          "to the attention weights", "dropout-wrong-place")
+        changed = not agrees(revealed, uniform.tril().expand(4, n, n))
+        raise CheckFailed(f"{cls} with dropout={p} in training mode dropped no attention weight"
+                          + (": dropout acted before the weights were made (a dropped score still gets a weight)"
+                             if changed else ", and gave what eval mode gives: apply self.dropout to the attention "
+                             "weights"), "dropout-wrong-place" if changed else None)
     if abs(dropped - p) > 0.05:
         raise CheckFailed(f"{cls} with dropout={p} dropped {dropped:.1%} of the attention weights, expected about {p:.0%}")
     scaled = (uniform.expand(4, n, n)[allowed] / (1 - p))[kept]

@@ -3,7 +3,7 @@
 import torch
 
 from grader.checks.attention_probe import showing_attention
-from grader.checks.causal import expect_causal_and_independent, expect_dropout_on_weights, run_injected
+from grader.checks.causal import device_hint, expect_causal_and_independent, expect_dropout_on_weights, run_injected
 from grader.checks.examples import expect_example, expect_seeded_values_explained
 from grader.checks.shortcut import expect_attention_by_hand
 from grader.checks.support import (
@@ -107,7 +107,8 @@ def test_random_causal_attention(learner, reference):
 
 @check("property.causal", target="CausalAttention")
 def test_causal_attention_properties(learner, reference):
-    expect_causal_and_independent(learner, reference, STAGE, "CausalAttention", [5, 4, 10, 0.5])
+    expect_causal_and_independent(learner, reference, STAGE, "CausalAttention", [5, 4, 10, 0.5],
+                                  lambda x, state: single_head_variants(*(linear(x, state, name) for name in PROJECTIONS), causal=True))
 
 
 @check("property.dropout", target="CausalAttention")
@@ -122,11 +123,14 @@ def test_causal_attention_dropout(learner):
 
 @check("structure.CausalAttention", target="CausalAttention")
 def test_causal_attention_structure(learner, device):
-    reply = build(learner, STAGE, "CausalAttention", [4, 3, 6, 0.1])
+    reply = build(learner, STAGE, "CausalAttention", [4, 3, 6, 0.1], device_input=torch.rand(2, 5, 4))
     shape = reply["structure"]
     linears = [m for m in shape["modules"] if m[1] == "Linear"]
     if linears != [["W_query", "Linear"], ["W_key", "Linear"], ["W_value", "Linear"]]:
         raise CheckFailed(f"CausalAttention should hold nn.Linear W_query, W_key, W_value in that order; it holds {linears}")
+    biases = [name for name, _ in shape["parameters"] if name.endswith(".bias")]
+    if biases:
+        raise CheckFailed(f"CausalAttention(4, 3, 6, 0.1) (qkv_bias=False) holds the biases {biases}", "qkv-bias-ignored")
     if ["dropout", "Dropout"] not in shape["modules"]:
         raise CheckFailed("CausalAttention should hold its nn.Dropout as self.dropout")
     if ["mask", [6, 6]] not in shape["buffers"] or "mask" not in shape["state_dict"]:
@@ -134,6 +138,9 @@ def test_causal_attention_structure(learner, device):
                           f"its buffers are {shape['buffers']}", "mask-not-buffer")
     if not reply["buffers_on"]["mask"].startswith(device):
         raise CheckFailed(f"after .to('{device}') the mask is on {reply['buffers_on']['mask']}", "mask-not-buffer")
+    moved = device_hint(reply, "CausalAttention")
+    if moved is not None:
+        raise moved
 
 
 @check("shortcut.CausalAttention", target="CausalAttention")

@@ -10,7 +10,7 @@ import torch
 from grader.checks import documented
 from grader.checks.attention_probe import showing_attention
 from grader.checks.examples import expect_example, explain_with_example
-from grader.checks.causal import expect_causal_and_independent, run_injected
+from grader.checks.causal import device_hint, expect_causal_and_independent, expect_dropout_on_weights, run_injected
 from grader.checks.shortcut import expect_attention_by_hand
 from grader.checks.support import (
     CheckFailed,
@@ -100,7 +100,7 @@ def test_random_wrapper(learner):
         output = expect_concatenated_heads(reply, f"MultiHeadAttentionWrapper{tuple(args)}", num_heads)
         if tuple(output.shape) != (b, n, num_heads * d_out):
             raise CheckFailed(f"MultiHeadAttentionWrapper{tuple(args)}: expected shape {(b, n, num_heads * d_out)}, "
-                              f"got {tuple(output.shape)}", "wrapper-concat-dim")
+                              f"got {tuple(output.shape)}", "wrong-shape")
 
 
 @check("random.MultiHeadAttention", target="MultiHeadAttention")
@@ -117,28 +117,58 @@ def test_random_multihead(learner, reference):
 
 @check("property.MultiHeadAttention", target="MultiHeadAttention")
 def test_multihead_properties(learner, reference):
-    expect_causal_and_independent(learner, reference, STAGE, "MultiHeadAttention", [5, 6, 10, 0.5, 3])
+    expect_causal_and_independent(learner, reference, STAGE, "MultiHeadAttention", [5, 6, 10, 0.5, 3],
+                                  lambda x, state: multihead_variants(x, state, 3))
+
+
+@check("property.multihead_dropout", target="MultiHeadAttention")
+def test_multihead_dropout(learner):
+    expect_dropout_on_weights(
+        learner, STAGE, "MultiHeadAttention",
+        args_for=lambda n, d_out: [n, d_out, n, 0.5, 1],
+        state_for=lambda n, d_out, value: {"W_query.weight": torch.zeros(d_out, n), "W_key.weight": torch.zeros(d_out, n),
+                                           "W_value.weight": value, "out_proj.weight": torch.eye(d_out),
+                                           "out_proj.bias": torch.zeros(d_out)},
+    )  # fmt: skip
 
 
 @check("structure.MultiHeadAttentionWrapper", target=WRAPPER)
 def test_wrapper_structure(learner):
-    shape = build(learner, STAGE, WRAPPER, [3, 2, 6, 0.0, 3])["structure"]
+    shape = build(learner, STAGE, WRAPPER, [3, 4, 6, 0.5, 2])["structure"]
     top = [m for m in shape["modules"] if "." not in m[0]]
     heads = [m for m in shape["modules"] if m[0].count(".") == 1 and m[0].startswith("heads.")]
-    if top != [["heads", "ModuleList"]] or len(heads) != 3:
-        raise CheckFailed(f"MultiHeadAttentionWrapper(..., num_heads=3) should hold one nn.ModuleList named heads "
-                          f"with 3 heads; it holds {top} with {len(heads)} heads")
+    if top != [["heads", "ModuleList"]] or len(heads) != 2:
+        raise CheckFailed(f"MultiHeadAttentionWrapper(..., num_heads=2) should hold one nn.ModuleList named heads "
+                          f"with 2 heads; it holds {top} with {len(heads)} heads")
+    parameters = dict((name, size) for name, size in shape["parameters"])
+    size = parameters.get("heads.0.W_query.weight")
+    if size is not None and size != [4, 3]:
+        raise CheckFailed(f"MultiHeadAttentionWrapper(3, 4, 6, 0.5, num_heads=2): each head's W_query should be "
+                          f"nn.Linear(3, 4), weight (4, 3); it is {tuple(size)}",
+                          "wrapper-head-size" if size == [2, 3] else None)
+    biased = "heads.0.W_query.bias" in parameters
+    dropout = shape["dropout_p"].get("heads.0.dropout")
+    if biased or dropout != 0.5:
+        swapped = biased and dropout == 0.0
+        raise CheckFailed(f"MultiHeadAttentionWrapper(3, 4, 6, dropout=0.5, num_heads=2, qkv_bias=False): its heads "
+                          f"should have dropout 0.5 and no bias; head 1 has dropout {dropout} and "
+                          f"{'a' if biased else 'no'} bias", "arguments-swapped" if swapped else None)
 
 
 @check("structure.MultiHeadAttention", target="MultiHeadAttention")
 def test_multihead_structure(learner):
-    shape = build(learner, STAGE, "MultiHeadAttention", [4, 6, 5, 0.1, 3])["structure"]
+    reply = build(learner, STAGE, "MultiHeadAttention", [4, 6, 5, 0.1, 3], device_input=torch.rand(2, 4, 4))
+    shape = reply["structure"]
     expected_linears = [["W_query", [6, 4]], ["W_key", [6, 4]], ["W_value", [6, 4]], ["out_proj", [6, 6]]]
     linears = [[name.removesuffix(".weight"), s] for name, s in shape["parameters"] if name.endswith(".weight")]
     if linears != expected_linears:
         raise CheckFailed(f"MultiHeadAttention(4, 6, ...) should hold W_query, W_key, W_value (6 x 4) and out_proj "
                           f"(6 x 6) weights, in that order; it holds {linears}",
                           "missing-out-proj" if "out_proj" not in [n for n, _ in linears] else None)
+    biases = [name for name, _ in shape["parameters"] if name.endswith(".bias") and name != "out_proj.bias"]
+    if biases:
+        raise CheckFailed(f"MultiHeadAttention(4, 6, 5, 0.1, 3) (qkv_bias=False) holds the biases {biases}",
+                          "qkv-bias-ignored")
     if ["out_proj.bias", [6]] not in shape["parameters"]:
         raise CheckFailed("out_proj should have a bias (nn.Linear(d_out, d_out))", "missing-out-proj")
     if ["mask", [5, 5]] not in shape["buffers"]:
@@ -146,7 +176,10 @@ def test_multihead_structure(learner):
                           f"its buffers are {shape['buffers']}", "mask-not-buffer")
     if shape["attributes"].get("head_dim") != 2:
         raise CheckFailed(f"MultiHeadAttention(4, 6, 5, 0.1, num_heads=3) should set head_dim = 6 // 3 = 2; "
-                          f"it has {shape['attributes'].get('head_dim')}", "heads-split-wrong")
+                          f"it has {shape['attributes'].get('head_dim')}")
+    moved = device_hint(reply, "MultiHeadAttention")
+    if moved is not None:
+        raise moved
     try:
         build(learner, STAGE, "MultiHeadAttention", [4, 5, 6, 0.0, 2])
     except LearnerFailure as failure:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import torch
 import torch.nn as nn
+from torch.overrides import TorchFunctionMode
 
 from grader.runner.document_examples import run_recipe
 from grader.runner.implementation import Implementation
@@ -75,12 +76,12 @@ def module(
     record: bool = False,
     heads: bool = False,
     return_state: bool = False,
-    on_meta: bool = False,
+    device_input: torch.Tensor | None = None,
 ) -> dict:
     """Build a learner module, inject weights, run forward on each input ``repeat`` times.
 
-    ``on_meta``: also move the module to the meta device and run it on a meta copy of the first
-    input; a tensor made inside forward on a fixed device then meets meta tensors and torch says so.
+    ``device_input``: last, run forward on this input watching for tensors made without a device
+    that meet the module's tensors (see _FixedDeviceWatch): what fails on a GPU, seen on a CPU.
     """
     if seed is not None:
         manual_seed(seed)
@@ -102,21 +103,69 @@ def module(
             if heads:
                 head_outputs.append([learner_value(head(x)) for head in built.heads])
     report.update(outputs=outputs, head_outputs=head_outputs, ops=sorted(seen))
-    if on_meta and inputs:
-        report["meta_error"] = _meta_error(built, inputs[0])
+    if device_input is not None:
+        report["fixed_device_use"] = _fixed_device_use(built, device_input.to(device))
     return report
 
 
-def _meta_error(built: nn.Module, x: torch.Tensor) -> str | None:
-    """What torch raised when ``built`` ran on the meta device, if anything."""
-    try:
-        with torch.no_grad():
-            built.to("meta")(x.to("meta"))
-    except NotImplementedError:
-        raise
-    except Exception as error:
-        return f"{type(error).__name__}: {error}"[:300]
-    return None
+# Functions that make a new tensor on the default device unless given one.
+FACTORIES = {"ones", "zeros", "full", "empty", "arange", "eye", "rand", "randn", "randint", "tensor", "linspace",
+             "as_tensor"}
+
+
+class _FixedDeviceWatch(TorchFunctionMode):
+    """Follows the tensors forward makes without a device, and notes the first operation that
+    combines one (more than one number: CPU scalars are fine anywhere) with the module's tensors.
+
+    A tensor made from such tensors alone inherits the mark; .to(device), .to(tensor) and .cuda()
+    clear it. On a GPU that combination is exactly what fails.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.fixed: dict[int, torch.Tensor] = {}  # id -> tensor, kept alive so ids stay unique
+        self.mixed: str | None = None
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        result = func(*args, **kwargs)
+        name = getattr(func, "__name__", "")
+        inputs = [t for t in _tensors((args, kwargs))]
+        if name in FACTORIES and "device" not in kwargs and not inputs:
+            self._mark(result)
+        elif name in ("to", "cuda") and (kwargs.get("device") is not None or name == "cuda" or any(
+                isinstance(a, (torch.device, str, torch.Tensor)) for a in args[1:])):
+            pass  # moved: unmarked
+        elif inputs:
+            marked = [t for t in inputs if id(t) in self.fixed and t.numel() > 1]
+            if marked and len(marked) < len(inputs) and self.mixed is None:
+                self.mixed = name
+            elif marked and len(marked) == len(inputs):
+                self._mark(result)
+        return result
+
+    def _mark(self, result) -> None:
+        for t in _tensors(result):
+            self.fixed[id(t)] = t
+
+
+def _tensors(value):
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _tensors(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _tensors(item)
+
+
+def _fixed_device_use(built: nn.Module, x: torch.Tensor) -> str | None:
+    """The first operation of forward that combines a tensor made on a fixed device with the module's."""
+    watch = _FixedDeviceWatch()
+    with torch.no_grad(), watch:
+        built(x)
+    return watch.mixed
 
 
 def structure(built: nn.Module) -> dict:
