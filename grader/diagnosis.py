@@ -82,7 +82,13 @@ def single_head_variants(
     queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, causal: bool, d_in: int | None = None
 ) -> dict[str, torch.Tensor]:
     """Outputs of the usual mistakes in one head of (causal) scaled dot-product attention."""
-    return {name: w @ values for name, w in weight_variants(queries, keys, causal, d_in).items()}
+    variants = {name: w @ values for name, w in weight_variants(queries, keys, causal, d_in).items()}
+    # one projection used in another's place (a copy-paste slip)
+    right = {"divisor": keys.shape[-1] ** 0.5, "causal": causal}
+    variants["weights-swapped:values from keys"] = attend(queries, keys, keys, **right)
+    variants["weights-swapped:keys from queries"] = attend(queries, queries, values, **right)
+    variants["weights-swapped:queries from keys"] = attend(keys, keys, values, **right)
+    return variants
 
 
 def linear(x: torch.Tensor, state: dict[str, torch.Tensor], name: str) -> torch.Tensor:

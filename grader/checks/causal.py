@@ -134,6 +134,11 @@ def expect_dropout_on_weights(learner, stage: int, cls: str, args_for, state_for
                           + (": dropout acted before the weights were made (a dropped score still gets a weight)"
                              if changed else ", and gave what eval mode gives: apply self.dropout to the attention "
                              "weights"), "dropout-wrong-place" if changed else None)
+    kept_map = revealed.double() != 0
+    # Dropping a value zeroes its column of weights in every row at once; dropping weights does not.
+    if bool(((kept_map == kept_map[:, -1:, :]) | ~allowed).all()):
+        raise CheckFailed(f"{cls}: dropout zeroed whole columns of the attention weights, the same tokens for every "
+                          "query: it hit the values, not the attention weights", "dropout-wrong-place")
     if abs(dropped - p) > 0.05:
         raise CheckFailed(f"{cls} with dropout={p} dropped {dropped:.1%} of the attention weights, expected about {p:.0%}")
     scaled = (uniform.expand(4, n, n)[allowed] / (1 - p))[kept]

@@ -19,12 +19,13 @@ from grader.checks.support import (
     CheckFailed,
     LearnerFailure,
     expect_close,
+    expect_document_values,
     expect_seeded_module_values,
     generator,
     parameters_only,
     reference_state,
 )
-from grader.diagnosis import linear, multihead_variants, single_head_variants
+from grader.diagnosis import attend, linear, multihead_variants, single_head_variants
 
 # class -> (constructor arguments, input shape)
 EXAMPLES = {
@@ -57,6 +58,94 @@ def expect_example(learner, stage: int, cls: str) -> None:
         expect_close(actual, documented.output(cls, args, state, x),
                      f"{cls}{tuple(args)} with random weights on a {shape} input",
                      lambda: _variants(cls, args, state, x))
+
+
+def _masked_renormalized(w: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    return (w * keep) / (w * keep).sum(-1, keepdim=True)
+
+
+def _causal(scores: torch.Tensor, d_k: float, hidden: torch.Tensor, **options) -> torch.Tensor:
+    return torch.softmax(scores.masked_fill(hidden, -torch.inf) / d_k**0.5, **{"dim": -1, **options})
+
+
+def _function_example(function: str) -> tuple[list, torch.Tensor, dict[str, torch.Tensor]]:
+    """(arguments, expected result, known mistakes' results) of a function's small example."""
+    rng = generator(f"example.{function}")
+    inputs, n = torch.rand(5, 3, generator=rng), 5
+    below, above = torch.tril(torch.ones(n, n)), torch.triu(torch.ones(n, n))
+    hidden = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+    if function == "attention_scores":
+        return [inputs, inputs[2]], inputs @ inputs[2], {}
+    if function == "softmax_naive":
+        x = torch.randn(6, generator=rng)
+        return [x], torch.softmax(x, dim=0), {"softmax-not-exponentiated": x / x.sum(),
+                                             "softmax-not-exponentiated:denominator": x.exp() / x.sum()}
+    if function == "context_vector":
+        weights = torch.softmax(torch.randn(n, generator=rng), dim=0)
+        return [inputs, weights], weights @ inputs, {}
+    if function == "simple_self_attention":
+        return [inputs], attend(inputs, inputs, inputs, divisor=None), {
+            "softmax-wrong-dim": attend(inputs, inputs, inputs, divisor=None, softmax_dim=-2),
+            "softmax-not-exponentiated": attend(inputs, inputs, inputs, divisor=None, exponentiate=False),
+            "wrong-scaling:d_in": attend(inputs, inputs, inputs, divisor=3**0.5),
+            "wrong-scaling:tokens": attend(inputs, inputs, inputs, divisor=n**0.5)}
+    w = torch.softmax(torch.randn(n, n, generator=rng), dim=-1)
+    if function == "mask_and_renormalize":
+        return [w], _masked_renormalized(w, below), {
+            "mask-not-renormalized": w * below, "mask-not-causal": w,
+            "mask-includes-diagonal": _masked_renormalized(w, torch.tril(torch.ones(n, n), diagonal=-1)),
+            "mask-wrong-triangle": _masked_renormalized(w, above), "mask-wrong-triangle:plain": w * above}
+    scores, d_k = torch.randn(n, n, generator=rng) * 3, 3
+    if function == "causal_softmax":
+        diagonal_too = torch.triu(torch.ones(n, n, dtype=torch.bool))
+        return [scores, d_k], _causal(scores, d_k, hidden), {
+            "missing-scaling": _causal(scores, 1, hidden), "wrong-scaling": _causal(scores, d_k**2, hidden),
+            "wrong-scaling:tokens": _causal(scores, n, hidden),
+            "scaling-after-softmax": _causal(scores, 1, hidden) / d_k**0.5,
+            "mask-zero-instead-of-inf": torch.softmax(scores.masked_fill(hidden, 0.0) / d_k**0.5, dim=-1),
+            "mask-includes-diagonal": _causal(scores, d_k, diagonal_too),
+            "mask-wrong-triangle": _causal(scores, d_k, ~diagonal_too),
+            "softmax-wrong-dim": _causal(scores, d_k, hidden, dim=-2),
+            "mask-not-causal": torch.softmax(scores / d_k**0.5, dim=-1)}
+    raise ValueError(f"no example for {function}")
+
+
+def expect_function_example(learner, stage: int, function: str) -> None:
+    """``function`` on its small example: the right result, or a named mistake when the result proves one."""
+    args, expected, variants = _function_example(function)
+    reply = learner.request(stage, "call", function=function, args=args)
+    expect_close(reply["result"], expected, f"{function} on a small example", variants)
+
+
+def expect_function_values_explained(learner, stage: int, ids: list[str], function: str,
+                                     upstream_ids: tuple[str, ...] = (), device: str = "cpu") -> None:
+    """The documents' values of a function; when they differ, its small example names the mistake it proves.
+
+    ``upstream_ids``: the values of the functions whose results these values are computed from. When
+    those are wrong too and the function is right on its own example, the function is not to blame:
+    it is judged on its own inputs, and passes.
+    """
+    try:
+        expect_document_values(learner, stage, ids, device)
+    except CheckFailed as failed:
+        try:
+            expect_function_example(learner, stage, function)
+        except CheckFailed as example:
+            raise CheckFailed(f"{failed.message}\nOn a smaller example: {example.message}", example.hint) from None
+        except LearnerFailure:
+            raise failed from None
+        if upstream_ids and _values_differ(learner, stage, list(upstream_ids)):
+            return  # right on its own inputs: the values above differ because of what it was given
+        raise CheckFailed(f"{failed.message}\n{function} gives the right result on a small example: compare your "
+                          "code with the worked example's steps") from None
+
+
+def _values_differ(learner, stage: int, ids: list[str]) -> bool:
+    try:
+        expect_document_values(learner, stage, ids)
+    except CheckFailed:
+        return True
+    return False
 
 
 def expect_seeded_values_explained(learner, stage: int, ids: list[str], cls: str, args: list, seed: int) -> None:

@@ -153,6 +153,16 @@ def _draws(state: dict) -> list[float]:
     return sorted(x for v in values for x in v.flatten().tolist())
 
 
+def expect_inputs_kept(learner: LearnerWorkers, stage: int, cases: dict[str, list]) -> None:
+    """Each function, called on its arguments, leaves them as they were: the caller still needs them."""
+    for function, args in cases.items():
+        reply = learner.request(stage, "call", function=function, args=list(args))
+        for index, (before, after) in enumerate(zip(args, reply["args_after"])):
+            if isinstance(after, torch.Tensor) and not torch.equal(after.to("cpu"), before):
+                raise CheckFailed(f"{function} changed its argument {index + 1} in place: after the call it holds "
+                                  "other numbers than the caller passed", "input-overwritten")
+
+
 def call(learner: LearnerWorkers, stage: int, function: str, *args) -> object:
     return learner.request(stage, "call", function=function, args=list(args))["result"]
 

@@ -2,14 +2,15 @@
 
 import torch
 
+from grader.checks.examples import expect_function_values_explained
 from grader.checks.shortcut import SOFTMAX_BY_HAND, expect_not_spelled, expect_work_recorded
 from grader.checks.support import (
     CheckFailed,
     call,
     check,
     expect_close,
-    expect_document_values,
     expect_function_on_cases,
+    expect_inputs_kept,
     generator,
 )
 from grader.diagnosis import attend
@@ -21,24 +22,26 @@ SHAPES = [(1, 3), (5, 2), (6, 3), (9, 16)]  # (num_tokens, d_in): one token, nar
 
 @check("document.attention_scores", visible=True, target="attention_scores")
 def test_document_attention_scores(learner):
-    expect_document_values(learner, STAGE, ["stage1.attn_scores_2", "stage1.attn_scores", "stage1.attn_weights_2_tmp"])
+    expect_function_values_explained(learner, STAGE, ["stage1.attn_scores_2", "stage1.attn_scores",
+                                                      "stage1.attn_weights_2_tmp"], "attention_scores")
 
 
 @check("document.softmax_naive", visible=True, target="softmax_naive")
 def test_document_softmax_naive(learner):
-    expect_document_values(
-        learner, STAGE, ["stage1.attn_weights_2_naive", "stage1.attn_weights_2_naive_sum", "stage1.attn_weights"]
-    )
+    expect_function_values_explained(
+        learner, STAGE, ["stage1.attn_weights_2_naive", "stage1.attn_weights_2_naive_sum", "stage1.attn_weights"],
+        "softmax_naive", upstream_ids=("stage1.attn_scores_2", "stage1.attn_scores"))
 
 
 @check("document.context_vector", visible=True, target="context_vector")
 def test_document_context_vector(learner):
-    expect_document_values(learner, STAGE, ["stage1.context_vec_2"])
+    expect_function_values_explained(learner, STAGE, ["stage1.context_vec_2"], "context_vector",
+                                     upstream_ids=("stage1.attn_scores_2", "stage1.attn_weights_2_naive"))
 
 
 @check("document.simple_self_attention", visible=True, target="simple_self_attention")
 def test_document_simple_self_attention(learner):
-    expect_document_values(learner, STAGE, ["stage1.all_context_vecs"])
+    expect_function_values_explained(learner, STAGE, ["stage1.all_context_vecs"], "simple_self_attention")
 
 
 @check("random.attention_scores", target="attention_scores")
@@ -55,7 +58,8 @@ def test_random_softmax_naive(learner, reference):
     cases = [(torch.rand(n, generator=rng) * 8 - 4,) for n in (1, 2, 6, 6)]
     expect_function_on_cases(learner, STAGE, "softmax_naive", reference.softmax_naive, cases,
                              lambda x: f"softmax_naive of {x.shape[0]} score(s)",
-                             lambda x: {"softmax-not-exponentiated": x / x.sum(dim=0)})
+                             lambda x: {"softmax-not-exponentiated": x / x.sum(dim=0),
+                                        "softmax-not-exponentiated:denominator": x.exp() / x.sum(dim=0)})
 
 
 @check("random.context_vector", target="context_vector")
@@ -77,6 +81,7 @@ def test_random_simple_self_attention(learner, reference):
             "softmax-wrong-dim": attend(x, x, x, divisor=None, softmax_dim=-2),
             "softmax-not-exponentiated": attend(x, x, x, divisor=None, exponentiate=False),
             "wrong-scaling": attend(x, x, x, divisor=x.shape[1] ** 0.5),
+            "wrong-scaling:tokens": attend(x, x, x, divisor=x.shape[0] ** 0.5),
         },
     )
 
@@ -94,6 +99,18 @@ def test_softmax_naive_properties(learner):
                  variants={"softmax-not-exponentiated": (x + 2) / (x + 2).sum()})
     if not torch.equal(torch.argsort(weights), torch.argsort(x)):
         raise CheckFailed("softmax_naive changed the order of the scores: a larger score must get a larger weight")
+
+
+@check("property.inputs_kept")
+def test_inputs_kept(learner):
+    rng = generator("property.inputs_kept")
+    inputs = torch.rand(4, 3, generator=rng)
+    expect_inputs_kept(learner, STAGE, {
+        "attention_scores": [inputs, inputs[1].clone()],
+        "softmax_naive": [torch.rand(5, generator=rng) * 4 - 2],
+        "context_vector": [inputs, torch.softmax(torch.rand(4, generator=rng), dim=0)],
+        "simple_self_attention": [inputs],
+    })  # fmt: skip
 
 
 @check("shortcut.softmax_naive", target="softmax_naive")

@@ -28,15 +28,31 @@ def transfer(learner, d_in: int, d_out: int, seed: int, **options) -> dict:
         return reply
     if reply["raised"]:
         kind, message = reply["raised"]
-        shapes = "must match" in message or "size mismatch" in message or "shape" in message
         raise CheckFailed(f"transfer_weights_v2_to_v1 raised {kind} for a v2 without bias: {message}",
-                          "weights-not-transposed" if shapes else None)
+                          _hint_for_raise(learner, message, d_in, d_out, seed))
     for name in NAMES:
         if not isinstance(reply["v1"][name], torch.Tensor):
             got = reply["v1"][name]
             raise CheckFailed(f"after the transfer, sa_v1.{name} is a {got.type if isinstance(got, Foreign) else got}, "
                               "not a tensor")
     return reply
+
+
+def _hint_for_raise(learner, message: str, d_in: int, d_out: int, seed: int) -> str | None:
+    """What an error the transfer raised proves: torch's own words, or the square case that runs."""
+    if "leaf Variable that requires grad" in message:
+        return "copy-without-no-grad"
+    if "as parameter" in message and "Parameter or None expected" in message:
+        return "not-parameters"
+    shapes = "must match" in message or "size mismatch" in message or "shape" in message
+    if not shapes or d_in == d_out:
+        return None
+    # d_in == d_out: the same copy runs; holding v2's weights as they are proves the missing .T
+    square = learner.request(STAGE, "transfer", d_in=d_out, d_out=d_out, seed=seed)
+    v2 = v2_weights(d_out, d_out, seed)
+    untransposed = not square["raised"] and all(
+        isinstance(square["v1"][n], torch.Tensor) and torch.equal(square["v1"][n], v2[n]) for n in NAMES)
+    return "weights-not-transposed" if untransposed else None
 
 
 def v2_weights(d_in: int, d_out: int, seed: int) -> dict[str, torch.Tensor]:

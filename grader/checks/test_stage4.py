@@ -4,7 +4,7 @@ import torch
 
 from grader.checks.attention_probe import showing_attention
 from grader.checks.causal import device_hint, expect_causal_and_independent, expect_dropout_on_weights, run_injected
-from grader.checks.examples import expect_example, expect_seeded_values_explained
+from grader.checks.examples import expect_example, expect_function_values_explained, expect_seeded_values_explained
 from grader.checks.shortcut import expect_attention_by_hand
 from grader.checks.support import (
     CheckFailed,
@@ -12,8 +12,8 @@ from grader.checks.support import (
     call,
     check,
     expect_close,
-    expect_document_values,
     expect_input_dependent,
+    expect_inputs_kept,
     generator,
 )
 from grader.diagnosis import linear, single_head_variants
@@ -27,15 +27,15 @@ PROJECTIONS = ("W_query", "W_key", "W_value")
 
 @check("document.mask_and_renormalize", visible=True, target="mask_and_renormalize")
 def test_document_mask_and_renormalize(learner):
-    expect_document_values(learner, STAGE, ["stage4.masked_renormalized_weights"])
+    expect_function_values_explained(learner, STAGE, ["stage4.masked_renormalized_weights"], "mask_and_renormalize")
 
 
 @check("document.causal_softmax", visible=True, target="causal_softmax")
 def test_document_causal_softmax(learner, device):
-    expect_document_values(learner, STAGE, [
+    expect_function_values_explained(learner, STAGE, [
         "stage4.causal_softmax_weights", "stage4.masked_context_vecs", "stage4.once_upon_causal_weights",
         "stage4.dropout_of_causal_weights", "stage4.once_upon_dropout_of_causal_weights",
-    ], device)  # fmt: skip
+    ], "causal_softmax", device=device)  # fmt: skip
 
 
 @check("document.CausalAttention", visible=True, target="CausalAttention")
@@ -62,11 +62,14 @@ def test_random_mask_and_renormalize(learner, reference):
         n = weights.shape[-1]
         below = torch.tril(torch.ones(n, n))
         strictly_below = torch.tril(torch.ones(n, n), diagonal=-1)
+        above = torch.triu(torch.ones(n, n))
         outputs.append(call(learner, STAGE, "mask_and_renormalize", weights))
         expect_close(outputs[-1], reference.mask_and_renormalize(weights), f"mask_and_renormalize of {tuple(weights.shape)} weights", {
             "mask-not-renormalized": weights * below,
             "mask-includes-diagonal": (weights * strictly_below) / (weights * strictly_below).sum(-1, keepdim=True),
             "mask-not-causal": weights,
+            "mask-wrong-triangle": (weights * above) / (weights * above).sum(-1, keepdim=True),
+            "mask-wrong-triangle:not renormalized": weights * above,
         })  # fmt: skip
     expect_input_dependent(outputs[1:3], "mask_and_renormalize")
 
@@ -87,6 +90,8 @@ def test_random_causal_softmax(learner, reference):
             "mask-includes-diagonal": torch.softmax(scores.masked_fill(with_diagonal, -torch.inf) / d_k**0.5, dim=-1),
             "softmax-wrong-dim": torch.softmax(scores.masked_fill(hidden, -torch.inf) / d_k**0.5, dim=-2),
             "mask-not-causal": torch.softmax(scores / d_k**0.5, dim=-1),
+            "mask-wrong-triangle": torch.softmax(scores.masked_fill(~with_diagonal, -torch.inf) / d_k**0.5, dim=-1),
+            "scaling-after-softmax": torch.softmax(scores.masked_fill(hidden, -torch.inf), dim=-1) / d_k**0.5,
         })  # fmt: skip
     expect_input_dependent(outputs[1:3], "causal_softmax")
 
@@ -119,6 +124,15 @@ def test_causal_attention_dropout(learner):
         state_for=lambda n, d_out, value: {"W_query.weight": torch.zeros(d_out, n),
                                            "W_key.weight": torch.zeros(d_out, n), "W_value.weight": value},
     )  # fmt: skip
+
+
+@check("property.inputs_kept")
+def test_inputs_kept(learner):
+    rng = generator("property.inputs_kept")
+    expect_inputs_kept(learner, STAGE, {
+        "mask_and_renormalize": [torch.softmax(torch.randn(5, 5, generator=rng), dim=-1)],
+        "causal_softmax": [torch.randn(5, 5, generator=rng), 4],
+    })  # fmt: skip
 
 
 @check("structure.CausalAttention", target="CausalAttention")

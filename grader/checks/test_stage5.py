@@ -170,7 +170,7 @@ def test_multihead_structure(learner):
         raise CheckFailed(f"MultiHeadAttention(4, 6, 5, 0.1, 3) (qkv_bias=False) holds the biases {biases}",
                           "qkv-bias-ignored")
     if ["out_proj.bias", [6]] not in shape["parameters"]:
-        raise CheckFailed("out_proj should have a bias (nn.Linear(d_out, d_out))", "missing-out-proj")
+        raise CheckFailed("out_proj should have a bias, whatever qkv_bias says (nn.Linear(d_out, d_out))")
     if ["mask", [5, 5]] not in shape["buffers"]:
         raise CheckFailed(f"MultiHeadAttention should register a (context_length, context_length) buffer named mask; "
                           f"its buffers are {shape['buffers']}", "mask-not-buffer")
