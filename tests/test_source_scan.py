@@ -10,6 +10,7 @@ from grader.runner.implementation import STAGE_MODULES
 from grader.source_scan import MODULE_LEVEL, SourceScan
 from tests.conftest import REPO
 from tests.grading import MUTANTS, batch, learner_copy
+from tests.mutation import truthful
 from tests.tampering import ATTACKS, MODES_OFF_BY_BUILT_NAMES
 
 ALTERNATIVES = tomllib.loads((REPO / "tests" / "alternatives.toml").read_text())["alternative"]
@@ -172,12 +173,12 @@ def test_the_solutions_take_no_shortcut_and_reach_nothing(stage, tmp_path):
     assert scan.tampering == [] and shortcuts_taken(scan, stage) == {}
 
 
-@pytest.mark.parametrize("mutant", MUTANTS, ids=[f"stage{m['stage']}-{m['hint']}" for m in MUTANTS])
+@pytest.mark.parametrize("mutant", MUTANTS, ids=[f"stage{m['stage']}-{m.get('hint') or m['what']}" for m in MUTANTS])
 def test_a_mutant_is_found_only_when_it_takes_a_shortcut_or_hides(mutant, tmp_path):
     scan = stage_file(tmp_path, mutant["stage"], mutant)
     # the mutant that hides from the recorder hides F.scaled_dot_product_attention
-    assert bool(shortcuts_taken(scan, mutant["stage"])) == (mutant["hint"] in ("banned-api", "recorder-tampered"))
-    assert bool(scan.tampering) == (mutant["hint"] == "recorder-tampered")
+    assert bool(shortcuts_taken(scan, mutant["stage"])) == bool(truthful(mutant) & {"banned-api", "recorder-tampered"})
+    assert bool(scan.tampering) == ("recorder-tampered" in truthful(mutant))
 
 
 @pytest.mark.parametrize("attack", [a for a in ATTACKS if a is not MODES_OFF_BY_BUILT_NAMES],

@@ -59,8 +59,8 @@ def read_attention(learner, stage: int, cls: str, args: list, state_for: StateFo
                    w_query: torch.Tensor, w_key: torch.Tensor, batch: bool) -> torch.Tensor | None:
     """The module's attention weights (heads, n, n) for queries x W_query^T and keys x W_key^T, x = I.
 
-    None when an assumption of the probe does not hold (see the module's docstring), or when the
-    learner's code raises on the probe's inputs.
+    None when an assumption of the probe does not hold (see the module's docstring). What the
+    learner's code raises on the probe's inputs is raised.
     """
     eye = torch.eye(n)
     x = eye[None] if batch else eye
@@ -68,10 +68,7 @@ def read_attention(learner, stage: int, cls: str, args: list, state_for: StateFo
     zeros = torch.zeros_like(w_query)
 
     def run(value_weight: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor | None:
-        try:
-            out = build(learner, stage, cls, args, state=state_for(value_weight, q, k), inputs=[x])["outputs"][0]
-        except LearnerFailure:
-            return None
+        out = build(learner, stage, cls, args, state=state_for(value_weight, q, k), inputs=[x])["outputs"][0]
         if not isinstance(out, torch.Tensor) or out.numel() != n * heads * n:
             return None
         return out.detach().to(torch.float64).reshape(n, heads, n).transpose(0, 1)  # (heads, n, n)
@@ -131,7 +128,10 @@ def evidence_for(learner, stage: int, cls: str, n: int = 5, heads: int = 1, rng:
     None when the weights cannot be read, or are right (the mistake lies elsewhere: a map would not show it).
     """
     rng = rng or torch.Generator().manual_seed(n * 100 + heads)
-    read, expected, q, k = _measure(learner, stage, cls, n, heads, rng)
+    try:
+        read, expected, q, k = _measure(learner, stage, cls, n, heads, rng)
+    except LearnerFailure:
+        return None
     if read is None or torch.allclose(read, expected, atol=1e-4):
         return None
     return _evidence(cls, n, expected, read, q, k)

@@ -120,6 +120,12 @@ def test_transfer_is_in_place(learner):
     if reply["v1_parameters"] != list(NAMES):
         raise CheckFailed("after the transfer, sa_v1's parameters should still be W_query, W_key, W_value "
                           f"(nn.Parameter); they are {reply['v1_parameters']}")
+    if reply["shares_memory"]:
+        raise CheckFailed("after the transfer, sa_v1's weights share memory with sa_v2's: training one would change "
+                          "the other; copy the numbers instead (copy_ under torch.no_grad())")
+    if not reply["same_parameters"]:
+        raise CheckFailed("after the transfer, sa_v1 holds new parameter objects: copy into the ones it has "
+                          "(copy_ under torch.no_grad()), so that whatever holds them, an optimizer say, sees the change")
 
 
 @check("structure.bias_refused", target="transfer_weights_v2_to_v1")

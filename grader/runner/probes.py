@@ -198,6 +198,7 @@ def transfer(
     """
     sa_v1, sa_v2 = seeded_transfer_pair(d_in, d_out, seed, qkv_bias)
     names = ("W_query", "W_key", "W_value")
+    before = {name: getattr(sa_v1, name) for name in names}
     try:
         with recording(record) as seen:
             returned = impl.transfer_weights_v2_to_v1(sa_v2, sa_v1)
@@ -214,5 +215,9 @@ def transfer(
         "returned_v1": returned is sa_v1,
         "v1": v1,
         "v1_parameters": [name for name, _ in sa_v1.named_parameters()],
+        "same_parameters": all(getattr(sa_v1, name, None) is before[name] for name in names),
+        "shares_memory": any(isinstance(getattr(sa_v1, name, None), torch.Tensor)
+                             and getattr(sa_v1, name).untyped_storage().data_ptr()
+                             == getattr(sa_v2, name).weight.untyped_storage().data_ptr() for name in names),
         "ops": sorted(seen),
     }
