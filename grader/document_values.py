@@ -13,6 +13,12 @@ from grader.tensor_diff import describe_difference
 DATA_FILE = Path(__file__).with_name("document_values.toml")
 
 # A printed number: -inf, 1., 0.9544, -1.6344e-01, 2360064.
+_SEED_SECTION = re.compile(r"(\d+)\.(\d+)( .*)")  # "4.1 A simple self-attention …"
+_NOTEBOOK_CELL = re.compile(r"\s*\(In \[\d+\][^)]*\)")  # "(In [60])", "(In [27]: context vectors …)"
+# The chapter's headings that the notebook (004) quotes without a number, with the book's numbers.
+BOOK_HEADINGS = {"Implementing self-attention with trainable weights": "3.4",
+                 "Hiding future words with causal attention": "3.5",
+                 "Masking additional attention weights with dropout": "3.5.2"}
 _TOKEN = re.compile(r"\[|\]|-?inf|-?\d+(?:\.(\d*))?(?:e([+-]\d+))?")
 
 
@@ -31,6 +37,25 @@ class DocumentValue:
     cpu_only: bool = False
     mistake: str | None = None
     agrees: str | None = None
+
+    @property
+    def citation(self) -> str:
+        """Where a learner finds this value: a section of the book, or the guide's further example.
+
+        Learners have the book, not the seed files: the chapter's documents number its sections
+        4.1 … 7.2 where the book has 3.3.1 … 3.6.2, and the retelling (002) is not theirs to read.
+        """
+        if self.document is None:
+            return self.source or self.id
+        section = _NOTEBOOK_CELL.sub("", self.section or "").strip()
+        if self.document.startswith("002_"):
+            return f"a further worked example with other inputs: {section}"
+        numbered = _SEED_SECTION.match(section)
+        if numbered:
+            return f"book section 3.{int(numbered[1]) - 1}.{numbered[2]}{numbered[3]}"
+        if section in BOOK_HEADINGS:
+            return f"book section {BOOK_HEADINGS[section]} {section}"
+        return section
 
     @property
     def expected(self) -> torch.Tensor:

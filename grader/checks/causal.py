@@ -2,10 +2,10 @@
 
 import torch
 
+from grader.checks.examples import build_causal
 from grader.checks.support import (
     CheckFailed,
     build,
-    build_with_weights,
     expect_close,
     generator,
     parameters_only,
@@ -14,33 +14,6 @@ from grader.checks.support import (
 )
 from grader.learner import LearnerFailure
 from grader.verdict import agrees, proven_mistake
-
-
-SHAPE_ERRORS = ("size of tensor", "must match", "doesn't match the broadcast shape")
-
-
-def build_causal(learner, stage: int, cls: str, args: list, state: dict, inputs: list, **options) -> dict:
-    """build_with_weights, naming the mask that was not cut to the number of tokens.
-
-    Named only when proven: a shape error on fewer tokens than context_length, while the same
-    module runs on exactly context_length tokens.
-    """
-    try:
-        return build_with_weights(learner, stage, cls, args, state, inputs=inputs, **options)
-    except LearnerFailure as failure:
-        b, num_tokens, d_in = inputs[0].shape
-        context_length = args[2]
-        shape_error = failure.kind == "exception" and any(e in failure.message for e in SHAPE_ERRORS)
-        if shape_error and num_tokens < context_length:
-            full = torch.rand(b, context_length, d_in, generator=generator("full context"))
-            try:
-                build_with_weights(learner, stage, cls, args, state, inputs=[full])
-            except LearnerFailure:
-                raise failure from None
-            raise CheckFailed(f"{cls}{tuple(args)} on {num_tokens} tokens (fewer than context_length "
-                              f"{context_length}) raised {failure}, and runs on {context_length} tokens",
-                              "mask-not-truncated") from None
-        raise
 
 
 def device_hint(reply: dict, cls: str) -> CheckFailed | None:

@@ -13,11 +13,11 @@ import torch
 
 from grader.checks import documented
 from grader.checks.attention_probe import showing_attention
-from grader.checks.causal import build_causal
 from grader.checks.documented import DOCUMENTED
 from grader.checks.support import (
     CheckFailed,
     LearnerFailure,
+    build_with_weights,
     expect_close,
     expect_document_values,
     expect_seeded_module_values,
@@ -26,6 +26,33 @@ from grader.checks.support import (
     reference_state,
 )
 from grader.diagnosis import attend, linear, multihead_variants, single_head_variants
+
+SHAPE_ERRORS = ("size of tensor", "must match", "doesn't match the broadcast shape")
+
+
+def build_causal(learner, stage: int, cls: str, args: list, state: dict, inputs: list, **options) -> dict:
+    """build_with_weights, naming the mask that was not cut to the number of tokens.
+
+    Named only when proven: a shape error on fewer tokens than context_length, while the same
+    module runs on exactly context_length tokens.
+    """
+    try:
+        return build_with_weights(learner, stage, cls, args, state, inputs=inputs, **options)
+    except LearnerFailure as failure:
+        b, num_tokens, d_in = inputs[0].shape
+        context_length = args[2]
+        shape_error = failure.kind == "exception" and any(e in failure.message for e in SHAPE_ERRORS)
+        if shape_error and num_tokens < context_length:
+            full = torch.rand(b, context_length, d_in, generator=generator("full context"))
+            try:
+                build_with_weights(learner, stage, cls, args, state, inputs=[full])
+            except LearnerFailure:
+                raise failure from None
+            raise CheckFailed(f"{cls}{tuple(args)} on {num_tokens} tokens (fewer than context_length "
+                              f"{context_length}) raised {failure}, and runs on {context_length} tokens",
+                              "mask-not-truncated") from None
+        raise
+
 
 # class -> (constructor arguments, input shape)
 EXAMPLES = {

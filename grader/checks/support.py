@@ -24,8 +24,12 @@ def generator(name: str) -> torch.Generator:
     return torch.Generator().manual_seed(zlib.crc32(name.encode()))
 
 
+# A failed document check lists at most this many values: the first ones say enough.
+SHOWN_VALUES = 3
+
+
 def expect_document_values(learner: LearnerWorkers, stage: int, ids: list[str], device: str = "cpu") -> None:
-    """Run each document value's recipe in the learner's worker; fail listing every mismatch.
+    """Run each document value's recipe in the learner's worker; fail listing the first mismatches.
 
     Dropout values are skipped off the CPU: CUDA draws other masks from the same seed.
     """
@@ -38,10 +42,11 @@ def expect_document_values(learner: LearnerWorkers, stage: int, ids: list[str], 
         actual = learner.request(stage, "recipe", name=value.recipe)
         problem = value.check(actual)
         if problem is not None:
-            source = f"{value.document}, {value.section}" if value.document else value.source
-            problems.append(f"{value.id} ({source}): {problem}")
+            problems.append(f"{value.citation}: {problem}")
     if problems:
-        raise CheckFailed("the documents' values are not reproduced:\n" + "\n".join(problems))
+        more = len(problems) - SHOWN_VALUES
+        raise CheckFailed("the worked examples' values are not reproduced:\n" + "\n".join(problems[:SHOWN_VALUES])
+                          + (f"\n(and {more} more value{'s' if more > 1 else ''} of the worked examples)" if more > 0 else ""))
 
 
 def expect_seeded_module_values(learner: LearnerWorkers, stage: int, ids: list[str], cls: str, args: list,

@@ -87,7 +87,7 @@ def test_document_transfer(learner):
     problem = value.check(documented.attention(x, reply["v1"]))
     if problem is not None:
         expect_transposed(reply["v1"], v2_weights(3, 2, seed=123), "exercise 3.1")  # names a mistake we know
-        raise CheckFailed(f"{value.id} ({value.document}, {value.section}): {problem}")
+        raise CheckFailed(f"{value.citation}: {problem}")
 
 
 @check("random.transfer", target="transfer_weights_v2_to_v1")

@@ -66,7 +66,7 @@ def test_document_wrapper(learner):
     value = next(v for v in document_values(STAGE) if v.id == "stage5.wrapper_output")
     problem = value.check(output)
     if problem is not None:
-        raise CheckFailed(f"{value.id}: {problem}")
+        raise CheckFailed(f"{value.citation}: {problem}")
     expect_document_values(learner, STAGE, ["stage5.exercise_3_2_shape"])
 
 
@@ -77,7 +77,7 @@ def test_document_multihead(learner):
     except CheckFailed as failed:
         copied = next(e for e in errata() if e.id == "erratum.002_multihead_scaling")
         if copied.check(learner.request(STAGE, "recipe", name=copied.recipe)) is None:
-            raise CheckFailed(failed.message + "\nYour MultiHeadAttention reproduces 002's multi-head example, "
+            raise CheckFailed(failed.message + "\nYour MultiHeadAttention reproduces a known slip in a retelling of the chapter, "
                               "which divides by sqrt(d_out) instead of sqrt(head_dim) (see docs/errata.md)",
                               "wrong-scaling") from None
         hint = init_order_hint(learner, STAGE, "MultiHeadAttention", [3, 2, 6, 0.0, 2], 123)
