@@ -62,9 +62,14 @@ def weight_variants(queries: torch.Tensor, keys: torch.Tensor, causal: bool, d_i
         "weights-swapped": attention_weights(keys, queries, **right),
         "scaling-after-softmax": attention_weights(queries, keys, **right, divide_after_softmax=True),
     }
-    # Each wrong divisor under one name: several may coincide on an input, and then none is named.
-    for divisor in {float(d_k), float(n) ** 0.5, *([float(d_in) ** 0.5] if d_in else [])} - {d_k**0.5}:
-        variants[f"wrong-scaling:{divisor:g}"] = attention_weights(queries, keys, **{**right, "divisor": divisor})
+    # Each wrong divisor under its own name; the name says which number it is.
+    divisors = {f"the scores are divided by d_k = {d_k} itself": float(d_k),
+                f"the scores are divided by sqrt({n}), the square root of the number of tokens": float(n) ** 0.5}
+    if d_in:
+        divisors[f"the scores are divided by sqrt({d_in}), the square root of d_in"] = float(d_in) ** 0.5
+    for label, divisor in divisors.items():
+        if divisor != d_k**0.5:
+            variants[f"wrong-scaling:{label}"] = attention_weights(queries, keys, **{**right, "divisor": divisor})
     if causal:
         variants["mask-not-causal"] = attention_weights(queries, keys, divisor=d_k**0.5)
         variants["mask-zero-instead-of-inf"] = attention_weights(queries, keys, **right, fill=0.0)
@@ -74,7 +79,7 @@ def weight_variants(queries: torch.Tensor, keys: torch.Tensor, causal: bool, d_i
 
 
 def hint_of(variant: str) -> str:
-    """The catalog id of a variant's name (``wrong-scaling:2.44949`` is one wrong divisor)."""
+    """The catalog id of a variant's name (``wrong-scaling:<which number>`` is one wrong divisor)."""
     return variant.partition(":")[0]
 
 
@@ -120,8 +125,8 @@ def multihead_variants(x: torch.Tensor, state: dict[str, torch.Tensor], num_head
     }
     variants["missing-out-proj"] = merge(attend(split(q), split(k), split(v), **right))
     if num_heads > 1:
-        variants[f"wrong-scaling:{d_out**0.5:g}"] = project(merge(attend(split(q), split(k), split(v),
-                                                                         divisor=d_out**0.5, causal=True)))
+        variants[f"wrong-scaling:the scores are divided by sqrt(d_out) = sqrt({d_out}), not sqrt(head_dim)"] = project(
+            merge(attend(split(q), split(k), split(v), divisor=d_out**0.5, causal=True)))
 
         def split_without_transpose(t: torch.Tensor) -> torch.Tensor:
             return t.reshape(b, num_heads, n, head_dim)

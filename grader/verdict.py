@@ -65,10 +65,9 @@ def expect_close(
         variants = variants()
     variant = proven_mistake(actual, expected, variants or {})
     if variant is not None:
-        hint, _, divisor = variant.partition(":")
-        measured = f" (here the scores are divided by {divisor})" if divisor else ""
-        raise CheckFailed(f"{what}: {problem}. It is exactly the result of this mistake{measured}: "
-                          f"{catalog()[hint]['text']}", hint)
+        hint, _, detail = variant.partition(":")
+        measured = f": here, {detail}" if detail else ""
+        raise CheckFailed(f"{what}: {problem}. That is exactly what the mistake named below gives{measured}", hint)
     shape_wrong = isinstance(actual, torch.Tensor) and tuple(actual.shape) != tuple(expected.shape)
     raise CheckFailed(f"{what}: {problem}", "wrong-shape" if shape_wrong else None)
 
@@ -85,9 +84,9 @@ def proven_mistake(actual: object, expected: torch.Tensor, variants: Mapping[str
     matched = [name for name, v in telling.items() if agrees(actual, v)]
     if len({name.partition(":")[0] for name in matched}) != 1:
         return None
-    name = matched[0]
-    hint = name.partition(":")[0]
-    alike = [other for other, v in telling.items() if other.partition(":")[0] != hint and agrees(v, telling[name])]
+    hint = matched[0].partition(":")[0]
+    name = matched[0] if len(matched) == 1 else hint  # two details that agree here: neither is proven
+    alike = [other for other, v in telling.items() if other.partition(":")[0] != hint and agrees(v, telling[matched[0]])]
     return None if alike else name
 
 

@@ -158,14 +158,16 @@ def effective_divisor(weights: torch.Tensor, scores: torch.Tensor) -> float | No
     return divisor if torch.allclose(fitted.nan_to_num(), weights.double(), atol=1e-4) else None
 
 
-def describe_weights(weights: torch.Tensor, scores: torch.Tensor) -> str:
-    """What a (n, n) attention map shows, in plain words: row sums, causality, the divisor."""
+def describe_weights(weights: torch.Tensor, scores: torch.Tensor | None) -> str:
+    """What a (n, n) attention map shows, in plain words: row sums, causality, and the divisor of
+    the ``scores`` when the weights are a softmax of them divided by one number."""
     n = weights.shape[-1]
     sums = weights.sum(dim=-1)
     parts = [f"row sums {', '.join(f'{s:.2f}' for s in sums.tolist())}"]
     later = weights.triu(diagonal=1).abs().max().item()
     parts.append("attends to later tokens" if later > 1e-6 else "attends only to itself and earlier tokens")
-    divisor = effective_divisor(weights, scores) if torch.allclose(sums, torch.ones(n, dtype=sums.dtype), atol=1e-4) else None
+    sums_to_one = torch.allclose(sums, torch.ones(n, dtype=sums.dtype), atol=1e-4)
+    divisor = effective_divisor(weights, scores) if scores is not None and sums_to_one else None
     if divisor is not None:
         parts.append(f"scores divided by {divisor:.3g}")
     return "; ".join(parts)

@@ -12,7 +12,7 @@ import zlib
 import torch
 
 from grader.checks import documented
-from grader.checks.attention_probe import showing_attention
+from grader.checks.attention_probe import describe_weights, showing_attention
 from grader.checks.documented import DOCUMENTED
 from grader.checks.support import (
     CheckFailed,
@@ -26,6 +26,7 @@ from grader.checks.support import (
     reference_state,
 )
 from grader.diagnosis import attend, linear, multihead_variants, single_head_variants
+from grader.verdict import attention_evidence
 
 SHAPE_ERRORS = ("size of tensor", "must match", "doesn't match the broadcast shape")
 
@@ -87,6 +88,10 @@ def expect_example(learner, stage: int, cls: str) -> None:
                      lambda: _variants(cls, args, state, x))
 
 
+# Functions whose result is a matrix of attention weights: a failure shows them as a heat map.
+WEIGHT_FUNCTIONS = ("mask_and_renormalize", "causal_softmax")
+
+
 def _masked_renormalized(w: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     return (w * keep) / (w * keep).sum(-1, keepdim=True)
 
@@ -106,7 +111,7 @@ def _function_example(function: str) -> tuple[list, torch.Tensor, dict[str, torc
     if function == "softmax_naive":
         x = torch.randn(6, generator=rng)
         return [x], torch.softmax(x, dim=0), {"softmax-not-exponentiated": x / x.sum(),
-                                             "softmax-not-exponentiated:denominator": x.exp() / x.sum()}
+                                             "softmax-not-exponentiated:the numerator has exp() but the sum below it does not": x.exp() / x.sum()}
     if function == "context_vector":
         weights = torch.softmax(torch.randn(n, generator=rng), dim=0)
         return [inputs, weights], weights @ inputs, {}
@@ -114,20 +119,21 @@ def _function_example(function: str) -> tuple[list, torch.Tensor, dict[str, torc
         return [inputs], attend(inputs, inputs, inputs, divisor=None), {
             "softmax-wrong-dim": attend(inputs, inputs, inputs, divisor=None, softmax_dim=-2),
             "softmax-not-exponentiated": attend(inputs, inputs, inputs, divisor=None, exponentiate=False),
-            "wrong-scaling:d_in": attend(inputs, inputs, inputs, divisor=3**0.5),
-            "wrong-scaling:tokens": attend(inputs, inputs, inputs, divisor=n**0.5)}
+            "wrong-scaling:the scores are divided by sqrt(d_in)": attend(inputs, inputs, inputs, divisor=3**0.5),
+            "wrong-scaling:the scores are divided by sqrt(num_tokens)": attend(inputs, inputs, inputs, divisor=n**0.5)}
     w = torch.softmax(torch.randn(n, n, generator=rng), dim=-1)
     if function == "mask_and_renormalize":
         return [w], _masked_renormalized(w, below), {
             "mask-not-renormalized": w * below, "mask-not-causal": w,
             "mask-includes-diagonal": _masked_renormalized(w, torch.tril(torch.ones(n, n), diagonal=-1)),
-            "mask-wrong-triangle": _masked_renormalized(w, above), "mask-wrong-triangle:plain": w * above}
+            "mask-wrong-triangle": _masked_renormalized(w, above), "mask-wrong-triangle:and the rows are not renormalized": w * above}
     scores, d_k = torch.randn(n, n, generator=rng) * 3, 3
     if function == "causal_softmax":
         diagonal_too = torch.triu(torch.ones(n, n, dtype=torch.bool))
         return [scores, d_k], _causal(scores, d_k, hidden), {
-            "missing-scaling": _causal(scores, 1, hidden), "wrong-scaling": _causal(scores, d_k**2, hidden),
-            "wrong-scaling:tokens": _causal(scores, n, hidden),
+            "missing-scaling": _causal(scores, 1, hidden),
+            "wrong-scaling:the scores are divided by d_k itself": _causal(scores, d_k**2, hidden),
+            "wrong-scaling:the scores are divided by sqrt(num_tokens)": _causal(scores, n, hidden),
             "scaling-after-softmax": _causal(scores, 1, hidden) / d_k**0.5,
             "mask-zero-instead-of-inf": torch.softmax(scores.masked_fill(hidden, 0.0) / d_k**0.5, dim=-1),
             "mask-includes-diagonal": _causal(scores, d_k, diagonal_too),
@@ -140,8 +146,16 @@ def _function_example(function: str) -> tuple[list, torch.Tensor, dict[str, torc
 def expect_function_example(learner, stage: int, function: str) -> None:
     """``function`` on its small example: the right result, or a named mistake when the result proves one."""
     args, expected, variants = _function_example(function)
-    reply = learner.request(stage, "call", function=function, args=args)
-    expect_close(reply["result"], expected, f"{function} on a small example", variants)
+    actual = learner.request(stage, "call", function=function, args=args)["result"]
+    try:
+        expect_close(actual, expected, f"{function} on a small example", variants)
+    except CheckFailed as failed:
+        if function in WEIGHT_FUNCTIONS and isinstance(actual, torch.Tensor) and actual.shape == expected.shape:
+            scores = args[0] if function == "causal_softmax" else None  # the raw scores: the fit finds the divisor
+            note = f"yours: {describe_weights(actual, scores)}. Expected: {describe_weights(expected, scores)}"
+            failed.evidence = attention_evidence(f"{function}: attention weights of a small example (rows: queries, "
+                                                 "columns: keys)", expected, actual, note)
+        raise
 
 
 def expect_function_values_explained(learner, stage: int, ids: list[str], function: str,
@@ -158,7 +172,8 @@ def expect_function_values_explained(learner, stage: int, ids: list[str], functi
         try:
             expect_function_example(learner, stage, function)
         except CheckFailed as example:
-            raise CheckFailed(f"{failed.message}\nOn a smaller example: {example.message}", example.hint) from None
+            raise CheckFailed(f"{failed.message}\nOn a smaller example: {example.message}", example.hint,
+                              example.evidence) from None
         except LearnerFailure:
             raise failed from None
         if upstream_ids and _values_differ(learner, stage, list(upstream_ids)):

@@ -59,7 +59,7 @@ def test_random_softmax_naive(learner, reference):
     expect_function_on_cases(learner, STAGE, "softmax_naive", reference.softmax_naive, cases,
                              lambda x: f"softmax_naive of {x.shape[0]} score(s)",
                              lambda x: {"softmax-not-exponentiated": x / x.sum(dim=0),
-                                        "softmax-not-exponentiated:denominator": x.exp() / x.sum(dim=0)})
+                                        "softmax-not-exponentiated:the numerator has exp() but the sum below it does not": x.exp() / x.sum(dim=0)})
 
 
 @check("random.context_vector", target="context_vector")
@@ -80,8 +80,8 @@ def test_random_simple_self_attention(learner, reference):
         lambda x: {
             "softmax-wrong-dim": attend(x, x, x, divisor=None, softmax_dim=-2),
             "softmax-not-exponentiated": attend(x, x, x, divisor=None, exponentiate=False),
-            "wrong-scaling": attend(x, x, x, divisor=x.shape[1] ** 0.5),
-            "wrong-scaling:tokens": attend(x, x, x, divisor=x.shape[0] ** 0.5),
+            "wrong-scaling:the scores are divided by sqrt(d_in)": attend(x, x, x, divisor=x.shape[1] ** 0.5),
+            "wrong-scaling:the scores are divided by sqrt(num_tokens)": attend(x, x, x, divisor=x.shape[0] ** 0.5),
         },
     )
 

@@ -69,7 +69,7 @@ def test_random_mask_and_renormalize(learner, reference):
             "mask-includes-diagonal": (weights * strictly_below) / (weights * strictly_below).sum(-1, keepdim=True),
             "mask-not-causal": weights,
             "mask-wrong-triangle": (weights * above) / (weights * above).sum(-1, keepdim=True),
-            "mask-wrong-triangle:not renormalized": weights * above,
+            "mask-wrong-triangle:and the rows are not renormalized": weights * above,
         })  # fmt: skip
     expect_input_dependent(outputs[1:3], "mask_and_renormalize")
 
