@@ -2,6 +2,8 @@
 
 import torch
 
+from grader.runner.protocol import Foreign
+
 
 def describe_difference(actual: object, expected: torch.Tensor, tolerance: torch.Tensor) -> str | None:
     """None when ``actual`` matches ``expected`` within ``tolerance`` element-wise, else why not.
@@ -10,7 +12,7 @@ def describe_difference(actual: object, expected: torch.Tensor, tolerance: torch
     is infinite, ``actual`` must be the same infinity.
     """
     if not isinstance(actual, torch.Tensor):
-        return f"expected a tensor of shape {tuple(expected.shape)}, got {type(actual).__name__}"
+        return f"expected a tensor of shape {tuple(expected.shape)}, got {describe_value(actual)}"
     if tuple(actual.shape) != tuple(expected.shape):
         return f"expected shape {tuple(expected.shape)}, got {tuple(actual.shape)}"
     if not (actual.is_floating_point() or actual.dtype in (torch.int32, torch.int64)):
@@ -40,6 +42,13 @@ def describe_difference(actual: object, expected: torch.Tensor, tolerance: torch
         f"expected {_fmt(expected[index])}, got {_fmt(actual64[index])}; "
         f"largest difference {difference.max().item():.4g} at index {largest}"
     )
+
+
+def describe_value(value: object) -> str:
+    """A learner's non-tensor result in plain words: ``None``, ``a float: 0.5``."""
+    if isinstance(value, Foreign):
+        return value.repr if value.type == "NoneType" else f"a {value.type}: {value.repr[:80]}"
+    return f"a {type(value).__name__}"
 
 
 def _first(where: torch.Tensor) -> tuple[int, ...]:

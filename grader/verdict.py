@@ -6,7 +6,7 @@ import torch
 
 from grader.hints import catalog
 from grader.runner.protocol import Foreign
-from grader.tensor_diff import describe_difference
+from grader.tensor_diff import describe_difference, describe_value
 
 # Randomised checks compare float32 learner results with float32 references.
 ATOL = 1e-4
@@ -56,8 +56,7 @@ def expect_close(
     expected = expected.detach().to("cpu", torch.float64)
     tolerance = tolerance_for(expected) if tolerance is None else tolerance
     if isinstance(actual, Foreign):
-        raise CheckFailed(f"{what}: expected a tensor of shape {tuple(expected.shape)}, got a {actual.type}: {actual.repr}",
-                          "wrong-shape")
+        raise CheckFailed(f"{what}: expected a tensor of shape {tuple(expected.shape)}, got {describe_value(actual)}")
     problem = describe_difference(actual, expected, tolerance)
     if problem is None:
         return

@@ -12,9 +12,9 @@ from grader.checks import documented
 from grader.checks.shortcut import TRANSFER_BY_COPY, expect_not_spelled, expect_work_recorded
 from grader.checks.support import CheckFailed, check, expect_close
 from grader.document_values import document_values
-from grader.runner.protocol import Foreign
 from grader.runner.seeding import manual_seed
 from grader.runner.standins import seeded_transfer_pair
+from grader.tensor_diff import describe_value
 from grader.verdict import agrees
 
 STAGE = 3
@@ -33,8 +33,7 @@ def transfer(learner, d_in: int, d_out: int, seed: int, **options) -> dict:
     for name in NAMES:
         if not isinstance(reply["v1"][name], torch.Tensor):
             got = reply["v1"][name]
-            raise CheckFailed(f"after the transfer, sa_v1.{name} is a {got.type if isinstance(got, Foreign) else got}, "
-                              "not a tensor")
+            raise CheckFailed(f"after the transfer, sa_v1.{name} is {describe_value(got)}, not a tensor")
     return reply
 
 

@@ -121,7 +121,7 @@ def test_multihead_properties(learner, reference):
                                   lambda x, state: multihead_variants(x, state, 3))
 
 
-@check("property.multihead_dropout", target="MultiHeadAttention")
+@check("property.dropout.MultiHeadAttention", target="MultiHeadAttention")
 def test_multihead_dropout(learner):
     expect_dropout_on_weights(
         learner, STAGE, "MultiHeadAttention",

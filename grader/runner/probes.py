@@ -128,20 +128,18 @@ class _FixedDeviceWatch(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        result = func(*args, **kwargs)
         name = getattr(func, "__name__", "")
-        inputs = [t for t in _tensors((args, kwargs))]
+        inputs = list(_tensors((args, kwargs)))
+        moved = name in ("to", "cuda") and (kwargs.get("device") is not None or name == "cuda" or any(
+            isinstance(a, (torch.device, str, torch.Tensor)) for a in args[1:]))
+        marked = [t for t in inputs if id(t) in self.fixed and t.numel() > 1]
+        if marked and not moved and len(marked) < len(inputs) and self.mixed is None:
+            self.mixed = name  # noted before the call: on a GPU the call itself raises
+        result = func(*args, **kwargs)
         if name in FACTORIES and "device" not in kwargs and not inputs:
             self._mark(result)
-        elif name in ("to", "cuda") and (kwargs.get("device") is not None or name == "cuda" or any(
-                isinstance(a, (torch.device, str, torch.Tensor)) for a in args[1:])):
-            pass  # moved: unmarked
-        elif inputs:
-            marked = [t for t in inputs if id(t) in self.fixed and t.numel() > 1]
-            if marked and len(marked) < len(inputs) and self.mixed is None:
-                self.mixed = name
-            elif marked and len(marked) == len(inputs):
-                self._mark(result)
+        elif marked and not moved and len(marked) == len(inputs):
+            self._mark(result)
         return result
 
     def _mark(self, result) -> None:
@@ -163,8 +161,12 @@ def _tensors(value):
 def _fixed_device_use(built: nn.Module, x: torch.Tensor) -> str | None:
     """The first operation of forward that combines a tensor made on a fixed device with the module's."""
     watch = _FixedDeviceWatch()
-    with torch.no_grad(), watch:
-        built(x)
+    try:
+        with torch.no_grad(), watch:
+            built(x)
+    except Exception:
+        if watch.mixed is None:
+            raise
     return watch.mixed
 
 
