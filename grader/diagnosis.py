@@ -96,6 +96,69 @@ def single_head_variants(
     return variants
 
 
+def softmax_variants(x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Results of the usual mistakes in softmax_naive, for (n,) scores."""
+    return {"softmax-not-exponentiated": x / x.sum(dim=0),
+            "softmax-not-exponentiated:the numerator has exp() but the sum below it does not": x.exp() / x.sum(dim=0)}
+
+
+def simple_attention_variants(x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Results of the usual mistakes in simple_self_attention (no scaling at all), for (n, d_in) inputs."""
+    n, d_in = x.shape
+    return {
+        "softmax-wrong-dim": attend(x, x, x, divisor=None, softmax_dim=-2),
+        "softmax-not-exponentiated": attend(x, x, x, divisor=None, exponentiate=False),
+        f"wrong-scaling:the scores are divided by sqrt({d_in}), the square root of d_in": attend(x, x, x, divisor=d_in**0.5),
+        f"wrong-scaling:the scores are divided by d_in = {d_in}": attend(x, x, x, divisor=float(d_in)),
+        f"wrong-scaling:the scores are divided by sqrt({n}), the square root of the number of tokens":
+            attend(x, x, x, divisor=n**0.5),
+    }
+
+
+def _kept_renormalized(weights: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    return (weights * keep) / (weights * keep).sum(-1, keepdim=True)
+
+
+def renormalize_variants(weights: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Results of the usual mistakes in mask_and_renormalize, for (..., n, n) attention weights."""
+    n = weights.shape[-1]
+    ones = torch.ones(n, n)
+    return {
+        "mask-not-renormalized": weights * torch.tril(ones),
+        "mask-includes-diagonal": _kept_renormalized(weights, torch.tril(ones, diagonal=-1)),
+        "mask-not-causal": weights,
+        "mask-wrong-triangle:torch.triu keeps the diagonal and the future": _kept_renormalized(weights, torch.triu(ones)),
+        "mask-wrong-triangle:torch.triu(..., diagonal=1) keeps the future only":
+            _kept_renormalized(weights, torch.triu(ones, diagonal=1)),
+        "mask-wrong-triangle:torch.triu, without renormalizing": weights * torch.triu(ones),
+    }
+
+
+def causal_softmax_variants(scores: torch.Tensor, d_k: int) -> dict[str, torch.Tensor]:
+    """Results of the usual mistakes in causal_softmax, for (..., n, n) scores."""
+    n = scores.shape[-1]
+    future = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+    diagonal_too = torch.triu(torch.ones(n, n, dtype=torch.bool))
+
+    def softmax(hidden: torch.Tensor | None, divisor: float, dim: int = -1, fill: float = -torch.inf) -> torch.Tensor:
+        masked = scores if hidden is None else scores.masked_fill(hidden, fill)
+        return torch.softmax(masked / divisor, dim=dim)
+
+    return {
+        "missing-scaling": softmax(future, 1.0),
+        "wrong-scaling:the scores are divided by d_k itself": softmax(future, float(d_k)),
+        f"wrong-scaling:the scores are divided by sqrt({n}), the square root of the number of tokens":
+            softmax(future, n**0.5),
+        "scaling-after-softmax": softmax(future, 1.0) / d_k**0.5,
+        "mask-zero-instead-of-inf": softmax(future, d_k**0.5, fill=0.0),
+        "mask-includes-diagonal": softmax(diagonal_too, d_k**0.5),
+        "mask-wrong-triangle:torch.tril hides the past and the diagonal": softmax(~future, d_k**0.5),
+        "mask-wrong-triangle:torch.tril(..., diagonal=-1) hides the past": softmax(~diagonal_too, d_k**0.5),
+        "softmax-wrong-dim": softmax(future, d_k**0.5, dim=-2),
+        "mask-not-causal": softmax(None, d_k**0.5),
+    }
+
+
 def linear(x: torch.Tensor, state: dict[str, torch.Tensor], name: str) -> torch.Tensor:
     bias = state.get(f"{name}.bias")
     out = x @ state[f"{name}.weight"].T

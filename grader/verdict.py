@@ -71,6 +71,31 @@ def expect_close(
     raise CheckFailed(f"{what}: {problem}", "wrong-shape" if shape_wrong else None)
 
 
+Variants = Mapping[str, torch.Tensor] | Callable[[], Mapping[str, torch.Tensor]] | None
+
+
+def expect_all_close(cases: list[tuple[object, torch.Tensor, str, Variants]]) -> None:
+    """Each (actual, expected, what, variants) must match. The first case that does not fails the
+    check; it names a mistake only if every case's result is that mistake's result too, since one
+    input, a single token say, may not tell that mistake from others no variant describes."""
+    for actual, expected, what, variants in cases:
+        try:
+            expect_close(actual, expected, what, variants)
+        except CheckFailed as failed:
+            if failed.hint is None or failed.hint == "wrong-shape":
+                raise
+            for other_actual, _, _, other_variants in cases:
+                named = _resolve(other_variants)
+                alike = [v for name, v in named.items() if name.partition(":")[0] == failed.hint]
+                if alike and not any(agrees(other_actual, v) for v in alike):
+                    raise CheckFailed(failed.message.split(". That is exactly what")[0], None) from None
+            raise
+
+
+def _resolve(variants: Variants) -> Mapping[str, torch.Tensor]:
+    return (variants() if callable(variants) else variants) or {}
+
+
 def proven_mistake(actual: object, expected: torch.Tensor, variants: Mapping[str, torch.Tensor]) -> str | None:
     """The one mistake whose result ``actual`` equals, if this input tells that mistake apart.
 

@@ -17,6 +17,7 @@ from grader.checks.documented import DOCUMENTED
 from grader.checks.support import (
     CheckFailed,
     LearnerFailure,
+    build,
     build_with_weights,
     expect_close,
     expect_document_values,
@@ -25,7 +26,16 @@ from grader.checks.support import (
     parameters_only,
     reference_state,
 )
-from grader.diagnosis import attend, linear, multihead_variants, single_head_variants
+from grader.diagnosis import (
+    attend,
+    causal_softmax_variants,
+    linear,
+    multihead_variants,
+    renormalize_variants,
+    simple_attention_variants,
+    single_head_variants,
+    softmax_variants,
+)
 from grader.verdict import attention_evidence
 
 SHAPE_ERRORS = ("size of tensor", "must match", "doesn't match the broadcast shape")
@@ -55,6 +65,9 @@ def build_causal(learner, stage: int, cls: str, args: list, state: dict, inputs:
         raise
 
 
+# class -> the constructor arguments of the book's seeded example
+DOCUMENTED_ARGS = {"SelfAttention_v1": [3, 2], "SelfAttention_v2": [3, 2], "CausalAttention": [3, 2, 6, 0.0],
+                   "MultiHeadAttention": [3, 2, 6, 0.0, 2]}
 # class -> (constructor arguments, input shape)
 EXAMPLES = {
     "SelfAttention_v1": ([3, 4], (5, 3)),
@@ -92,54 +105,29 @@ def expect_example(learner, stage: int, cls: str) -> None:
 WEIGHT_FUNCTIONS = ("mask_and_renormalize", "causal_softmax")
 
 
-def _masked_renormalized(w: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-    return (w * keep) / (w * keep).sum(-1, keepdim=True)
-
-
-def _causal(scores: torch.Tensor, d_k: float, hidden: torch.Tensor, **options) -> torch.Tensor:
-    return torch.softmax(scores.masked_fill(hidden, -torch.inf) / d_k**0.5, **{"dim": -1, **options})
-
-
 def _function_example(function: str) -> tuple[list, torch.Tensor, dict[str, torch.Tensor]]:
     """(arguments, expected result, known mistakes' results) of a function's small example."""
     rng = generator(f"example.{function}")
     inputs, n = torch.rand(5, 3, generator=rng), 5
-    below, above = torch.tril(torch.ones(n, n)), torch.triu(torch.ones(n, n))
-    hidden = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
     if function == "attention_scores":
         return [inputs, inputs[2]], inputs @ inputs[2], {}
     if function == "softmax_naive":
         x = torch.randn(6, generator=rng)
-        return [x], torch.softmax(x, dim=0), {"softmax-not-exponentiated": x / x.sum(),
-                                             "softmax-not-exponentiated:the numerator has exp() but the sum below it does not": x.exp() / x.sum()}
+        return [x], torch.softmax(x, dim=0), softmax_variants(x)
     if function == "context_vector":
         weights = torch.softmax(torch.randn(n, generator=rng), dim=0)
         return [inputs, weights], weights @ inputs, {}
     if function == "simple_self_attention":
-        return [inputs], attend(inputs, inputs, inputs, divisor=None), {
-            "softmax-wrong-dim": attend(inputs, inputs, inputs, divisor=None, softmax_dim=-2),
-            "softmax-not-exponentiated": attend(inputs, inputs, inputs, divisor=None, exponentiate=False),
-            "wrong-scaling:the scores are divided by sqrt(d_in)": attend(inputs, inputs, inputs, divisor=3**0.5),
-            "wrong-scaling:the scores are divided by sqrt(num_tokens)": attend(inputs, inputs, inputs, divisor=n**0.5)}
+        return [inputs], attend(inputs, inputs, inputs, divisor=None), simple_attention_variants(inputs)
     w = torch.softmax(torch.randn(n, n, generator=rng), dim=-1)
     if function == "mask_and_renormalize":
-        return [w], _masked_renormalized(w, below), {
-            "mask-not-renormalized": w * below, "mask-not-causal": w,
-            "mask-includes-diagonal": _masked_renormalized(w, torch.tril(torch.ones(n, n), diagonal=-1)),
-            "mask-wrong-triangle": _masked_renormalized(w, above), "mask-wrong-triangle:and the rows are not renormalized": w * above}
+        below = torch.tril(torch.ones(n, n))
+        return [w], (w * below) / (w * below).sum(-1, keepdim=True), renormalize_variants(w)
     scores, d_k = torch.randn(n, n, generator=rng) * 3, 3
     if function == "causal_softmax":
-        diagonal_too = torch.triu(torch.ones(n, n, dtype=torch.bool))
-        return [scores, d_k], _causal(scores, d_k, hidden), {
-            "missing-scaling": _causal(scores, 1, hidden),
-            "wrong-scaling:the scores are divided by d_k itself": _causal(scores, d_k**2, hidden),
-            "wrong-scaling:the scores are divided by sqrt(num_tokens)": _causal(scores, n, hidden),
-            "scaling-after-softmax": _causal(scores, 1, hidden) / d_k**0.5,
-            "mask-zero-instead-of-inf": torch.softmax(scores.masked_fill(hidden, 0.0) / d_k**0.5, dim=-1),
-            "mask-includes-diagonal": _causal(scores, d_k, diagonal_too),
-            "mask-wrong-triangle": _causal(scores, d_k, ~diagonal_too),
-            "softmax-wrong-dim": _causal(scores, d_k, hidden, dim=-2),
-            "mask-not-causal": torch.softmax(scores / d_k**0.5, dim=-1)}
+        future = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+        return [scores, d_k], torch.softmax(scores.masked_fill(future, -torch.inf) / d_k**0.5, dim=-1), \
+            causal_softmax_variants(scores, d_k)
     raise ValueError(f"no example for {function}")
 
 
@@ -158,16 +146,11 @@ def expect_function_example(learner, stage: int, function: str) -> None:
         raise
 
 
-def expect_function_values_explained(learner, stage: int, ids: list[str], function: str,
-                                     upstream_ids: tuple[str, ...] = (), device: str = "cpu") -> None:
-    """The documents' values of a function; when they differ, its small example names the mistake it proves.
-
-    ``upstream_ids``: the values of the functions whose results these values are computed from. When
-    those are wrong too and the function is right on its own example, the function is not to blame:
-    it is judged on its own inputs, and passes.
-    """
+def expect_function_values_explained(learner, stage: int, ids: list[str], function: str, device: str = "cpu") -> None:
+    """The documents' values of a function (judged on its own inputs: see expect_document_values);
+    when they differ, its small example names the mistake it proves."""
     try:
-        expect_document_values(learner, stage, ids, device)
+        expect_document_values(learner, stage, ids, device, target=function)
     except CheckFailed as failed:
         try:
             expect_function_example(learner, stage, function)
@@ -176,18 +159,8 @@ def expect_function_values_explained(learner, stage: int, ids: list[str], functi
                               example.evidence) from None
         except LearnerFailure:
             raise failed from None
-        if upstream_ids and _values_differ(learner, stage, list(upstream_ids)):
-            return  # right on its own inputs: the values above differ because of what it was given
         raise CheckFailed(f"{failed.message}\n{function} gives the right result on a small example: compare your "
                           "code with the worked example's steps") from None
-
-
-def _values_differ(learner, stage: int, ids: list[str]) -> bool:
-    try:
-        expect_document_values(learner, stage, ids)
-    except CheckFailed:
-        return True
-    return False
 
 
 def expect_seeded_values_explained(learner, stage: int, ids: list[str], cls: str, args: list, seed: int) -> None:
@@ -198,10 +171,10 @@ def expect_seeded_values_explained(learner, stage: int, ids: list[str], cls: str
     except CheckFailed as failed:
         if failed.hint is not None:
             raise
-        explain_with_example(learner, stage, cls, failed)
+        explain_with_example(learner, stage, cls, failed, seed)
 
 
-def explain_with_example(learner, stage: int, cls: str, failed: CheckFailed) -> None:
+def explain_with_example(learner, stage: int, cls: str, failed: CheckFailed, seed: int) -> None:
     """Fail with ``failed``, told apart by the small example: a mistake in the maths (named when
     proven) or in how the weights are created."""
     try:
@@ -211,5 +184,18 @@ def explain_with_example(learner, stage: int, cls: str, failed: CheckFailed) -> 
                           example.evidence) from None
     except LearnerFailure:
         raise failed from None
+    where = ("how it creates its weights: with the same seed they are not the documented ones" if not
+             _holds_documented_weights(learner, stage, cls, seed) else "what it does in training mode, where the "
+             "worked example runs: its weights are the documented ones")
     raise CheckFailed(f"{failed.message}\nWith the documented weights put into it, your {cls} computes the right "
-                      "output on a small example: look at how it creates its weights.") from None
+                      f"output on a small example in eval mode: look at {where}.") from None
+
+
+def _holds_documented_weights(learner, stage: int, cls: str, seed: int) -> bool:
+    args = DOCUMENTED_ARGS[cls]
+    try:
+        state = build(learner, stage, cls, args, seed=seed, return_state=True)["state"]
+    except LearnerFailure:
+        return False
+    expected = parameters_only(reference_state(DOCUMENTED[cls], args, seed))
+    return all(k in state and torch.equal(state[k], v) for k, v in expected.items())

@@ -10,7 +10,7 @@ from grader.checks import documented
 from grader.checks.documented import DOCUMENTED
 from grader.document_values import document_values
 from grader.learner import LearnerFailure, LearnerWorkers
-from grader.verdict import CheckFailed, agrees, expect_close  # noqa: F401 - re-exported for the checks
+from grader.verdict import CheckFailed, agrees, expect_all_close, expect_close  # noqa: F401 - re-exported for the checks
 from grader.runner.seeding import manual_seed
 
 
@@ -28,10 +28,14 @@ def generator(name: str) -> torch.Generator:
 SHOWN_VALUES = 3
 
 
-def expect_document_values(learner: LearnerWorkers, stage: int, ids: list[str], device: str = "cpu") -> None:
+def expect_document_values(learner: LearnerWorkers, stage: int, ids: list[str], device: str = "cpu",
+                           target: str | None = None) -> None:
     """Run each document value's recipe in the learner's worker; fail listing the first mismatches.
 
-    Dropout values are skipped off the CPU: CUDA draws other masks from the same seed.
+    With ``target``, the function or class the check judges: a value that is also computed with
+    another of the stage's names does not count against the target when a value computed from
+    those names without it is wrong too (a wrong attention_scores makes softmax_naive's values
+    wrong). Dropout values are skipped off the CPU: CUDA draws other masks from the same seed.
     """
     values = {v.id: v for v in document_values()}
     problems = []
@@ -39,9 +43,8 @@ def expect_document_values(learner: LearnerWorkers, stage: int, ids: list[str], 
         value = values[value_id]
         if value.cpu_only and device != "cpu":
             continue
-        actual = learner.request(stage, "recipe", name=value.recipe)
-        problem = value.check(actual)
-        if problem is not None:
+        problem = value.check(learner.request(stage, "recipe", name=value.recipe))
+        if problem is not None and not (target and _inherited(learner, stage, value, target, device)):
             problems.append(f"{value.citation}: {problem}")
     if problems:
         more = len(problems) - SHOWN_VALUES
@@ -49,11 +52,18 @@ def expect_document_values(learner: LearnerWorkers, stage: int, ids: list[str], 
                           + (f"\n(and {more} more value{'s' if more > 1 else ''} of the worked examples)" if more > 0 else ""))
 
 
+def _inherited(learner: LearnerWorkers, stage: int, value, target: str, device: str) -> bool:
+    """A value computed without ``target``, from names ``value`` also uses, is wrong as well."""
+    upstream = [v for v in document_values(stage) if target not in v.uses and v.uses
+                and set(v.uses) <= set(value.uses) and (device == "cpu" or not v.cpu_only)]
+    return any(v.check(learner.request(stage, "recipe", name=v.recipe)) is not None for v in upstream)
+
+
 def expect_seeded_module_values(learner: LearnerWorkers, stage: int, ids: list[str], cls: str, args: list,
                                 seed: int) -> None:
     """Document values of a seeded module; when they differ, say if the creation order is to blame."""
     try:
-        expect_document_values(learner, stage, ids)
+        expect_document_values(learner, stage, ids, target=cls)
     except CheckFailed as failed:
         hint = init_order_hint(learner, stage, cls, args, seed)
         raise CheckFailed(failed.message, hint) from None
@@ -68,20 +78,25 @@ def expect_function_on_cases(learner: LearnerWorkers, stage: int, function: str,
     """
     outputs = [call(learner, stage, function, *args) for args in cases]
     expect_input_dependent(outputs[2:], function)
-    for args, output in zip(cases, outputs):
-        expect_close(output, reference_function(*args), describe(*args), lambda args=args: variants_for(*args))
+    expect_all_close([(output, reference_function(*args), describe(*args), lambda args=args: variants_for(*args))
+                      for args, output in zip(cases, outputs)])
 
 
 def build(learner: LearnerWorkers, stage: int, cls: str, args: list, **options) -> dict:
     """Build the learner's module ``cls(*args)`` in its worker (see grader.runner.probes.module)."""
-    return learner.request(stage, "module", cls=cls, args=list(args), **options)
+    reply = learner.request(stage, "module", cls=cls, args=list(args), **options)
+    mismatched = [r for r in reply.get("rejected", []) if "size mismatch" in r]
+    if mismatched:
+        raise CheckFailed(f"{cls}{tuple(args)} holds weights of other shapes than documented, so the grader cannot "
+                          f"put its weights in: {'; '.join(mismatched)}")
+    return reply
 
 
 def build_with_weights(learner: LearnerWorkers, stage: int, cls: str, args: list, state: dict, **options) -> dict:
     """Build ``cls(*args)`` with injected weights; each documented name has to exist in the learner's module."""
     reply = build(learner, stage, cls, args, state=state, **options)
     if reply["rejected"]:
-        held = [name for name, _ in reply["structure"]["parameters"]]
+        held = [f"{name} {tuple(size)}" for name, size in reply["structure"]["parameters"]]
         raise CheckFailed(f"{cls} does not hold the documented weights {reply['rejected']}; it holds {held}")
     return reply
 

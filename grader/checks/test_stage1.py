@@ -13,8 +13,8 @@ from grader.checks.support import (
     expect_inputs_kept,
     generator,
 )
-from grader.diagnosis import attend
-from grader.verdict import agrees
+from grader.diagnosis import simple_attention_variants, softmax_variants
+from grader.verdict import agrees, proven_mistake
 
 STAGE = 1
 SHAPES = [(1, 3), (5, 2), (6, 3), (9, 16)]  # (num_tokens, d_in): one token, narrow, the book's, wide
@@ -30,13 +30,12 @@ def test_document_attention_scores(learner):
 def test_document_softmax_naive(learner):
     expect_function_values_explained(
         learner, STAGE, ["stage1.attn_weights_2_naive", "stage1.attn_weights_2_naive_sum", "stage1.attn_weights"],
-        "softmax_naive", upstream_ids=("stage1.attn_scores_2", "stage1.attn_scores"))
+        "softmax_naive")
 
 
 @check("document.context_vector", visible=True, target="context_vector")
 def test_document_context_vector(learner):
-    expect_function_values_explained(learner, STAGE, ["stage1.context_vec_2"], "context_vector",
-                                     upstream_ids=("stage1.attn_scores_2", "stage1.attn_weights_2_naive"))
+    expect_function_values_explained(learner, STAGE, ["stage1.context_vec_2"], "context_vector")
 
 
 @check("document.simple_self_attention", visible=True, target="simple_self_attention")
@@ -58,8 +57,7 @@ def test_random_softmax_naive(learner, reference):
     cases = [(torch.rand(n, generator=rng) * 8 - 4,) for n in (1, 2, 6, 6)]
     expect_function_on_cases(learner, STAGE, "softmax_naive", reference.softmax_naive, cases,
                              lambda x: f"softmax_naive of {x.shape[0]} score(s)",
-                             lambda x: {"softmax-not-exponentiated": x / x.sum(dim=0),
-                                        "softmax-not-exponentiated:the numerator has exp() but the sum below it does not": x.exp() / x.sum(dim=0)})
+                             softmax_variants)
 
 
 @check("random.context_vector", target="context_vector")
@@ -77,12 +75,7 @@ def test_random_simple_self_attention(learner, reference):
     expect_function_on_cases(
         learner, STAGE, "simple_self_attention", reference.simple_self_attention, cases,
         lambda x: f"simple_self_attention of {x.shape[0]} token(s) of size {x.shape[1]}",
-        lambda x: {
-            "softmax-wrong-dim": attend(x, x, x, divisor=None, softmax_dim=-2),
-            "softmax-not-exponentiated": attend(x, x, x, divisor=None, exponentiate=False),
-            "wrong-scaling:the scores are divided by sqrt(d_in)": attend(x, x, x, divisor=x.shape[1] ** 0.5),
-            "wrong-scaling:the scores are divided by sqrt(num_tokens)": attend(x, x, x, divisor=x.shape[0] ** 0.5),
-        },
+        simple_attention_variants,
     )
 
 
@@ -90,15 +83,19 @@ def test_random_simple_self_attention(learner, reference):
 def test_softmax_naive_properties(learner):
     x = torch.rand(7, generator=generator("property.softmax_naive")) * 6 - 3
     weights, shifted = call(learner, STAGE, "softmax_naive", x), call(learner, STAGE, "softmax_naive", x + 2.0)
-    expect_close(weights.sum() if isinstance(weights, torch.Tensor) else weights, torch.tensor(1.0),
-                 "the sum of softmax_naive's weights")
-    if not (weights > 0).all():
-        raise CheckFailed("softmax_naive gave a weight that is not positive: exp() is always positive",
-                          "softmax-not-exponentiated")
-    expect_close(shifted, weights, "softmax_naive(x + 2) compared with softmax_naive(x) (a softmax ignores a shift)",
-                 variants={"softmax-not-exponentiated": (x + 2) / (x + 2).sum()})
-    if not torch.equal(torch.argsort(weights), torch.argsort(x)):
-        raise CheckFailed("softmax_naive changed the order of the scores: a larger score must get a larger weight")
+    # a failed property names a mistake only when the weights themselves are that mistake's
+    proven = proven_mistake(weights, torch.softmax(x, dim=0), softmax_variants(x))
+    hint = proven and proven.partition(":")[0]
+    try:
+        expect_close(weights.sum() if isinstance(weights, torch.Tensor) else weights, torch.tensor(1.0),
+                     "the sum of softmax_naive's weights")
+        if not (weights > 0).all():
+            raise CheckFailed("softmax_naive gave a weight that is not positive: exp() is always positive")
+        expect_close(shifted, weights, "softmax_naive(x + 2) compared with softmax_naive(x) (a softmax ignores a shift)")
+        if not torch.equal(torch.argsort(weights), torch.argsort(x)):
+            raise CheckFailed("softmax_naive changed the order of the scores: a larger score must get a larger weight")
+    except CheckFailed as failed:
+        raise CheckFailed(failed.message, failed.hint or hint) from None
 
 
 @check("property.inputs_kept")

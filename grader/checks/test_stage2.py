@@ -10,7 +10,7 @@ from grader.checks.support import (
     build,
     build_with_weights,
     check,
-    expect_close,
+    expect_all_close,
     expect_input_dependent,
     generator,
     reference_output,
@@ -52,18 +52,19 @@ def _projections(state: dict, x: torch.Tensor, linear: bool) -> list[torch.Tenso
 
 
 def _random_check(learner, reference, cls: str, linear: bool) -> None:
-    rng, outputs = generator(f"random.{cls}"), []
+    rng, cases = generator(f"random.{cls}"), []
     for index, (num_tokens, d_in, d_out) in enumerate(SHAPES):
         args = [d_in, d_out] + ([index == 3] if linear else [])  # the last v2 case has biases
         state = reference_state(reference.name(cls), args, seed=1000 + index)
         x = torch.rand(num_tokens, d_in, generator=rng)
         reply = build_with_weights(learner, STAGE, cls, args, state, inputs=[x])
-        outputs.append(reply["outputs"][0])
         expected = reference_output(reference.name(cls), args, state, x)
-        with showing_attention(learner, STAGE, cls):
-            expect_close(outputs[-1], expected, f"{cls}{tuple(args)} on {num_tokens} token(s)",
-                         lambda: single_head_variants(*_projections(state, x, linear), causal=False, d_in=d_in))
-    expect_input_dependent(outputs[2:], cls)
+        cases.append((reply["outputs"][0], expected, f"{cls}{tuple(args)} on {num_tokens} token(s)",
+                      lambda state=state, x=x, d_in=d_in: single_head_variants(*_projections(state, x, linear),
+                                                                             causal=False, d_in=d_in)))
+    with showing_attention(learner, STAGE, cls):
+        expect_all_close(cases)
+    expect_input_dependent([output for output, *_ in cases[2:]], cls)
 
 
 @check("random.SelfAttention_v1", target="SelfAttention_v1")

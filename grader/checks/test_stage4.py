@@ -11,12 +11,12 @@ from grader.checks.support import (
     build,
     call,
     check,
-    expect_close,
+    expect_all_close,
     expect_input_dependent,
     expect_inputs_kept,
     generator,
 )
-from grader.diagnosis import linear, single_head_variants
+from grader.diagnosis import causal_softmax_variants, linear, renormalize_variants, single_head_variants
 
 STAGE = 4
 # (batch, num_tokens, d_in, d_out, context_length): one token, fewer tokens than the context,
@@ -57,57 +57,39 @@ def _causal_weights(rng: torch.Generator) -> list[torch.Tensor]:
 
 @check("random.mask_and_renormalize", target="mask_and_renormalize")
 def test_random_mask_and_renormalize(learner, reference):
-    rng, outputs = generator("random.mask_and_renormalize"), []
-    for weights in _causal_weights(rng):
-        n = weights.shape[-1]
-        below = torch.tril(torch.ones(n, n))
-        strictly_below = torch.tril(torch.ones(n, n), diagonal=-1)
-        above = torch.triu(torch.ones(n, n))
-        outputs.append(call(learner, STAGE, "mask_and_renormalize", weights))
-        expect_close(outputs[-1], reference.mask_and_renormalize(weights), f"mask_and_renormalize of {tuple(weights.shape)} weights", {
-            "mask-not-renormalized": weights * below,
-            "mask-includes-diagonal": (weights * strictly_below) / (weights * strictly_below).sum(-1, keepdim=True),
-            "mask-not-causal": weights,
-            "mask-wrong-triangle": (weights * above) / (weights * above).sum(-1, keepdim=True),
-            "mask-wrong-triangle:and the rows are not renormalized": weights * above,
-        })  # fmt: skip
-    expect_input_dependent(outputs[1:3], "mask_and_renormalize")
+    cases = []
+    for weights in _causal_weights(generator("random.mask_and_renormalize")):
+        cases.append((call(learner, STAGE, "mask_and_renormalize", weights), reference.mask_and_renormalize(weights),
+                      f"mask_and_renormalize of {tuple(weights.shape)} weights",
+                      lambda weights=weights: renormalize_variants(weights)))
+    expect_all_close(cases)
+    expect_input_dependent([output for output, *_ in cases[1:3]], "mask_and_renormalize")
 
 
 @check("random.causal_softmax", target="causal_softmax")
 def test_random_causal_softmax(learner, reference):
-    rng, outputs = generator("random.causal_softmax"), []
+    rng, cases = generator("random.causal_softmax"), []
     for shape, d_k in [((1, 1), 2), ((4, 4), 2), ((6, 6), 8), ((2, 5, 5), 16)]:
         scores = torch.randn(*shape, generator=rng) * 3
-        n = shape[-1]
-        hidden = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
-        with_diagonal = torch.triu(torch.ones(n, n, dtype=torch.bool))
-        outputs.append(call(learner, STAGE, "causal_softmax", scores, d_k))
-        expect_close(outputs[-1], reference.causal_softmax(scores, d_k), f"causal_softmax of {shape} scores, d_k={d_k}", {
-            "missing-scaling": torch.softmax(scores.masked_fill(hidden, -torch.inf), dim=-1),
-            "wrong-scaling": torch.softmax(scores.masked_fill(hidden, -torch.inf) / d_k, dim=-1),
-            "mask-zero-instead-of-inf": torch.softmax(scores.masked_fill(hidden, 0.0) / d_k**0.5, dim=-1),
-            "mask-includes-diagonal": torch.softmax(scores.masked_fill(with_diagonal, -torch.inf) / d_k**0.5, dim=-1),
-            "softmax-wrong-dim": torch.softmax(scores.masked_fill(hidden, -torch.inf) / d_k**0.5, dim=-2),
-            "mask-not-causal": torch.softmax(scores / d_k**0.5, dim=-1),
-            "mask-wrong-triangle": torch.softmax(scores.masked_fill(~with_diagonal, -torch.inf) / d_k**0.5, dim=-1),
-            "scaling-after-softmax": torch.softmax(scores.masked_fill(hidden, -torch.inf), dim=-1) / d_k**0.5,
-        })  # fmt: skip
-    expect_input_dependent(outputs[1:3], "causal_softmax")
+        cases.append((call(learner, STAGE, "causal_softmax", scores, d_k), reference.causal_softmax(scores, d_k),
+                      f"causal_softmax of {shape} scores, d_k={d_k}",
+                      lambda scores=scores, d_k=d_k: causal_softmax_variants(scores, d_k)))
+    expect_all_close(cases)
+    expect_input_dependent([output for output, *_ in cases[1:3]], "causal_softmax")
 
 
 @check("random.CausalAttention", target="CausalAttention")
 def test_random_causal_attention(learner, reference):
-    rng, outputs = generator("random.CausalAttention"), []
+    rng, cases = generator("random.CausalAttention"), []
     for index, (b, n, d_in, d_out, context_length) in enumerate(SHAPES):
         args = [d_in, d_out, context_length, 0.0]
         x = torch.rand(b, n, d_in, generator=rng)
         actual, expected, state = run_injected(learner, reference, STAGE, "CausalAttention", args, 8000 + index, x)
-        outputs.append(actual)
-        with showing_attention(learner, STAGE, "CausalAttention"):
-            expect_close(actual, expected, f"CausalAttention{tuple(args)} on a {(b, n, d_in)} batch",
-                         lambda: single_head_variants(*(linear(x, state, name) for name in PROJECTIONS), causal=True,
-                                                      d_in=d_in))
+        cases.append((actual, expected, f"CausalAttention{tuple(args)} on a {(b, n, d_in)} batch",
+                      lambda x=x, state=state, d_in=d_in: single_head_variants(
+                          *(linear(x, state, name) for name in PROJECTIONS), causal=True, d_in=d_in)))
+    with showing_attention(learner, STAGE, "CausalAttention"):
+        expect_all_close(cases)
 
 
 @check("property.causal", target="CausalAttention")

@@ -91,7 +91,13 @@ def module(
         report["state"] = {k: v for k, v in built.state_dict().items()}
     if state is not None:
         # Injected names the learner's module does not have: it lacks a documented weight.
-        report["rejected"] = list(built.load_state_dict(state, strict=False).unexpected_keys)
+        try:
+            report["rejected"] = list(built.load_state_dict(state, strict=False).unexpected_keys)
+        except RuntimeError as error:  # a weight of another shape than documented: torch lists them
+            report["rejected"] = [line.strip() for line in str(error).splitlines() if "size mismatch" in line]
+            if not report["rejected"]:
+                raise
+            return report
     built = built.to(device)
     report["buffers_on"] = {name: str(b.device) for name, b in built.named_buffers()}
     built.train(train)
@@ -180,8 +186,9 @@ def structure(built: nn.Module) -> dict:
         "state_dict": list(built.state_dict().keys()),
         # Tensors held as plain attributes: neither parameters nor buffers, so .to() leaves them.
         "plain_tensors": [name for name, value in vars(built).items() if isinstance(value, torch.Tensor)],
-        "dropout_p": {name: float(m.p) for name, m in built.named_modules() if isinstance(m, nn.Dropout)
-                      and isinstance(m.p, (int, float))},
+        # as given: a bool here is an argument that went to the wrong place
+        "dropout_p": {name: m.p for name, m in built.named_modules() if isinstance(m, nn.Dropout)
+                      and type(m.p) in (bool, int, float)},
         "attributes": {
             name: getattr(built, name)
             for name in ("d_out", "num_heads", "head_dim")
