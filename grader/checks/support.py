@@ -136,8 +136,8 @@ def init_order_hint(learner: LearnerWorkers, stage: int, cls: str, args: list, s
 
     Proven means: with the documented weights injected, the learner's module computes what the
     documented one does (or the caller has checked its maths: ``maths_checked``), while its own
-    seeded weights are the documented random numbers arranged otherwise (param-init-order), or
-    the numbers torch.randn draws in their place (wrong-random-init).
+    seeded weights differ from the documented ones: they are the numbers torch.randn draws in
+    their place (wrong-random-init), or otherwise created in another order or way (param-init-order).
     """
     try:
         learner_state = build(learner, stage, cls, args, seed=seed, return_state=True)["state"]
@@ -146,13 +146,26 @@ def init_order_hint(learner: LearnerWorkers, stage: int, cls: str, args: list, s
     expected = parameters_only(reference_state(DOCUMENTED[cls], args, seed))
     if all(k in learner_state and torch.equal(learner_state[k], v) for k, v in expected.items()):
         return None  # the weights are the documented ones: whatever differs lies elsewhere
+    if not _same_layout(learner_state, expected):
+        return None  # other names, shapes or shared tensors: more than the creation order differs
     if not maths_checked and not _computes_as_documented(learner, stage, cls, args, expected):
         return None
-    if _draws(learner_state) == _draws(expected):
-        return "param-init-order"
     manual_seed(seed)
     drawn_normal = {name: torch.randn(value.shape) for name, value in expected.items()}
-    return "wrong-random-init" if _draws(learner_state) == _draws(drawn_normal) else None
+    if _draws(learner_state) == _draws(drawn_normal):
+        return "wrong-random-init"
+    # Right maths, other seeded weights: they are created in another order or way, which is what the hint says.
+    return "param-init-order"
+
+
+def _same_layout(state: dict, expected: dict) -> bool:
+    """The same parameter names and shapes as documented, and no tensor held twice where the documented hold two."""
+    learned = parameters_only({k: v for k, v in state.items() if isinstance(v, torch.Tensor)})
+    if learned.keys() != expected.keys() or any(learned[k].shape != v.shape for k, v in expected.items()):
+        return False
+    names = list(expected)
+    return not any(torch.equal(learned[a], learned[b]) and not torch.equal(expected[a], expected[b])
+                   for i, a in enumerate(names) for b in names[i + 1:] if learned[a].shape == learned[b].shape)
 
 
 def _computes_as_documented(learner: LearnerWorkers, stage: int, cls: str, args: list, state: dict) -> bool:

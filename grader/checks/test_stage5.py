@@ -167,9 +167,11 @@ def test_multihead_structure(learner):
     expected_linears = [["W_query", [6, 4]], ["W_key", [6, 4]], ["W_value", [6, 4]], ["out_proj", [6, 6]]]
     linears = [[name.removesuffix(".weight"), s] for name, s in shape["parameters"] if name.endswith(".weight")]
     if linears != expected_linears:
+        names = [n for n, _ in linears]
+        hint = ("missing-out-proj" if "out_proj" not in names else
+                "param-init-order" if sorted(linears) == sorted(expected_linears) else None)
         raise CheckFailed(f"MultiHeadAttention(4, 6, ...) should hold W_query, W_key, W_value (6 x 4) and out_proj "
-                          f"(6 x 6) weights, in that order; it holds {linears}",
-                          "missing-out-proj" if "out_proj" not in [n for n, _ in linears] else None)
+                          f"(6 x 6) weights, in that order; it holds {linears}", hint)
     biases = [name for name, _ in shape["parameters"] if name.endswith(".bias") and name != "out_proj.bias"]
     if biases:
         raise CheckFailed(f"MultiHeadAttention(4, 6, 5, 0.1, 3) (qkv_bias=False) holds the biases {biases}",
