@@ -45,7 +45,7 @@ class PrintedOutput:
             self.a_lot = True
 
     def text(self) -> str:
-        """The first lines, each cut to its length, and "… N more lines" when there are more; "" when nothing was printed."""
+        """The first lines, each cut to its length, and "… N more lines" when there are more; "" for nothing."""
         total = self._newlines + self._line_open
         lines = self._lines + [""] * (min(total, SHOWN_LINES) - len(self._lines))
         shown = [line if len(line) <= SHOWN_LINE_CHARACTERS else line[:SHOWN_LINE_CHARACTERS] + "…" for line in lines]

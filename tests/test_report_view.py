@@ -25,9 +25,11 @@ from tests.grading import learner_copy
 SCHEMA = json.loads((REPO / "grader" / "schemas" / "report.schema.json").read_text())
 HOSTILE = "\x1b[2J\u202e<script>alert(1)</script>"
 HOSTILE_SHOWN = "\\x1b[2J\\u202e<script>alert(1)</script>"
-# Two checks that fail the way real ones do: the first prints, the second carries evidence.
+# Checks that fail the way real ones do: the first prints, the second carries evidence, the third prints
+# past what a worker sends and runs out of time.
 FAKE_CHECKS = '''
 import torch
+from grader.learner import LearnerFailure
 from grader.plugin import learner  # noqa: F401 - the fixture
 from grader.verdict import CheckFailed, attention_evidence
 from grader.checks.support import check
@@ -44,6 +46,12 @@ def test_fake_with_evidence(learner):
     expected = torch.tensor([[1.0, 0.0], [0.5, 0.5]])
     raise CheckFailed("the weights differ", "softmax-wrong-dim",
                       attention_evidence("weights of 2 tokens", expected, expected.flip(1), "row 0 attends to token 1"))
+
+
+@check("document.context_vector", visible=True)
+def test_fake_that_prints_a_lot_and_hangs(learner):
+    learner.printed.add(["again", "again", ""], cut=True)
+    raise LearnerFailure("timeout", "your code gave no answer within 1 s")
 '''
 
 
@@ -100,9 +108,13 @@ def test_evidence_travels_from_a_failed_check_to_the_json_report(tmp_path):
     assert exit_code == pytest.ExitCode.TESTS_FAILED, output
     report = build(plugin.results, [1], "cpu", torch.__version__, [], "bubblewrap")
     jsonschema.validate(report, SCHEMA)
-    printing, with_evidence = report["stages"][0]["checks"]
+    printing, with_evidence, hanging = report["stages"][0]["checks"]
     assert printing["printed"] == "printed during the check" and printing["evidence"] is None
     assert with_evidence["printed"] == ""  # each check starts with nothing printed
+    assert hanging["status"] == "timeout" and hanging["printed"] == "again\nagain\n… and more"
+    assert hanging["message"].endswith("your code printed a lot while it ran: printing takes time, so print less "
+                                       "(not inside loops) and it may finish in time")
+    assert "printed a lot" not in printing["message"]
     assert with_evidence["evidence"] == {"title": "weights of 2 tokens", "expected": [[1.0, 0.0], [0.5, 0.5]],
                                          "actual": [[0.0, 1.0], [0.5, 0.5]], "shape": [2, 2],
                                          "note": "row 0 attends to token 1"}
@@ -137,7 +149,8 @@ def test_the_terminal_shows_both_maps_side_by_side_in_shades_without_colour():
     assert lines[top + 2].split() == ["0", "1", "2", "3"] * 2
     # Row 0: all of the weight on token 0 (█ then blanks), against a quarter on each (░ everywhere).
     assert lines[top + 3] == "    " + " 0 ██".ljust(3 + 2 * 4) + "    " + " 0 ░░░░░░░░"
-    assert lines[top + 7].startswith("    shades: blank 0, ░ up to 0.25") and lines[top + 8] == "    row 0 attends to later tokens"
+    assert lines[top + 7].startswith("    shades: blank 0, ░ up to 0.25")
+    assert lines[top + 8] == "    row 0 attends to later tokens"
     assert "\033[" not in text
 
 
@@ -205,9 +218,10 @@ def broken_import(tmp_path_factory):
     stage1.write_text(f"print({HOSTILE!r})\nfor i in range(100_000):\n    print(i, 'x' * 100)\n"
                       f"raise RuntimeError('boom at import')\n{stage1.read_text()}")
     outputs = {name: folder / name for name in ("report.json", "report.html", "results.json", "classroom.json")}
-    result = subprocess.run([sys.executable, "-m", "grader", str(submission), "--stage", "1",
-                             "--json", str(outputs["report.json"]), "--html", str(outputs["report.html"]),
-                             "--gradescope", str(outputs["results.json"]), "--classroom", str(outputs["classroom.json"])],
+    options = [f"--{option}={outputs[name]}" for option, name in (("json", "report.json"), ("html", "report.html"),
+                                                                 ("gradescope", "results.json"),
+                                                                 ("classroom", "classroom.json"))]
+    result = subprocess.run([sys.executable, "-m", "grader", str(submission), "--stage", "1", *options],
                             cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     return result, {name: path.read_text(encoding="utf-8") for name, path in outputs.items()}
@@ -228,8 +242,8 @@ def test_an_import_error_is_shown_once_per_stage(broken_import):
     for text in (result.stdout, outputs["report.html"]):
         assert text.count("boom at import") == 1
         assert text.count("the same problem as document.attention_scores") == checks - 1
-    for platform in ("results.json", "classroom.json"):
-        messages = [t["output" if platform == "results.json" else "message"] for t in json.loads(outputs[platform])["tests"]]
+    for platform, field in (("results.json", "output"), ("classroom.json", "message")):
+        messages = [test[field] for test in json.loads(outputs[platform])["tests"]]
         assert sum("boom at import" in m for m in messages) == 1, platform
 
 
