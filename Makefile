@@ -7,6 +7,7 @@ PY := $(VENV)/bin/python
 SUBMISSION ?= exercises
 STAGE ?=
 GRADE_ARGS ?=
+HTML_REPORT ?= grade-report.html
 PYTEST_ARGS ?=
 
 RUNTIME_STAMP := $(VENV)/.runtime-installed
@@ -19,7 +20,7 @@ DOCS_STAMP := $(VENV)/.docs-installed
 .PHONY: help grade grade-all gradescope nbgrader nbgrader-demo figures release test stubs bench-grade bench-batch clean
 
 help:
-	@echo "make grade         grade exercises/ (STAGE=N for one stage, SUBMISSION=folder-or-zip for another)"
+	@echo "make grade         grade exercises/ (STAGE=N for one stage, SUBMISSION=folder-or-zip for another); details in $(HTML_REPORT)"
 	@echo "make grade-all     grade a class: SUBMISSIONS=folder (one sub-folder or .zip each) OUT=folder"
 	@echo "make gradescope    build dist/gradescope-autograder.zip for a Gradescope programming assignment"
 	@echo "make nbgrader      write the nbgrader course to build/nbgrader (installs nbgrader)"
@@ -59,7 +60,7 @@ $(DEV_STAMP): pyproject.toml $(RUNTIME_STAMP)
 	@touch $@ $(INSTRUCTOR_STAMP) $(NBGRADER_STAMP) $(DOCS_STAMP)  # dev includes those extras
 
 grade: $(RUNTIME_STAMP)
-	@$(PY) -m grader $(SUBMISSION) $(if $(STAGE),--stage $(STAGE)) $(GRADE_ARGS)
+	@$(PY) -m grader $(SUBMISSION) $(if $(STAGE),--stage $(STAGE)) --html $(HTML_REPORT) $(GRADE_ARGS)
 
 grade-all: $(INSTRUCTOR_STAMP)
 	@test -n "$(SUBMISSIONS)" -a -n "$(OUT)" || { echo "usage: make grade-all SUBMISSIONS=folder OUT=folder [GRADE_ARGS=...]"; exit 2; }
@@ -93,5 +94,5 @@ bench-batch: $(INSTRUCTOR_STAMP) $(NBGRADER_STAMP)
 	@$(PY) -m tests.benchmarks.bench_batch
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info dist build
+	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info dist build $(HTML_REPORT)
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,5 +1,6 @@
-"""python -m grader SUBMISSION [--device cpu|cuda|auto] [--json FILE] [--gradescope FILE] [--classroom FILE]
-                            [--visible-only] [--stage N] [--timeout S] [--sandbox auto|bwrap|none]
+"""python -m grader SUBMISSION [--device cpu|cuda|auto] [--json FILE] [--html FILE] [--gradescope FILE]
+                            [--classroom FILE] [--visible-only] [--stage N] [--timeout S]
+                            [--sandbox auto|bwrap|none]
    python -m grader batch SUBMISSIONS_DIR --out OUT_DIR [...]   (see grader/batch.py)
 
 Grades a folder or .zip of stage files. Exit status 0 whenever grading ran, whatever the score;
@@ -35,6 +36,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
                                      epilog="To grade a whole class: python -m grader batch --help")
     parser.add_argument("submission", type=Path, help="a folder or .zip holding some or all of the five stage files")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the report as JSON")
+    parser.add_argument("--html", type=Path, metavar="FILE",
+                        help="also write the report as one HTML page, with heat maps of the attention a check compared")
     parser.add_argument("--gradescope", type=Path, metavar="FILE", help="also write Gradescope's results.json")
     parser.add_argument("--classroom", type=Path, metavar="FILE",
                         help="also write the result GitHub Classroom's grading reporter reads")
@@ -69,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def grade(args, sandbox: Sandbox, staged, started: float) -> int:
+    from grader.html_report import render_html
     from grader.report import render_text, to_classroom, to_gradescope
     from grader.session import GradingError, grade_staged
 
@@ -87,7 +91,11 @@ def grade(args, sandbox: Sandbox, staged, started: float) -> int:
         args.gradescope.write_text(json.dumps(to_gradescope(report, time.monotonic() - started), indent=2) + "\n")
     if args.classroom:
         args.classroom.write_text(json.dumps(to_classroom(report)) + "\n")
+    if args.html:
+        args.html.write_text(render_html(report, str(args.submission), args.html.absolute()), encoding="utf-8")
     print(render_text(report, str(args.submission)))
+    if args.html:
+        print(f"\nHeat maps and details: {args.html}")
     return 0
 
 

@@ -14,6 +14,11 @@ def catalog() -> dict[str, dict[str, str]]:
 
 def explain(hint: str, stage: int) -> str:
     """The catalog sentence for ``hint`` with its docs link, for a learner working on ``stage``."""
+    return f"{catalog()[hint]['text']} (see {docs_link(hint, stage)})"
+
+
+def docs_link(hint: str, stage: int) -> str:
+    """Where the docs explain ``hint`` to a learner working on ``stage``: docs/<page>.md#<hint>."""
     entry = catalog()[hint]
     pages = entry.get("stages", [stage])
-    return f"{entry['text']} (see {entry['docs'].format(stage=stage if stage in pages else pages[0])})"
+    return entry["docs"].format(stage=stage if stage in pages else pages[0])

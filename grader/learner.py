@@ -6,12 +6,15 @@ are decoded safely and must arrive whole within their time limit (grader.runner.
 worker that dies or hangs is discarded and the next request forks a fresh one, so a crash costs
 only the check that caused it. The workers of the stages to be graded are forked up front, so
 that each imports its file while the judge works on the stages before. close() has the zygote end
-the student: every process that ran their code, at once.
+the student: every process that ran their code, at once. What the learner's code prints arrives
+before each answer and is kept in ``printed`` for the report, never for a verdict.
 """
 
 import socket
+import time
 from dataclasses import dataclass
 
+from grader.printed import PrintedOutput
 from grader.runner.commands import send_command
 from grader.runner.protocol import ProtocolError, receive, send
 from grader.sandbox import Sandbox, SandboxError
@@ -58,6 +61,7 @@ class LearnerWorkers:
         self._forked: dict[int, socket.socket] = {}  # not yet asked for
         self._hung_stages: set[int] = set()
         self._hung_at_import: set[int] = set()
+        self.printed = PrintedOutput()  # what the current check's calls printed: the plugin resets it
         for stage in stages:
             self._start(stage)
 
@@ -69,11 +73,11 @@ class LearnerWorkers:
         sock = self._worker(stage)
         try:
             send(sock, {"op": op, "params": params})
-            reply = receive(sock, limit)
+            reply = self._answer(sock, limit)
         except TimeoutError:
             self._discard(stage)
             self._hung_stages.add(stage)
-            raise LearnerFailure("timeout", f"no answer within {limit:g} s") from None
+            raise LearnerFailure("timeout", f"your code gave no answer within {limit:g} s") from None
         except ProtocolError as error:
             self._discard(stage)
             raise LearnerFailure("crash", f"the process running your code sent an answer the grader refuses ({error})") from None
@@ -98,6 +102,22 @@ class LearnerWorkers:
                 where=error["where"][:200] if isinstance(error.get("where"), str) else None,
             )
         return reply["ok"]
+
+    def _answer(self, sock: socket.socket, seconds: float) -> object:
+        """The worker's next message that is not printed output, within ``seconds``; the printed
+        output on the way is kept, so that what came before a hang is kept too."""
+        deadline = time.monotonic() + seconds
+        while True:
+            message = receive(sock, max(0.0, deadline - time.monotonic()))
+            if not (isinstance(message, dict) and "printed" in message):
+                break
+            try:
+                self.printed.add(message["printed"], message.get("cut", False))
+            except ValueError as error:
+                raise ProtocolError(str(error)) from None
+        if isinstance(message, dict):
+            self.printed.add_unsent(message.get("printed_more"))
+        return message
 
     def close(self) -> None:
         """End the student: the zygote kills their first process and with it every worker."""
@@ -124,7 +144,7 @@ class LearnerWorkers:
             send_command(self._student, {"fork": stage}, [theirs.fileno()])
         except OSError:
             ours.close()
-            raise SandboxError("the grader lost the process that starts your code's workers") from None
+            raise SandboxError("the grader lost the process that runs your code") from None
         finally:
             theirs.close()
         self._forked[stage] = ours
@@ -144,7 +164,7 @@ class LearnerWorkers:
             self._discard(stage)
             raise SandboxError(f"the grader could not start a process for stage {stage}")
         try:
-            receive(sock, self.timeout)  # {"loaded": ...}: an import error is answered per request
+            self._answer(sock, self.timeout)  # {"loaded": ...}: an import error is answered per request
         except TimeoutError:
             self._discard(stage)
             self._hung_at_import.add(stage)

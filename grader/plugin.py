@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.evidence import bounded_evidence
 from grader.learner import LearnerFailure, LearnerWorkers
 from grader.sandbox import SandboxError
 from grader.points import points
@@ -38,6 +39,11 @@ FAILURE_STATUS = {
     "memory": ("error", "memory-limit"),
     "forbidden_import": ("error", "forbidden-import"),
 }
+# Told to a learner whose code ran out of time after printing past what a report shows.
+PRINTING_IS_SLOW = ("your code printed a lot while it ran: printing takes time, so print less "
+                    "(not inside loops) and it may finish in time")
+# What a check's calls printed is shown for these statuses only: a passed check needs no debugging.
+SHOWS_PRINTED = {"failed", "error", "timeout"}
 
 
 @dataclass
@@ -51,6 +57,8 @@ class CheckResult:
     max_score: float
     message: str
     hint: str | None
+    evidence: dict | None  # grader.evidence.bounded_evidence: two attention maps for the heat maps
+    printed: str  # what the learner's code printed during the check (grader.printed), "" if nothing
 
 
 @dataclass(frozen=True)
@@ -96,6 +104,10 @@ class GradingPlugin:
         items[:] = kept
         config.hook.pytest_deselected(items=dropped)
 
+    def pytest_runtest_setup(self, item) -> None:
+        if self.learner is not None:
+            self.learner.printed.reset()  # each check shows what its own calls printed
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_makereport(self, item, call) -> pytest.TestReport | None:
         """Record our verdict; hand pytest a plain report. Its own would format a full traceback
@@ -116,6 +128,10 @@ class GradingPlugin:
         status, message, hint = _classify(excinfo)
         if excinfo is not None and isinstance(excinfo.value, SandboxError):
             self.disrupted = self.disrupted or str(excinfo.value)
+        printed = self.learner.printed if status in SHOWS_PRINTED else None
+        if status == "timeout" and printed.a_lot:
+            message += f"\n{PRINTING_IS_SLOW}"
+        evidence = excinfo.value.evidence if excinfo is not None and isinstance(excinfo.value, CheckFailed) else None
         return CheckResult(
             stage=stage,
             id=marker["name"],
@@ -126,6 +142,8 @@ class GradingPlugin:
             max_score=worth,
             message=message,
             hint=hint,
+            evidence=bounded_evidence(evidence),
+            printed="" if printed is None else printed.text(),
         )
 
 

@@ -4,6 +4,19 @@ import os
 import sys
 from collections.abc import Iterable
 
+from grader.feedback import (
+    MARKS,
+    PRINTED_HEADING,
+    checks_to_fix,
+    flag_sentences,
+    next_step,
+    points_text,
+    repeat_message,
+    repeated_causes,
+    stage_number,
+    total_label,
+)
+from grader.heatmap import heat_map_lines
 from grader.hints import explain
 from grader.plugin import CheckResult
 from grader.runner.implementation import STAGE_MODULES
@@ -37,7 +50,8 @@ def build(results: Iterable[CheckResult], stages: list[int], device: str, torch_
             "max_score": _round(sum(c.max_score for c in checks)),
             "checks": [
                 {"id": c.id, "visibility": c.visibility, "status": c.status, "score": _round(c.score),
-                 "max_score": _round(c.max_score), "message": c.message, "hint": c.hint}
+                 "max_score": _round(c.max_score), "message": c.message, "hint": c.hint, "evidence": c.evidence,
+                 "printed": c.printed}
                 for c in checks
             ],
         })
@@ -70,17 +84,12 @@ def _void_shortcut_targets(checks: list[CheckResult]) -> None:
             c.message = VOIDED_BECAUSE[c.hint].format(target=c.target)
 
 
-def _number(stage: dict) -> int:
-    return int(stage["id"].removeprefix("stage"))
-
-
 def _round(value: float) -> float | int:
     return int(value) if float(value).is_integer() else round(value, 2)
 
 
 # Terminal ---------------------------------------------------------------------------------
 
-MARKS = {"passed": "✓", "failed": "✗", "error": "✗", "timeout": "⧗", "not_implemented": "·"}
 COLOUR_CODES = {"green": "32", "red": "31", "yellow": "33", "dim": "2", "bold": "1"}
 
 # A line of the terminal report: pieces of text, each with its tone (None: not coloured).
@@ -96,64 +105,66 @@ def render_text(report: dict, submission: str, color: bool | None = None) -> str
 
 
 def _lines(report: dict, submission: str) -> list[Line]:
-    provisional = "provisional" in report["flags"]
     lines = [_plain(f"Grading {submission} on {report['device']} (torch {report['torch']})")]
-    if report["flags"]:
-        lines.append(_plain("flags: " + ", ".join(report["flags"])))
-    if "unsandboxed" in report["flags"]:
-        lines.append(_plain(f"    unsandboxed: learner code ran without a sandbox, because {report['sandbox']}"))
+    lines += [_plain(sentence) for sentence in flag_sentences(report)]
     lines.append(_plain(""))
     for stage in report["stages"]:
-        number = _number(stage)
-        score = f"{_fmt(stage['score']):>5}/{_fmt(stage['max_score'])}"
+        number = stage_number(stage)
+        score = f"{points_text(stage['score']):>5}/{points_text(stage['max_score'])}"
         lines.append([(f"stage {number}  {TITLES[number]:<38} {score}  {_bar(stage['score'], stage['max_score'])}  ",
                        None), *[(MARKS[c["status"]], _tone(c["status"])) for c in stage["checks"]]])
-    lines.extend(_feedback(report, submission))
-    label = "Provisional total (visible checks only)" if provisional else "Total"
+    lines.extend(_what_to_fix(report))
+    lines.extend(_next_step(report, submission))
     lines.append(_plain(""))
-    lines.append([(f"{label}: {_fmt(report['score'])}/{_fmt(report['max_score'])}", "bold")])
+    total = f"{points_text(report['score'])}/{points_text(report['max_score'])}"
+    lines.append([(f"{total_label(report)}: {total}", "bold")])
     return lines
 
 
-def _feedback(report: dict, submission: str) -> list[Line]:
+def _what_to_fix(report: dict) -> list[Line]:
     lines: list[Line] = []
-    next_open = None
-    for stage in report["stages"]:
-        number = _number(stage)
-        waiting = [c for c in stage["checks"] if c["status"] == "not_implemented"]
-        if waiting and next_open is None:
-            next_open = (number, waiting[0]["message"])
-        for c in stage["checks"]:
-            if c["status"] in ("passed", "not_implemented"):
-                continue
-            if not lines:
-                lines += [_plain(""), [("What to fix", "bold")]]
-            visibility = "" if c["visibility"] == "visible" else " (hidden check)"
-            lines.append([(f"stage {number} · {c['id']}{visibility}: {_fmt(c['score'])}/{_fmt(c['max_score'])}",
-                           _tone(c["status"]))])
-            # newlines only: str.splitlines also breaks at \r, \x85, U+2028 and others a learner can send
-            message = c["message"].rstrip("\n")
-            lines += [_plain(f"    {line}") for line in message.split("\n")] if message else []
-            if c["hint"]:
-                lines.append([(f"    hint [{c['hint']}]: {explain(c['hint'], number)}", "dim")])
-    if next_open:
-        number, message = next_open
-        lines += [_plain(""), [("Next step", "bold")],
-                  _plain(f"    open {submission.rstrip('/')}/{STAGE_MODULES[number]}.py"), _plain(f"    {message}")]
+    for number, c, same_as in checks_to_fix(report):
+        if not lines:
+            lines += [_plain(""), [("What to fix", "bold")]]
+        visibility = "" if c["visibility"] == "visible" else " (hidden check)"
+        score = f"{points_text(c['score'])}/{points_text(c['max_score'])}"
+        lines.append([(f"stage {number} · {c['id']}{visibility}: {score}", _tone(c["status"]))])
+        if same_as:
+            lines.append(_plain(f"    {repeat_message(same_as)}"))
+            continue
+        lines += _indented(c["message"])
+        if c["hint"]:
+            lines.append([(f"    hint [{c['hint']}]: {explain(c['hint'], number)}", "dim")])
+        if c["evidence"]:
+            lines += [_plain(f"    {line}") for line in heat_map_lines(c["evidence"])]
+        if c["printed"]:
+            lines += [_plain(f"    {PRINTED_HEADING}"), *_indented(c["printed"], "    | ")]
     return lines
+
+
+def _next_step(report: dict, submission: str) -> list[Line]:
+    step = next_step(report)
+    if step is None:
+        return []
+    number, message = step
+    return [_plain(""), [("Next step", "bold")],
+            _plain(f"    open {submission.rstrip('/')}/{STAGE_MODULES[number]}.py"), _plain(f"    {message}")]
 
 
 def _plain(text: str) -> Line:
     return [(text, None)]
 
 
+def _indented(text: str, prefix: str = "    ") -> list[Line]:
+    """A line of the report for each line of ``text``."""
+    # newlines only: str.splitlines also breaks at \r, \x85, U+2028 and others a learner can send
+    text = text.rstrip("\n")
+    return [_plain(f"{prefix}{line}") for line in text.split("\n")] if text else []
+
+
 def _bar(score: float, max_score: float, width: int = 10) -> str:
     filled = round(width * score / max_score) if max_score else 0
     return "█" * filled + "░" * (width - filled)
-
-
-def _fmt(value: float) -> str:
-    return f"{value:g}"
 
 
 def _tone(status: str) -> str:
@@ -170,11 +181,17 @@ def _paint(text: str, tone: str | None, colored: bool) -> str:
 def _checks_with_feedback(report: dict):
     """(stage number, check, the text a student reads for it) for every check of the report."""
     for stage in report["stages"]:
-        number = _number(stage)
+        number = stage_number(stage)
+        repeats = repeated_causes(stage)
         for c in stage["checks"]:
+            if c["id"] in repeats:
+                yield number, c, repeat_message(repeats[c["id"]])
+                continue
             output = c["message"] or ""
             if c["hint"]:
                 output += f"\nhint [{c['hint']}]: {explain(c['hint'], number)}"
+            if c["printed"]:
+                output += f"\n{PRINTED_HEADING}\n{c['printed']}"
             yield number, c, output.strip()
 
 
@@ -184,9 +201,8 @@ def to_gradescope(report: dict, execution_time: float) -> dict:
               "status": "passed" if c["status"] == "passed" else "failed", "output": output,
               "visibility": "visible" if c["visibility"] == "visible" else "after_published"}
              for number, c, output in _checks_with_feedback(report)]
-    summary = f"{_fmt(report['score'])}/{_fmt(report['max_score'])} on {report['device']}"
-    if report["flags"]:
-        summary += f" ({', '.join(report['flags'])})"
+    summary = "\n".join([f"{points_text(report['score'])}/{points_text(report['max_score'])} on {report['device']}",
+                         *flag_sentences(report)])
     return _printable_strings({"score": report["score"], "execution_time": round(execution_time, 3),
                                "output": summary, "visibility": "visible", "tests": tests})
 

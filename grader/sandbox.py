@@ -170,13 +170,13 @@ class Sandbox:
         try:
             send_command(self._control, command, fds)
         except OSError:
-            raise SandboxError("the process that runs learner code has stopped") from None
+            raise SandboxError("the process that runs the submitted code has stopped") from None
 
     def _collect_ended(self) -> None:
         while self._ending:
             answer = self._answer(END_SECONDS, "ended")
             if answer["ended"] != self._ending.pop(0):
-                raise SandboxError("the process that runs learner code answered out of order")
+                raise SandboxError("the process that runs the submitted code answered out of order")
 
     def _answer(self, seconds: float, key: str) -> dict:
         """The zygote's next message, which must hold ``key``; SandboxError when it does not come."""
@@ -188,7 +188,7 @@ class Sandbox:
         for fd in fds:
             os.close(fd)
         if not isinstance(answer, dict) or key not in answer:
-            raise SandboxError("the process that runs learner code stopped or failed to start "
+            raise SandboxError("the process that runs the submitted code stopped or failed to start "
                                "(could it import torch?)")
         return answer
 

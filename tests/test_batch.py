@@ -114,7 +114,7 @@ def test_an_incomplete_report_is_graded_again_and_a_complete_one_is_not(graded, 
     for report in reference.glob("*.json"):
         shutil.copy(report, tmp_path / report.name)
     disrupted = json.loads((tmp_path / "ada.json").read_text())
-    disrupted.update(score=0, complete=False, flags=["incomplete: the process that runs learner code has stopped"])
+    disrupted.update(score=0, complete=False, flags=["incomplete: the process that runs the submitted code has stopped"])
     (tmp_path / "ada.json").write_text(json.dumps(disrupted))
     kept = {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("*.json") if p.name != "ada.json"}
     result = batch(classroom, tmp_path, "--workers", "1")

@@ -53,6 +53,8 @@ def test_make_grade_one_stage_points_to_the_next_function():
     assert "stage 2" in done.stdout and "stage 1" not in done.stdout.split("\n\n")[1]
     assert "open exercises/stage2_self_attention.py" in done.stdout
     assert "SelfAttention_v1.__init__ is not implemented yet" in done.stdout
+    assert done.stdout.rstrip("\n").split("\n")[-1] == "Heat maps and details: grade-report.html"
+    assert "SelfAttention_v1.__init__ is not implemented yet" in (REPO / "grade-report.html").read_text()
 
 
 def test_make_grade_a_submission_and_a_class(tmp_path):

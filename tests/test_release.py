@@ -103,7 +103,7 @@ def make(folder, *args: str) -> subprocess.CompletedProcess:
 
 def test_make_grade_in_the_release(release, tmp_path):
     folder, _ = release
-    stubbed = make(folder, "grade", f"GRADE_ARGS=--json {tmp_path / 'stubs.json'}")
+    stubbed = make(folder, "grade", f"GRADE_ARGS=--json {tmp_path / 'stubs.json'}", f"HTML_REPORT={tmp_path / 'stubs.html'}")
     assert stubbed.returncode == 0, stubbed.stderr
     report = json.loads((tmp_path / "stubs.json").read_text())
     assert report["score"] == 0 and "provisional" in report["flags"]
@@ -115,6 +115,8 @@ def test_make_grade_in_the_release(release, tmp_path):
     report = json.loads((tmp_path / "solved.json").read_text())
     assert report["score"] == report["max_score"] == visible_points, full.stdout
     assert {c["visibility"] for s in report["stages"] for c in s["checks"]} == {"visible"}
+    assert full.stdout.rstrip("\n").split("\n")[-1] == "Heat maps and details: grade-report.html"
+    assert "Provisional total (visible checks only): 29/29" in (solved / "grade-report.html").read_text()
 
 
 def test_make_submit_gives_what_the_batch_grader_takes(release, tmp_path):

@@ -27,8 +27,9 @@ RELEASE_DIR = Path(__file__).with_name("release")  # the student Makefile, READM
 LEARNER_DOCS = ["errata.md", "troubleshooting.md", *(f"stage{stage}.md" for stage in STAGE_MODULES)]
 # The judge and the runner, whole: none of them holds a solution or a hidden check.
 GRADER_FILES = ["__init__.py", "__main__.py", "batch.py", "document_values.py", "document_values.toml",
-                "hints.py", "hints.toml", "learner.py", "notebook.py", "plugin.py", "points.py", "report.py",
-                "sandbox.py", "session.py", "submission.py", "tensor_diff.py", "verdict.py"]
+                "evidence.py", "feedback.py", "heatmap.py", "hints.py", "hints.toml", "html_report.py", "learner.py",
+                "notebook.py", "plugin.py", "points.py", "printed.py", "report.py", "sandbox.py", "session.py",
+                "submission.py", "tensor_diff.py", "verdict.py"]
 CHECK_SUPPORT = ["__init__.py", "conftest.py", "pytest.ini", "support.py", "documented.py"]
 # Used by hidden checks: shipped only when a visible check imports them.
 OPTIONAL_MODULES = {"grader.diagnosis": "diagnosis.py", "grader.checks.causal": "checks/causal.py",

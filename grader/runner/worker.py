@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 
 from grader.runner import confine
+from grader.runner.capture import PrintCapture
 from grader.runner.implementation import STAGE_MODULES, load_stage
 from grader.runner.probes import PROBES
 from grader.runner.protocol import receive, send
@@ -24,8 +25,8 @@ def run(stage: int, channel: int, parent: int, submission: Path, scratch: Path, 
     worker keeps ({"readable": [...], "devices": [...]}), or None.
     """
     confine.die_with_parent(parent)
-    confine.close_descriptors(keep=[channel])  # also: learner prints go nowhere
-    sys.stdout = sys.stderr = open(1, "w", closefd=False)  # /dev/null, without another descriptor
+    confine.close_descriptors(keep=[channel])  # fd 1 and 2 are /dev/null: print at the C level goes nowhere
+    sys.stdout = sys.stderr = open(1, "w", closefd=False)  # until the learner's code runs (PrintCapture)
     confine.drop_privileges(uid)
     confine.make_undumpable()
     os.chdir(scratch)
@@ -47,19 +48,26 @@ def run(stage: int, channel: int, parent: int, submission: Path, scratch: Path, 
     send(sock, {"ready": True})
     install_stand_ins(stage)
     guard = confine.guard_imports()
+    capture = PrintCapture(sock)
+    capture.start()
     implementation, import_error = _load(submission, stage)
-    send(sock, {"loaded": import_error is None})
-    serve(sock, submission, device, guard, implementation, import_error)
+    send(sock, {"loaded": import_error is None, "printed_more": capture.finish()})
+    serve(sock, submission, device, guard, capture, implementation, import_error)
 
 
-def serve(sock: socket.socket, submission: Path, device: str, guard: confine.ImportGuard, implementation,
-          import_error: dict | None) -> None:
-    """Answer requests until the judge hangs up; an import error is the answer to every request."""
+def serve(sock: socket.socket, submission: Path, device: str, guard: confine.ImportGuard, capture: PrintCapture,
+          implementation, import_error: dict | None) -> None:
+    """Answer requests until the judge hangs up; an import error is the answer to every request.
+
+    What the learner's code prints while it answers reaches the judge first (grader.runner.capture);
+    the answer says how many more lines it printed (``printed_more``).
+    """
     while True:
         try:
             request = receive(sock)
         except ConnectionError:
             return
+        capture.start()
         if import_error is None:
             try:
                 answer = {"ok": PROBES[request["op"]](implementation, device, **request["params"])}
@@ -71,7 +79,7 @@ def serve(sock: socket.socket, submission: Path, device: str, guard: confine.Imp
             answer = {"error": {"kind": "forbidden_import", "type": None, "where": None,
                                 "message": f"your code tried `import {guard.attempts[0]}`: submissions may "
                                            "not use the grader, the solutions or the tests"}}
-        send(sock, answer)
+        send(sock, {**answer, "printed_more": capture.finish()})
 
 
 def _load(submission: Path, stage: int):

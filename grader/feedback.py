@@ -1,0 +1,86 @@
+"""What every view of a report (terminal, HTML, Gradescope, GitHub Classroom) tells a learner alike:
+flags in plain words, the checks to fix with one message per cause, the next step."""
+
+from collections.abc import Iterator
+
+MARKS = {"passed": "✓", "failed": "✗", "error": "✗", "timeout": "⧗", "not_implemented": "·"}
+PRINTED_HEADING = "Your code printed:"
+PROVISIONAL = ("Only the visible checks ran (the documents' worked examples); the hidden checks run when "
+               "your instructor grades your work.")
+
+
+def flag_sentences(report: dict) -> list[str]:
+    """Each flag of ``report`` as a sentence a learner understands; the flag's own words come first."""
+    sentences = []
+    for flag in report["flags"]:
+        if flag == "provisional":
+            sentences.append(PROVISIONAL)
+        elif flag == "unsandboxed":
+            sentences.append(f"unsandboxed: your code ran without a sandbox, because {report['sandbox']}")
+        elif flag.startswith("ignored: "):
+            sentences.append(f"{flag} (only the five stage files are graded)")
+        elif flag.startswith("incomplete: "):
+            sentences.append(f"{flag}: the grader itself failed, not your code; grade again")
+        else:
+            sentences.append(flag)
+    return sentences
+
+
+def total_label(report: dict) -> str:
+    return "Provisional total (visible checks only)" if "provisional" in report["flags"] else "Total"
+
+
+def checks_to_fix(report: dict) -> Iterator[tuple[int, dict, str | None]]:
+    """(stage number, check, the id of the check whose message it repeats, or None) for each check that
+    failed, errored or timed out."""
+    for stage in report["stages"]:
+        repeats = repeated_causes(stage)
+        for check in stage["checks"]:
+            if check["status"] not in ("passed", "not_implemented"):
+                yield stage_number(stage), check, repeats.get(check["id"])
+
+
+def next_step(report: dict) -> tuple[int, str] | None:
+    """The stage and message of the first check whose function is not written yet, in stage order."""
+    for stage in report["stages"]:
+        waiting = [c for c in stage["checks"] if c["status"] == "not_implemented"]
+        if waiting:
+            return stage_number(stage), waiting[0]["message"]
+    return None
+
+
+def stage_number(stage: dict) -> int:
+    return int(stage["id"].removeprefix("stage"))
+
+
+def points_text(value: float) -> str:
+    return f"{value:g}"
+
+
+def repeated_causes(stage: dict) -> dict[str, str]:
+    """Check id -> the id of the first check of ``stage`` that failed for the same stage-wide cause (the
+    stage file could not be imported, imported a forbidden module, or hung or crashed while importing):
+    a view shows that cause once, in full, and points the other checks to it."""
+    first: dict[tuple, str] = {}
+    repeats = {}
+    for check in stage["checks"]:
+        cause = _stage_wide_cause(check)
+        if cause is None:
+            continue
+        if cause in first:
+            repeats[check["id"]] = first[cause]
+        else:
+            first[cause] = check["id"]
+    return repeats
+
+
+def repeat_message(first: str) -> str:
+    return f"the same problem as {first}: see its message"
+
+
+def _stage_wide_cause(check: dict) -> tuple | None:
+    if check["hint"] in ("import-error", "forbidden-import"):
+        return check["hint"], check["message"]
+    if "importing your file" in check["message"] and check["status"] in ("timeout", "error"):
+        return "import", check["status"]
+    return None

@@ -1,0 +1,66 @@
+"""What learner code printed during one check, as the report shows it: its first lines and how many more.
+
+The worker sends the text as it is printed (grader.runner.capture); the wire format has already
+cut and escaped each piece (grader.runner.protocol). Nothing here takes the worker's word for a
+size: the judge keeps at most SHOWN_LINES lines of at most SHOWN_LINE_CHARACTERS each, counts the
+rest, and clamps the line counts it is told.
+"""
+
+SHOWN_LINES = 10
+SHOWN_LINE_CHARACTERS = 200
+MAX_COUNT = 10**9  # a worker's count of unsent lines is believed up to here
+
+
+class PrintedOutput:
+    """The learner's output of the current check; ``reset`` when a check starts."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self._lines: list[str] = []  # the first SHOWN_LINES lines, each cut one character past the shown length
+        self._newlines = 0  # in everything received: the index of the line being printed
+        self._line_open = False  # the line being printed has text
+        self._unsent = 0
+        self.a_lot = False  # a call printed past what a worker sends: more than a screenful
+
+    def add(self, pieces: object, cut: object = False) -> None:
+        """Text a worker sent, split at its newlines; ``cut``: the worker stopped sending, there is more.
+        Raises ValueError for anything that is not a list of strings."""
+        if not isinstance(pieces, list) or not all(isinstance(piece, str) for piece in pieces):
+            raise ValueError("printed output is a list of strings")
+        self.a_lot = self.a_lot or cut is True
+        for index, piece in enumerate(pieces):
+            if index:
+                self._newlines += 1
+                self._line_open = False
+            if piece:
+                self._line_open = True
+                self._keep(piece)
+
+    def add_unsent(self, count: object) -> None:
+        """A worker's count of the lines it printed but did not send; anything but a count is none."""
+        if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+            self._unsent = min(MAX_COUNT, self._unsent + count)
+            self.a_lot = True
+
+    def text(self) -> str:
+        """The first lines, each cut to its length, and "… N more lines" when there are more; "" for nothing."""
+        total = self._newlines + self._line_open
+        lines = self._lines + [""] * (min(total, SHOWN_LINES) - len(self._lines))
+        shown = [line if len(line) <= SHOWN_LINE_CHARACTERS else line[:SHOWN_LINE_CHARACTERS] + "…" for line in lines]
+        more = total - len(shown) + self._unsent
+        if more > 0:
+            shown.append(f"… {more} more line{'s' if more != 1 else ''}")
+        elif self.a_lot and shown:
+            shown.append("… and more")
+        return "\n".join(shown)
+
+    def _keep(self, piece: str) -> None:
+        line = self._newlines
+        if line >= SHOWN_LINES:
+            return
+        self._lines += [""] * (line + 1 - len(self._lines))
+        room = SHOWN_LINE_CHARACTERS + 1 - len(self._lines[line])
+        if room > 0:
+            self._lines[line] += piece[:room]
