@@ -93,6 +93,7 @@ def single_head_variants(
     variants["weights-swapped:values from keys"] = attend(queries, keys, keys, **right)
     variants["weights-swapped:keys from queries"] = attend(queries, queries, values, **right)
     variants["weights-swapped:queries from keys"] = attend(keys, keys, values, **right)
+    variants["weights-swapped:values from queries"] = attend(queries, keys, queries, **right)
     return variants
 
 
@@ -187,6 +188,10 @@ def multihead_variants(x: torch.Tensor, state: dict[str, torch.Tensor], num_head
         for name, weights in weight_variants(split(q), split(k), causal=True, d_in=d_in).items()
     }
     variants["missing-out-proj"] = merge(attend(split(q), split(k), split(v), **right))
+    if num_heads > 1:  # the softmax over the heads (dim=1 of (b, heads, n, n)) instead of the keys
+        scores = (split(q) @ split(k).transpose(-2, -1) / head_dim**0.5).masked_fill(
+            torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1), -torch.inf)
+        variants["softmax-wrong-dim:over the heads"] = project(merge(torch.softmax(scores, dim=1) @ split(v)))
     if num_heads > 1:
         variants[f"wrong-scaling:the scores are divided by sqrt(d_out) = sqrt({d_out}), not sqrt(head_dim)"] = project(
             merge(attend(split(q), split(k), split(v), divisor=d_out**0.5, causal=True)))

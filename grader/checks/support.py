@@ -186,14 +186,21 @@ def _draws(state: dict) -> list[float]:
     return sorted(x for v in values for x in v.flatten().tolist())
 
 
-def expect_inputs_kept(learner: LearnerWorkers, stage: int, cases: dict[str, list]) -> None:
-    """Each function, called on its arguments, leaves them as they were: the caller still needs them."""
+def expect_inputs_kept(learner: LearnerWorkers, stage: int, cases: dict[str, list], watch_device: bool = False) -> None:
+    """Each function, called on its arguments, leaves them as they were: the caller still needs them.
+
+    With ``watch_device``, it also makes no tensor on a fixed device that meets its arguments (on a
+    GPU that fails).
+    """
     for function, args in cases.items():
-        reply = learner.request(stage, "call", function=function, args=list(args))
+        reply = learner.request(stage, "call", function=function, args=list(args), watch_device=watch_device)
         for index, (before, after) in enumerate(zip(args, reply["args_after"])):
             if isinstance(after, torch.Tensor) and not torch.equal(after.to("cpu"), before):
                 raise CheckFailed(f"{function} changed its argument {index + 1} in place: after the call it holds "
                                   "other numbers than the caller passed", "input-overwritten")
+        if reply["fixed_device_use"]:
+            raise CheckFailed(f"{function} makes a tensor without a device and combines it with its arguments "
+                              f"({reply['fixed_device_use']}): on a GPU that fails", "fixed-device")
 
 
 def call(learner: LearnerWorkers, stage: int, function: str, *args) -> object:

@@ -108,13 +108,13 @@ def test_causal_attention_dropout(learner):
     )  # fmt: skip
 
 
-@check("property.inputs_kept")
-def test_inputs_kept(learner):
-    rng = generator("property.inputs_kept")
+@check("property.inputs_and_device")
+def test_inputs_kept_and_no_fixed_device(learner):
+    rng = generator("property.inputs_and_device")
     expect_inputs_kept(learner, STAGE, {
         "mask_and_renormalize": [torch.softmax(torch.randn(5, 5, generator=rng), dim=-1)],
         "causal_softmax": [torch.randn(5, 5, generator=rng), 4],
-    })  # fmt: skip
+    }, watch_device=True)  # fmt: skip
 
 
 @check("structure.CausalAttention", target="CausalAttention")

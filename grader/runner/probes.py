@@ -5,6 +5,7 @@ weights, then move to the worker's device. Learner results that are not tensors 
 Foreign values, never as live objects.
 """
 
+import contextlib
 from collections.abc import Callable
 
 import torch
@@ -51,14 +52,18 @@ def recipe(impl: Implementation, device: str, name: str) -> object:
 
 
 @probe
-def call(impl: Implementation, device: str, function: str, args: list, record: bool = False) -> dict:
-    """Call a learner function; with ``record``, also name the torch operations it reached."""
+def call(impl: Implementation, device: str, function: str, args: list, record: bool = False,
+         watch_device: bool = False) -> dict:
+    """Call a learner function; with ``record``, also name the torch operations it reached; with
+    ``watch_device``, the first operation that mixed a tensor it made on a fixed device with its arguments."""
     target = impl.name(function)
     args = [_to(device, a) for a in args]
-    with torch.no_grad(), recording(record) as seen:
+    watch = _FixedDeviceWatch() if watch_device else contextlib.nullcontext()
+    with torch.no_grad(), recording(record) as seen, watch:
         result = target(*args)
     # The arguments as the call left them: the judge compares them with what it sent.
-    return {"result": learner_value(result), "ops": sorted(seen), "args_after": [learner_value(a) for a in args]}
+    return {"result": learner_value(result), "ops": sorted(seen), "args_after": [learner_value(a) for a in args],
+            "fixed_device_use": watch.mixed if watch_device else None}
 
 
 @probe
