@@ -48,8 +48,10 @@ class DocumentValue:
         if self.document is None:
             return self.source or self.id
         section = _NOTEBOOK_CELL.sub("", self.section or "").strip()
-        if self.document.startswith("002_"):
-            return f"a further worked example with other inputs: {section}"
+        if self.document.startswith("002_"):  # its headings are not the book's: say what it computes
+            heading, _, detail = section.partition(" (")
+            what = detail.removesuffix(")") if detail else heading.rpartition(" / ")[2].lower()
+            return f"a further example with other inputs ({what})"
         numbered = _SEED_SECTION.match(section)
         if numbered:
             return f"book section 3.{int(numbered[1]) - 1}.{numbered[2]}{numbered[3]}"

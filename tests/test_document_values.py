@@ -118,3 +118,12 @@ def test_counting_parameters_passes_on_what_the_learners_module_raises():
     with pytest.raises(ValueError, match="divisible"):
         run_recipe("exercise_3_3_parameter_count", Broken())
     assert torch.nn.Linear(4, 4).weight.abs().sum() > 0
+
+
+def test_learners_read_where_a_value_comes_from_in_their_own_words():
+    from grader.document_values import document_values
+
+    for value in document_values():
+        assert "00" not in value.citation.split(" ")[0] and "_" not in value.citation.split(" ")[0], value.citation
+        if value.document and value.document.startswith(("000_", "004_")) and value.section[0].isdigit():
+            assert value.citation.startswith("book section 3."), value.citation

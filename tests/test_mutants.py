@@ -57,3 +57,15 @@ def test_the_suite_is_large_and_each_entry_is_sound():
     for mutant in MUTANTS:
         assert truthful(mutant) <= catalog().keys(), mutant
         assert nameable(mutant) == bool(truthful(mutant)), mutant
+
+
+SEED_FILE = re.compile(r"\b00[0-4]_[0-9a-f]{16}")
+VALUE_LINE = re.compile(r"^(book section|book exercise|exercise|a further example)", re.IGNORECASE | re.MULTILINE)
+
+
+def test_feedback_cites_the_book_and_lists_at_most_three_values(full):
+    for verdict in full:
+        for stage in verdict.report["stages"]:
+            for check in stage["checks"]:
+                assert not SEED_FILE.search(check["message"]), check["message"]
+                assert len(VALUE_LINE.findall(check["message"])) <= 3, check["message"]

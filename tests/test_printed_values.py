@@ -60,7 +60,7 @@ def test_difference_names_nan_and_infinity():
 
 def test_difference_refuses_non_tensors():
     expected, tolerance = parse_printed("[1.0000]")
-    assert "got list" in describe_difference([1.0], expected, tolerance)
+    assert "got a list" in describe_difference([1.0], expected, tolerance)
 
 
 @settings(max_examples=200, deadline=None)
