@@ -123,6 +123,7 @@ def _lines(report: dict, submission: str) -> list[Line]:
 
 def _what_to_fix(report: dict) -> list[Line]:
     lines: list[Line] = []
+    shown: dict[str, str] = {}  # an evidence's title -> the check that showed its heat map
     for number, c, same_as in checks_to_fix(report):
         if not lines:
             lines += [_plain(""), [("What to fix", "bold")]]
@@ -135,7 +136,10 @@ def _what_to_fix(report: dict) -> list[Line]:
         lines += _indented(c["message"])
         if c["hint"]:
             lines.append([(f"    hint [{c['hint']}]: {explain(c['hint'], number)}", "dim")])
-        if c["evidence"]:
+        if c["evidence"] and repr(c["evidence"]) in shown:
+            lines.append(_plain(f"    (the heat map is under {shown[repr(c['evidence'])]} above)"))
+        elif c["evidence"]:
+            shown[repr(c["evidence"])] = c["id"]
             lines += [_plain(f"    {line}") for line in heat_map_lines(c["evidence"])]
         if c["printed"]:
             lines += [_plain(f"    {PRINTED_HEADING}"), *_indented(c["printed"], "    | ")]

@@ -35,6 +35,8 @@ def describe_difference(actual: object, expected: torch.Tensor, tolerance: torch
     outside = difference > tolerance
     if not outside.any():
         return None
+    if expected.numel() == 1:
+        return f"expected {_fmt(expected.flatten()[0])}, got {_fmt(actual64.flatten()[0])}"
     index = _first(outside)
     largest = _first(difference == difference.max())
     return (

@@ -100,10 +100,12 @@ def _measure(learner, stage: int, cls: str, n: int, heads: int, rng: torch.Gener
 
 
 def _evidence(cls: str, n: int, expected: torch.Tensor, read: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> dict:
-    scores = q[0] @ k[0].T
-    note = f"yours: {describe_weights(read[0], scores)}. Expected: {describe_weights(expected[0], scores)}"
-    return attention_evidence(f"{cls}: attention weights of head 1 on {n} one-hot tokens (rows: queries, "
-                              "columns: keys)", expected[0], read[0], note)
+    scores, causal = q[0] @ k[0].T, PROBES[cls].causal
+    note = (f"yours: {describe_weights(read[0], scores, causal)}. "
+            f"Expected: {describe_weights(expected[0], scores, causal)}")
+    head = " of head 1" if len(read) > 1 else ""
+    return attention_evidence(f"{cls}: attention weights{head} on {n} one-hot tokens (rows: queries, columns: keys)",
+                              expected[0], read[0], note)
 
 
 def expect_attention(learner, stage: int, cls: str, n: int, heads: int, rng: torch.Generator) -> None:
@@ -111,12 +113,15 @@ def expect_attention(learner, stage: int, cls: str, n: int, heads: int, rng: tor
     read, expected, q, k = _measure(learner, stage, cls, n, heads, rng)
     what = f"{cls} on {n} one-hot tokens with W_value = I"
     if read is None:
-        raise CheckFailed(f"{what}: the output is not readable as attention weights: doubling W_value should double "
-                          "the output, permuting W_value should permute it the same way, and equal scores should "
-                          "spread the weights evenly; one of these did not hold")
+        raise CheckFailed(f"{what}: its attention weights could not be measured, because the output is not "
+                          "weights @ values: doubling W_value should double the output, permuting W_value should "
+                          "permute it the same way, and equal scores should spread the weights evenly; one of these "
+                          "did not hold (the other checks' messages say what differs)")
     try:
-        expect_close(read, expected, f"{what}: its attention weights (heads, queries, keys)",
-                     lambda: weight_variants(q, k, causal=PROBES[cls].causal))
+        expect_close(read if heads > 1 else read[0], expected if heads > 1 else expected[0],
+                     f"{what}: its attention weights" + (" (heads, queries, keys)" if heads > 1 else ""),
+                     lambda: {name: v if heads > 1 else v[0] for name, v in
+                              weight_variants(q, k, causal=PROBES[cls].causal).items()})
     except CheckFailed as failed:
         raise CheckFailed(failed.message, failed.hint, _evidence(cls, n, expected, read, q, k)) from None
 
@@ -158,18 +163,22 @@ def effective_divisor(weights: torch.Tensor, scores: torch.Tensor) -> float | No
     return divisor if torch.allclose(fitted.nan_to_num(), weights.double(), atol=1e-4) else None
 
 
-def describe_weights(weights: torch.Tensor, scores: torch.Tensor | None) -> str:
-    """What a (n, n) attention map shows, in plain words: row sums, causality, and the divisor of
-    the ``scores`` when the weights are a softmax of them divided by one number."""
+def describe_weights(weights: torch.Tensor, scores: torch.Tensor | None, causal: bool = True) -> str:
+    """What a (n, n) attention map shows, in plain words: row sums, what a causal map attends to, and
+    the divisor of the ``scores`` when the weights are a softmax of them divided by one number."""
     n = weights.shape[-1]
     sums = weights.sum(dim=-1)
     parts = [f"row sums {', '.join(f'{s:.2f}' for s in sums.tolist())}"]
-    later = weights.triu(diagonal=1).abs().max().item()
-    parts.append("attends to later tokens" if later > 1e-6 else "attends only to itself and earlier tokens")
-    sums_to_one = torch.allclose(sums, torch.ones(n, dtype=sums.dtype), atol=1e-4)
-    divisor = effective_divisor(weights, scores) if scores is not None and sums_to_one else None
-    if divisor is not None:
-        parts.append(f"scores divided by {divisor:.3g}")
+    if causal:
+        later = bool(weights.triu(diagonal=1).abs().max() > 1e-6)
+        itself = bool((weights.diagonal() != 0).all())
+        parts.append("attends to later tokens" if later else
+                     "attends only to itself and earlier tokens" if itself else "not every token attends to itself")
+    if scores is not None:
+        sums_to_one = torch.allclose(sums, torch.ones(n, dtype=sums.dtype), atol=1e-4)
+        divisor = effective_divisor(weights, scores) if sums_to_one else None
+        parts.append(f"scores divided by {divisor:.3g}" if divisor is not None else
+                     "not a softmax of the scores divided by one number")
     return "; ".join(parts)
 
 

@@ -89,9 +89,10 @@ def expect_dropout_on_weights(learner, stage: int, cls: str, args_for, state_for
     # The probe's assumption, checked first: in eval mode it reads the weights, 1/(i+1) on tokens 1..i+1.
     evaluated = build(learner, stage, cls, args_for(n, n), state=state_for(n, n, torch.eye(n)), inputs=[eye])
     if not agrees(evaluated["outputs"][0], uniform.tril().expand(4, n, n)):
-        raise CheckFailed(f"{cls}: with W_query = W_key = 0, W_value = I and one-hot tokens, eval mode should return "
-                          f"the attention weights (1/1, 1/2, ... on each row's tokens so far); it does not, so where "
-                          "dropout acts cannot be measured")
+        raise CheckFailed(f"{cls}: the dropout check could not run. It reads the attention weights with "
+                          "W_query = W_key = 0, W_value = I and one-hot tokens, where eval mode should return 1/1, "
+                          "1/2, ... over each row's tokens so far, and it does not: the other checks' messages say "
+                          "what differs; fix that first")
     weights = build(learner, stage, cls, args_for(n, n), state=state_for(n, n, torch.eye(n)), inputs=[eye], train=True)
     revealed = weights["outputs"][0]
     if not isinstance(revealed, torch.Tensor) or revealed.shape != (4, n, n):

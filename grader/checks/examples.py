@@ -60,7 +60,7 @@ def build_causal(learner, stage: int, cls: str, args: list, state: dict, inputs:
             except LearnerFailure:
                 raise failure from None
             raise CheckFailed(f"{cls}{tuple(args)} on {num_tokens} tokens (fewer than context_length "
-                              f"{context_length}) raised {failure}, and runs on {context_length} tokens",
+                              f"{context_length}) raised {failure}; on exactly {context_length} tokens it runs",
                               "mask-not-truncated") from None
         raise
 
@@ -184,11 +184,13 @@ def explain_with_example(learner, stage: int, cls: str, failed: CheckFailed, see
                           example.evidence) from None
     except LearnerFailure:
         raise failed from None
-    where = ("how it creates its weights: with the same seed they are not the documented ones" if not
-             _holds_documented_weights(learner, stage, cls, seed) else "what it does in training mode, where the "
-             "worked example runs: its weights are the documented ones")
+    if _holds_documented_weights(learner, stage, cls, seed):
+        where = ("Its seeded weights are the documented ones too. The worked example runs the module in training "
+                 "mode, where dropout acts: look at what differs there.")
+    else:
+        where = "With the same seed its weights are not the documented ones: look at how it creates them."
     raise CheckFailed(f"{failed.message}\nWith the documented weights put into it, your {cls} computes the right "
-                      f"output on a small example in eval mode: look at {where}.") from None
+                      f"output on a small example in eval mode. {where}") from None
 
 
 def _holds_documented_weights(learner, stage: int, cls: str, seed: int) -> bool:

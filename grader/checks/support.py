@@ -1,6 +1,7 @@
 """What every stage's checks share: the marker, seeded inputs, and the common ways to judge."""
 
 import functools
+import re
 import zlib
 
 import pytest
@@ -85,11 +86,21 @@ def expect_function_on_cases(learner: LearnerWorkers, stage: int, function: str,
 def build(learner: LearnerWorkers, stage: int, cls: str, args: list, **options) -> dict:
     """Build the learner's module ``cls(*args)`` in its worker (see grader.runner.probes.module)."""
     reply = learner.request(stage, "module", cls=cls, args=list(args), **options)
-    mismatched = [r for r in reply.get("rejected", []) if "size mismatch" in r]
+    mismatched = [_shapes(r) for r in reply.get("rejected", []) if "size mismatch" in r]
     if mismatched:
         raise CheckFailed(f"{cls}{tuple(args)} holds weights of other shapes than documented, so the grader cannot "
-                          f"put its weights in: {'; '.join(mismatched)}")
+                          f"put the documented weights in: {'; '.join(mismatched)}")
     return reply
+
+
+def _shapes(torch_words: str) -> str:
+    """torch's "size mismatch for W_query: copying a param with shape torch.Size([3, 2]) from checkpoint,
+    the shape in current model is torch.Size([2, 3])." as "W_query is (2, 3), documented (3, 2)"."""
+    found = re.search(r"for ([\w.]+):.*?Size\(\[([\d, ]*)\]\).*?Size\(\[([\d, ]*)\]\)", torch_words)
+    if found is None:
+        return torch_words
+    name, documented, held = found.groups()
+    return f"{name} is ({held}), documented ({documented})"
 
 
 def build_with_weights(learner: LearnerWorkers, stage: int, cls: str, args: list, state: dict, **options) -> dict:

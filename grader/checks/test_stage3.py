@@ -28,7 +28,7 @@ def transfer(learner, d_in: int, d_out: int, seed: int, **options) -> dict:
         return reply
     if reply["raised"]:
         kind, message = reply["raised"]
-        raise CheckFailed(f"transfer_weights_v2_to_v1 raised {kind} for a v2 without bias: {message}",
+        raise CheckFailed(f"transfer_weights_v2_to_v1 raised {kind} for a v2 without bias, saying: \u201c{message}\u201d",
                           _hint_for_raise(learner, message, d_in, d_out, seed))
     for name in NAMES:
         if not isinstance(reply["v1"][name], torch.Tensor):

@@ -144,7 +144,7 @@ def test_wrapper_structure(learner):
     heads = [m for m in shape["modules"] if m[0].count(".") == 1 and m[0].startswith("heads.")]
     if top != [["heads", "ModuleList"]] or len(heads) != 2:
         raise CheckFailed(f"MultiHeadAttentionWrapper(..., num_heads=2) should hold one nn.ModuleList named heads "
-                          f"with 2 heads; it holds {top} with {len(heads)} heads")
+                          f"with 2 distinct heads; it holds {top}, with {len(heads)} distinct head module(s)")
     parameters = dict((name, size) for name, size in shape["parameters"])
     size = parameters.get("heads.0.W_query.weight")
     if size is not None and size != [4, 3]:
