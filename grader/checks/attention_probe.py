@@ -56,11 +56,13 @@ def _route(n: int, heads: int, order: torch.Tensor) -> torch.Tensor:
 
 
 def read_attention(learner, stage: int, cls: str, args: list, state_for: StateFor, n: int, heads: int,
-                   w_query: torch.Tensor, w_key: torch.Tensor, batch: bool) -> torch.Tensor | None:
+                   w_query: torch.Tensor, w_key: torch.Tensor, batch: bool,
+                   expected: torch.Tensor | None = None) -> torch.Tensor | None:
     """The module's attention weights (heads, n, n) for queries x W_query^T and keys x W_key^T, x = I.
 
     None when an assumption of the probe does not hold (see the module's docstring). What the
-    learner's code raises on the probe's inputs is raised.
+    learner's code raises on the probe's inputs is raised. An output that is exactly ``expected``
+    is returned without the checks: it proves nothing wrong, so no claim rests on it.
     """
     eye = torch.eye(n)
     x = eye[None] if batch else eye
@@ -74,6 +76,8 @@ def read_attention(learner, stage: int, cls: str, args: list, state_for: StateFo
         return out.detach().to(torch.float64).reshape(n, heads, n).transpose(0, 1)  # (heads, n, n)
 
     read = run(_route(n, heads, identity), w_query, w_key)
+    if read is not None and expected is not None and torch.allclose(read, expected, atol=1e-5):
+        return read  # exactly a right module's weights: nothing to claim, so nothing to verify
     doubled = run(2 * _route(n, heads, identity), w_query, w_key)
     permuted = run(_route(n, heads, shuffled), w_query, w_key)
     even = run(_route(n, heads, identity), zeros, zeros)
@@ -92,11 +96,12 @@ def _measure(learner, stage: int, cls: str, n: int, heads: int, rng: torch.Gener
     """(read weights or None, expected weights, queries, keys) for random query and key weights."""
     probe = PROBES[cls]
     w_query, w_key = torch.randn(heads * n, n, generator=rng), torch.randn(heads * n, n, generator=rng)
-    read = read_attention(learner, stage, cls, probe.args(n, heads), probe.state_for, n, heads, w_query, w_key,
-                          probe.batch)
     # x = I: head h's queries are rows h*n..(h+1)*n of W_query, transposed; the same for keys
     q, k = (w.view(heads, n, n).transpose(-2, -1) for w in (w_query, w_key))
-    return read, attention_weights(q, k, divisor=n**0.5, causal=probe.causal).double(), q, k
+    expected = attention_weights(q, k, divisor=n**0.5, causal=probe.causal).double()
+    read = read_attention(learner, stage, cls, probe.args(n, heads), probe.state_for, n, heads, w_query, w_key,
+                          probe.batch, expected)
+    return read, expected, q, k
 
 
 def _evidence(cls: str, n: int, expected: torch.Tensor, read: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> dict:

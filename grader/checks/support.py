@@ -39,12 +39,11 @@ def expect_document_values(learner: LearnerWorkers, stage: int, ids: list[str], 
     wrong). Dropout values are skipped off the CPU: CUDA draws other masks from the same seed.
     """
     values = {v.id: v for v in document_values()}
+    chosen = [values[i] for i in ids if device == "cpu" or not values[i].cpu_only]
+    results = learner.request(stage, "recipes", names=[value.recipe for value in chosen])
     problems = []
-    for value_id in ids:
-        value = values[value_id]
-        if value.cpu_only and device != "cpu":
-            continue
-        problem = value.check(learner.request(stage, "recipe", name=value.recipe))
+    for value, result in zip(chosen, results):
+        problem = value.check(result)
         if problem is not None and not (target and _inherited(learner, stage, value, target, device)):
             problems.append(f"{value.citation}: {problem}")
     if problems:

@@ -83,9 +83,6 @@ def test_random_simple_self_attention(learner, reference):
 def test_softmax_naive_properties(learner):
     x = torch.rand(7, generator=generator("property.softmax_naive")) * 6 - 3
     weights, shifted = call(learner, STAGE, "softmax_naive", x), call(learner, STAGE, "softmax_naive", x + 2.0)
-    # a failed property names a mistake only when the weights themselves are that mistake's
-    proven = proven_mistake(weights, torch.softmax(x, dim=0), softmax_variants(x))
-    hint = proven and proven.partition(":")[0]
     try:
         expect_close(weights.sum() if isinstance(weights, torch.Tensor) else weights, torch.tensor(1.0),
                      "the sum of softmax_naive's weights")
@@ -94,8 +91,9 @@ def test_softmax_naive_properties(learner):
         expect_close(shifted, weights, "softmax_naive(x + 2) compared with softmax_naive(x) (a softmax ignores a shift)")
         if not torch.equal(torch.argsort(weights), torch.argsort(x)):
             raise CheckFailed("softmax_naive changed the order of the scores: a larger score must get a larger weight")
-    except CheckFailed as failed:
-        raise CheckFailed(failed.message, failed.hint or hint) from None
+    except CheckFailed as failed:  # it names a mistake only when the weights themselves are that mistake's
+        proven = proven_mistake(weights, torch.softmax(x, dim=0), softmax_variants(x))
+        raise CheckFailed(failed.message, failed.hint or (proven and proven.partition(":")[0])) from None
 
 
 @check("property.inputs_kept")

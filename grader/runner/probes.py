@@ -52,6 +52,12 @@ def recipe(impl: Implementation, device: str, name: str) -> object:
 
 
 @probe
+def recipes(impl: Implementation, device: str, names: list[str]) -> list:
+    """Several recipes in one request: a check of a seeded module runs up to fifteen."""
+    return [learner_value(run_recipe(name, impl, device)) for name in names]
+
+
+@probe
 def call(impl: Implementation, device: str, function: str, args: list, record: bool = False,
          watch_device: bool = False) -> dict:
     """Call a learner function; with ``record``, also name the torch operations it reached; with
