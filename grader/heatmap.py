@@ -3,7 +3,8 @@ side by side, two characters a cell. Shades, not colours, so that it reads the s
 
 import math
 
-SHADES = "░▒▓█"  # quarters of the largest value of both maps; an empty cell is 0
+SHADES = "░▒▓█"  # quarters of the expected map's largest value; an empty cell is 0
+ABOVE = "++"  # larger than anything expected: shades scaled to it would flatten the expected map
 SHOWN_SIDE = 8  # rows and columns a terminal shows
 GAP = "    "
 
@@ -14,7 +15,8 @@ def heat_map_lines(evidence: dict) -> list[str]:
     shown_rows, shown_columns = min(rows, SHOWN_SIDE), min(columns, SHOWN_SIDE)
     expected, actual = ([row[:shown_columns] for row in evidence[side][:shown_rows]] for side in ("expected", "actual"))
     cells = [v for table in (expected, actual) for row in table for v in row]
-    peak = max((v for v in cells if v is not None and v > 0), default=0.0)
+    expected_cells = [v for row in expected for v in row if v is not None and v > 0]
+    peak = max(expected_cells or [v for v in cells if v is not None and v > 0], default=0.0)
     title = evidence["title"]
     if (shown_rows, shown_columns) != (rows, columns):
         title += f" (the top-left {shown_rows}×{shown_columns} of {rows}×{columns})"
@@ -38,12 +40,16 @@ def _cell(value: float | None, peak: float) -> str:
         return "--"
     if value == 0:
         return "  "
+    if value > peak * (1 + 1e-6):
+        return ABOVE
     return SHADES[min(len(SHADES), math.ceil(len(SHADES) * value / peak)) - 1] * 2
 
 
 def _scale(peak: float, cells: list[float | None]) -> str:
     steps = ", ".join(f"{shade} up to {peak * (k + 1) / len(SHADES):.3g}" for k, shade in enumerate(SHADES))
     scale = f"shades: blank 0, {steps}" if peak else "shades: blank 0"
+    if any(v is not None and v > peak * (1 + 1e-6) for v in cells):
+        scale += f", {ABOVE} above {peak:.3g}"
     if any(v is not None and v < 0 for v in cells):
         scale += ", -- below 0"
     if None in cells:

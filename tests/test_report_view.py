@@ -154,6 +154,17 @@ def test_the_terminal_shows_both_maps_side_by_side_in_shades_without_colour():
     assert "\033[" not in text
 
 
+def test_values_above_the_expected_ones_are_marked_so_the_expected_map_keeps_its_shades():
+    # rows that were never renormalised: a learner's value of 8 must not flatten the expected map
+    expected = torch.tensor([[1.0, 0.0], [0.5, 0.5]])
+    evidence = bounded_evidence(attention_evidence("weights of 2 tokens", expected, expected * 16, ""))
+    text = render_text(a_report([a_check(evidence=evidence)]), "work", color=False)
+    lines = text.split("\n")
+    top = lines.index("    weights of 2 tokens")
+    assert lines[top + 3] == "    " + " 0 ██".ljust(3 + 2 * 2) + "    " + " 0 ++"
+    assert "++ above 1" in lines[top + 5]
+
+
 def test_a_map_larger_than_eight_by_eight_shows_its_top_left_and_says_so():
     evidence = causal_evidence(tokens=12)
     text = render_text(a_report([a_check(evidence=evidence)]), "work", color=False)
