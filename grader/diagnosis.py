@@ -78,11 +78,6 @@ def weight_variants(queries: torch.Tensor, keys: torch.Tensor, causal: bool, d_i
     return variants
 
 
-def hint_of(variant: str) -> str:
-    """The catalog id of a variant's name (``wrong-scaling:<which number>`` is one wrong divisor)."""
-    return variant.partition(":")[0]
-
-
 def single_head_variants(
     queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, causal: bool, d_in: int | None = None
 ) -> dict[str, torch.Tensor]:

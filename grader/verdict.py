@@ -38,6 +38,10 @@ def attention_evidence(title: str, expected: torch.Tensor, actual: torch.Tensor,
     return {"title": title, "expected": rows(expected), "actual": rows(actual), "note": note}
 
 
+# Known mistakes' results by name (see proven_mistake), or a function computing them when needed.
+Variants = Mapping[str, torch.Tensor] | Callable[[], Mapping[str, torch.Tensor]] | None
+
+
 def tolerance_for(expected: torch.Tensor) -> torch.Tensor:
     return ATOL + RTOL * expected.abs().nan_to_num(posinf=0.0, neginf=0.0)
 
@@ -46,7 +50,7 @@ def expect_close(
     actual: object,
     expected: torch.Tensor,
     what: str,
-    variants: Mapping[str, torch.Tensor] | Callable[[], Mapping[str, torch.Tensor]] | None = None,
+    variants: Variants = None,
     tolerance: torch.Tensor | None = None,
 ) -> None:
     """Fail unless ``actual`` matches ``expected``; name the first known-wrong variant it matches.
@@ -60,9 +64,7 @@ def expect_close(
     problem = describe_difference(actual, expected, tolerance)
     if problem is None:
         return
-    if callable(variants):
-        variants = variants()
-    variant = proven_mistake(actual, expected, variants or {})
+    variant = proven_mistake(actual, expected, _resolve(variants))
     if variant is not None:
         hint, _, detail = variant.partition(":")
         measured = f": here, {detail}" if detail else ""
@@ -70,8 +72,6 @@ def expect_close(
     shape_wrong = isinstance(actual, torch.Tensor) and tuple(actual.shape) != tuple(expected.shape)
     raise CheckFailed(f"{what}: {problem}", "wrong-shape" if shape_wrong else None)
 
-
-Variants = Mapping[str, torch.Tensor] | Callable[[], Mapping[str, torch.Tensor]] | None
 
 
 def expect_all_close(cases: list[tuple[object, torch.Tensor, str, Variants]]) -> None:
@@ -85,15 +85,19 @@ def expect_all_close(cases: list[tuple[object, torch.Tensor, str, Variants]]) ->
             if failed.hint is None or failed.hint == "wrong-shape":
                 raise
             for other_actual, _, _, other_variants in cases:
-                named = _resolve(other_variants)
-                alike = [v for name, v in named.items() if name.partition(":")[0] == failed.hint]
+                alike = [v for name, v in _resolve(other_variants).items() if hint_of(name) == failed.hint]
                 if alike and not any(agrees(other_actual, v) for v in alike):
-                    raise CheckFailed(failed.message.split(". That is exactly what")[0], None) from None
+                    expect_close(actual, expected, what)  # the same failure, naming nothing
             raise
 
 
 def _resolve(variants: Variants) -> Mapping[str, torch.Tensor]:
     return (variants() if callable(variants) else variants) or {}
+
+
+def hint_of(variant: str) -> str:
+    """The catalog id of a variant's name (``wrong-scaling:<which number>`` is one wrong divisor)."""
+    return variant.partition(":")[0]
 
 
 def proven_mistake(actual: object, expected: torch.Tensor, variants: Mapping[str, torch.Tensor]) -> str | None:
@@ -106,11 +110,11 @@ def proven_mistake(actual: object, expected: torch.Tensor, variants: Mapping[str
     """
     telling = {name: v for name, v in variants.items() if not agrees(v, expected)}
     matched = [name for name, v in telling.items() if agrees(actual, v)]
-    if len({name.partition(":")[0] for name in matched}) != 1:
+    if len({hint_of(name) for name in matched}) != 1:
         return None
-    hint = matched[0].partition(":")[0]
+    hint = hint_of(matched[0])
     name = matched[0] if len(matched) == 1 else hint  # two details that agree here: neither is proven
-    alike = [other for other, v in telling.items() if other.partition(":")[0] != hint and agrees(v, telling[matched[0]])]
+    alike = [other for other, v in telling.items() if hint_of(other) != hint and agrees(v, telling[matched[0]])]
     return None if alike else name
 
 

@@ -13,7 +13,7 @@ from grader.checks.support import (
     reference_state,
 )
 from grader.learner import LearnerFailure
-from grader.verdict import agrees, proven_mistake
+from grader.verdict import agrees, hint_of, proven_mistake
 
 
 def device_hint(reply: dict, cls: str) -> CheckFailed | None:
@@ -21,10 +21,6 @@ def device_hint(reply: dict, cls: str) -> CheckFailed | None:
     operation = reply.get("fixed_device_use")
     if operation is None:
         return None
-    plain = reply["structure"]["plain_tensors"]
-    if plain:
-        return CheckFailed(f"{cls} keeps {plain} as plain tensor attributes, which .to(device) does not move",
-                           "mask-not-buffer")
     return CheckFailed(f"{cls}.forward makes a tensor without a device and combines it with the module's tensors "
                        f"({operation}): on a GPU that fails", "fixed-device")
 
@@ -61,7 +57,7 @@ def expect_causal_and_independent(learner, reference, stage: int, cls: str, args
     except CheckFailed as failed:  # earlier outputs that move with later tokens: named when the output proves it
         expected = reference_output(reference.name(cls), args, state, x)
         proven = proven_mistake(first, expected, variants_for(x, state))
-        raise CheckFailed(failed.message, proven and proven.partition(":")[0]) from None
+        raise CheckFailed(failed.message, proven and hint_of(proven)) from None
     expect_close(with_other[[0, 2]], first[[0, 2]], f"{cls}: batch items 1 and 3 after changing item 2")
 
 

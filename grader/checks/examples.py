@@ -23,6 +23,7 @@ from grader.checks.support import (
     expect_document_values,
     expect_seeded_module_values,
     generator,
+    holds_weights,
     parameters_only,
     reference_state,
 )
@@ -146,19 +147,25 @@ def expect_function_example(learner, stage: int, function: str) -> None:
         raise
 
 
+def fail_if_example_fails(failed: CheckFailed, run_example) -> None:
+    """Raise ``failed`` told apart by a small example: with the example's proven hint and evidence when
+    the example fails too, as it is when the learner's code cannot run the example; else return."""
+    try:
+        run_example()
+    except CheckFailed as example:
+        raise CheckFailed(f"{failed.message}\nOn a smaller example: {example.message}", example.hint,
+                          example.evidence) from None
+    except LearnerFailure:
+        raise failed from None
+
+
 def expect_function_values_explained(learner, stage: int, ids: list[str], function: str, device: str = "cpu") -> None:
     """The documents' values of a function (judged on its own inputs: see expect_document_values);
     when they differ, its small example names the mistake it proves."""
     try:
         expect_document_values(learner, stage, ids, device, target=function)
     except CheckFailed as failed:
-        try:
-            expect_function_example(learner, stage, function)
-        except CheckFailed as example:
-            raise CheckFailed(f"{failed.message}\nOn a smaller example: {example.message}", example.hint,
-                              example.evidence) from None
-        except LearnerFailure:
-            raise failed from None
+        fail_if_example_fails(failed, lambda: expect_function_example(learner, stage, function))
         raise CheckFailed(f"{failed.message}\n{function} gives the right result on a small example: compare your "
                           "code with the worked example's steps") from None
 
@@ -177,13 +184,7 @@ def expect_seeded_values_explained(learner, stage: int, ids: list[str], cls: str
 def explain_with_example(learner, stage: int, cls: str, failed: CheckFailed, seed: int) -> None:
     """Fail with ``failed``, told apart by the small example: a mistake in the maths (named when
     proven) or in how the weights are created."""
-    try:
-        expect_example(learner, stage, cls)
-    except CheckFailed as example:
-        raise CheckFailed(f"{failed.message}\nOn a smaller example: {example.message}", example.hint,
-                          example.evidence) from None
-    except LearnerFailure:
-        raise failed from None
+    fail_if_example_fails(failed, lambda: expect_example(learner, stage, cls))
     if _holds_documented_weights(learner, stage, cls, seed):
         where = ("Its seeded weights are the documented ones too. The worked example runs the module in training "
                  "mode, where dropout acts: look at what differs there.")
@@ -200,4 +201,4 @@ def _holds_documented_weights(learner, stage: int, cls: str, seed: int) -> bool:
     except LearnerFailure:
         return False
     expected = parameters_only(reference_state(DOCUMENTED[cls], args, seed))
-    return all(k in state and torch.equal(state[k], v) for k, v in expected.items())
+    return holds_weights(state, expected)

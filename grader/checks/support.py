@@ -154,7 +154,7 @@ def init_order_hint(learner: LearnerWorkers, stage: int, cls: str, args: list, s
     except LearnerFailure:
         return None  # no diagnosis possible: the check's own failure stands
     expected = parameters_only(reference_state(DOCUMENTED[cls], args, seed))
-    if all(k in learner_state and torch.equal(learner_state[k], v) for k, v in expected.items()):
+    if holds_weights(learner_state, expected):
         return None  # the weights are the documented ones: whatever differs lies elsewhere
     if not _same_layout(learner_state, expected):
         return None  # other names, shapes or shared tensors: more than the creation order differs
@@ -166,6 +166,11 @@ def init_order_hint(learner: LearnerWorkers, stage: int, cls: str, args: list, s
         return "wrong-random-init"
     # Right maths, other seeded weights: they are created in another order or way, which is what the hint says.
     return "param-init-order"
+
+
+def holds_weights(state: dict, expected: dict[str, torch.Tensor]) -> bool:
+    """``state`` holds every weight of ``expected``, equal to it."""
+    return all(k in state and torch.equal(state[k], v) for k, v in expected.items())
 
 
 def _same_layout(state: dict, expected: dict) -> bool:

@@ -14,7 +14,7 @@ from grader.checks.support import (
     generator,
 )
 from grader.diagnosis import simple_attention_variants, softmax_variants
-from grader.verdict import agrees, proven_mistake
+from grader.verdict import agrees, hint_of, proven_mistake
 
 STAGE = 1
 SHAPES = [(1, 3), (5, 2), (6, 3), (9, 16)]  # (num_tokens, d_in): one token, narrow, the book's, wide
@@ -93,7 +93,7 @@ def test_softmax_naive_properties(learner):
             raise CheckFailed("softmax_naive changed the order of the scores: a larger score must get a larger weight")
     except CheckFailed as failed:  # it names a mistake only when the weights themselves are that mistake's
         proven = proven_mistake(weights, torch.softmax(x, dim=0), softmax_variants(x))
-        raise CheckFailed(failed.message, failed.hint or (proven and proven.partition(":")[0])) from None
+        raise CheckFailed(failed.message, failed.hint or (proven and hint_of(proven))) from None
 
 
 @check("property.inputs_kept")

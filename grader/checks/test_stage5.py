@@ -20,6 +20,7 @@ from grader.checks.support import (
     expect_close,
     expect_document_values,
     generator,
+    holds_weights,
     init_order_hint,
     reference_state,
 )
@@ -59,7 +60,7 @@ def test_document_wrapper(learner):
     if not any(k.startswith("heads.") for k in learner_state):
         raise CheckFailed("the wrapper's state_dict holds no heads: keep them in an nn.ModuleList (a plain Python "
                           "list hides them from .parameters(), state_dict() and .to())")
-    if not all(k in learner_state and torch.equal(learner_state[k], v) for k, v in expected_state.items()):
+    if not holds_weights(learner_state, expected_state):
         raise CheckFailed("with torch.manual_seed(123) the heads' weights are not the book's: build the heads in a "
                           "list comprehension, CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) each",
                           init_order_hint(learner, STAGE, WRAPPER, args, 123, maths_checked=True))
