@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from grader.batch import MAX_ID_BYTES
+from grader.intake import MAX_ID_BYTES
 from tests.grading import batch, learner_copy
 
 LONG = "a" * 250  # with ".zip", 254 bytes: as long as a file name gets

@@ -239,7 +239,8 @@ def test_only_the_graders_own_colour_codes_reach_a_colour_terminal(graded_class)
 
 def test_staging_turns_any_failure_into_one_unreadable_flag_and_the_lane_goes_on(monkeypatch):
     from grader import submission
-    from grader.batch import Student, _staged_students
+    from grader.batch import _staged_students
+    from grader.intake import Student
 
     class Coordinator:
         """Sends a lane its students, then None."""
