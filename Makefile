@@ -15,13 +15,16 @@ DEV_STAMP := $(VENV)/.dev-installed
 INSTRUCTOR_STAMP := $(VENV)/.instructor-installed
 NBGRADER_STAMP := $(VENV)/.nbgrader-installed
 DOCS_STAMP := $(VENV)/.docs-installed
+SIMILARITY_STAMP := $(VENV)/.similarity-installed
 
 .DEFAULT_GOAL := help
 .PHONY: help grade grade-all gradescope nbgrader nbgrader-demo figures release test stubs bench-grade bench-batch clean
+.PHONY: similarity
 
 help:
 	@echo "make grade         grade exercises/ (STAGE=N for one stage, SUBMISSION=folder-or-zip for another); details in $(HTML_REPORT)"
 	@echo "make grade-all     grade a class: SUBMISSIONS=folder (one sub-folder or .zip each) OUT=folder"
+	@echo "make similarity    pairs of students whose code is alike: SUBMISSIONS=folder OUT=folder (installs copydetect)"
 	@echo "make gradescope    build dist/gradescope-autograder.zip for a Gradescope programming assignment"
 	@echo "make nbgrader      write the nbgrader course to build/nbgrader (installs nbgrader)"
 	@echo "make nbgrader-demo a whole nbgrader term on two made-up students, then grades.csv"
@@ -55,9 +58,13 @@ $(DOCS_STAMP): pyproject.toml $(RUNTIME_STAMP)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[docs]'
 	@touch $@
 
+$(SIMILARITY_STAMP): pyproject.toml $(RUNTIME_STAMP)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[similarity]'
+	@touch $@
+
 $(DEV_STAMP): pyproject.toml $(RUNTIME_STAMP)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
-	@touch $@ $(INSTRUCTOR_STAMP) $(NBGRADER_STAMP) $(DOCS_STAMP)  # dev includes those extras
+	@touch $@ $(INSTRUCTOR_STAMP) $(NBGRADER_STAMP) $(DOCS_STAMP) $(SIMILARITY_STAMP)  # dev includes those extras
 
 grade: $(RUNTIME_STAMP)
 	@$(PY) -m grader $(SUBMISSION) $(if $(STAGE),--stage $(STAGE)) --html $(HTML_REPORT) $(GRADE_ARGS)
@@ -65,6 +72,10 @@ grade: $(RUNTIME_STAMP)
 grade-all: $(INSTRUCTOR_STAMP)
 	@test -n "$(SUBMISSIONS)" -a -n "$(OUT)" || { echo "usage: make grade-all SUBMISSIONS=folder OUT=folder [GRADE_ARGS=...]"; exit 2; }
 	@$(PY) -m grader batch $(SUBMISSIONS) --out $(OUT) $(GRADE_ARGS)
+
+similarity: $(SIMILARITY_STAMP)
+	@test -n "$(SUBMISSIONS)" -a -n "$(OUT)" || { echo "usage: make similarity SUBMISSIONS=folder OUT=folder [SIMILARITY_ARGS=...]"; exit 2; }
+	@$(PY) -m grader.similarity $(SUBMISSIONS) --out $(OUT) $(SIMILARITY_ARGS)
 
 gradescope: $(RUNTIME_STAMP)
 	@$(PY) -m grader.authoring.gradescope dist/gradescope-autograder.zip
