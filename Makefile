@@ -19,12 +19,14 @@ SIMILARITY_STAMP := $(VENV)/.similarity-installed
 
 .DEFAULT_GOAL := help
 .PHONY: help grade grade-all gradescope nbgrader nbgrader-demo figures release test stubs bench-grade bench-batch clean
-.PHONY: similarity
+.PHONY: similarity canvas-export moodle-export
 
 help:
 	@echo "make grade         grade exercises/ (STAGE=N for one stage, SUBMISSION=folder-or-zip for another); details in $(HTML_REPORT)"
 	@echo "make grade-all     grade a class: SUBMISSIONS=folder (one sub-folder or .zip each) OUT=folder"
 	@echo "make similarity    pairs of students whose code is alike: SUBMISSIONS=folder OUT=folder (installs copydetect)"
+	@echo "make canvas-export OUT's grades.csv as a Canvas gradebook import: OUT=folder ROSTER=roster.csv [EXPORT=file]"
+	@echo "make moodle-export OUT's grades.csv as a Moodle grade import: OUT=folder ROSTER=roster.csv [EXPORT=file]"
 	@echo "make gradescope    build dist/gradescope-autograder.zip for a Gradescope programming assignment"
 	@echo "make nbgrader      write the nbgrader course to build/nbgrader (installs nbgrader)"
 	@echo "make nbgrader-demo a whole nbgrader term on two made-up students, then grades.csv"
@@ -76,6 +78,11 @@ grade-all: $(INSTRUCTOR_STAMP)
 similarity: $(SIMILARITY_STAMP)
 	@test -n "$(SUBMISSIONS)" -a -n "$(OUT)" || { echo "usage: make similarity SUBMISSIONS=folder OUT=folder [SIMILARITY_ARGS=...]"; exit 2; }
 	@$(PY) -m grader.similarity $(SUBMISSIONS) --out $(OUT) $(SIMILARITY_ARGS)
+
+# make canvas-export / moodle-export: one recipe, the LMS from the target's name.
+canvas-export moodle-export: %-export: $(RUNTIME_STAMP)
+	@test -n "$(OUT)" -a -n "$(ROSTER)" || { echo "usage: make $@ OUT=folder ROSTER=roster.csv [EXPORT=file] [EXPORT_ARGS=...]"; exit 2; }
+	@$(PY) -m grader.lms_export $* --grades $(OUT:%/=%)/grades.csv --roster $(ROSTER) --out $(or $(EXPORT),$(OUT:%/=%)/$*-import.csv) $(EXPORT_ARGS)
 
 gradescope: $(RUNTIME_STAMP)
 	@$(PY) -m grader.authoring.gradescope dist/gradescope-autograder.zip

@@ -1,0 +1,231 @@
+"""python -m grader.lms_export canvas|moodle --grades OUT/grades.csv --roster ROSTER.csv --out FILE
+                               [--assignment NAME] [--points-possible N] [--identifier COLUMN]
+
+Turns the class's grades.csv into the file a gradebook imports: Canvas's gradebook CSV, or a
+CSV for Moodle's grade import. Students are found through a roster, a CSV with the column
+`student_id` (the id in grades.csv) and the LMS's own columns for them:
+
+  canvas  Student, ID, SIS User ID, SIS Login ID, Section: the columns of Canvas's own gradebook
+          export, of which Canvas matches a student by ID, else SIS User ID, else SIS Login ID.
+          A Canvas gradebook export is a roster as it is: without a student_id column, its ID
+          column (the Canvas user id a Canvas download names students by) is used.
+  moodle  the column named by --identifier (default "Email address"), which the import's
+          "Map from" is set to, with "Map to" the matching user field (email address,
+          username, ID number or user id).
+
+A roster student without a grade is written with a blank grade, never 0 (a blank cell is
+"no grade" to both importers), and named on stderr; a graded student missing from the roster is
+named on stderr, as is a roster row neither LMS could match. Formats, as the LMSs' own code reads them:
+canvas-lms app/models/gradebook_importer.rb (header row, "Points Possible" row, students matched
+by ID, SIS User ID, SIS Login ID, blank or "-" grades leave a grade unchanged) and
+lib/gradebook_exporter.rb (the columns and their order, no byte order mark by default); Moodle
+grade/import/csv/classes/load_data.php (a row whose user cannot be mapped aborts the whole
+import; "" or "-" is no grade) and lib/csvlib.class.php (UTF-8, a byte order mark is dropped,
+every row has the header's number of cells).
+"""
+
+import argparse
+import csv
+import io
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.batch import _inert, write_atomic
+from grader.runner.text import printable
+
+CANVAS_STUDENT_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+CANVAS_IDENTIFIERS = ["ID", "SIS User ID", "SIS Login ID"]
+CANVAS_POINTS_ROW = "    Points Possible"  # as Canvas's export writes it; the importer looks for "Points Possible"
+# The cells of a Canvas export's rows about its assignments rather than a student, as its importer
+# tells them (gradebook_importer.rb): "Points Possible" first, or nothing but "Muted" / "Manual Posting".
+CANVAS_POINTS_POSSIBLE = "Points Possible"
+CANVAS_POSTING_CELL = re.compile(r"\s*(Muted|Manual Posting.*)?\s*", re.IGNORECASE)
+ROSTER_ID = "student_id"
+
+
+@dataclass(frozen=True)
+class Grade:
+    points: float | None  # None: grades.csv has the student but no grade (never graded)
+    max_points: float | None
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m grader.lms_export", description=__doc__.split("\n\n")[1],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("lms", choices=["canvas", "moodle"])
+    parser.add_argument("--grades", type=Path, required=True, help="the grades.csv of `grader batch`")
+    parser.add_argument("--roster", type=Path, required=True, help=f"a CSV with {ROSTER_ID} and the LMS's columns")
+    parser.add_argument("--out", type=Path, required=True, help="the file to import")
+    parser.add_argument("--assignment", default="Attention exercises",
+                        help='the grade column\'s header: on Canvas, the assignment as its export names it, '
+                             '"Name (assignment id)", or a new assignment; on Moodle, a grade item to map it to')
+    parser.add_argument("--points-possible", type=float, metavar="N",
+                        help="the assignment's points in the LMS: scores are scaled from grades.csv's max_score "
+                             "to N (default: max_score, unscaled)")
+    parser.add_argument("--identifier", default="Email address",
+                        help="moodle: the roster column that identifies a student to Moodle")
+    args = parser.parse_args(argv)
+    if args.points_possible is not None and args.points_possible <= 0:
+        parser.error("--points-possible must be positive")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    try:
+        grades = read_grades(args.grades)
+        columns, roster = read_roster(args.roster)
+        points_possible = args.points_possible or common_max_points(grades)
+        if args.lms == "canvas":
+            text, exported = canvas_csv(columns, roster, grades, args.assignment, points_possible)
+        else:
+            text, exported = moodle_csv(columns, roster, grades, args.assignment, points_possible, args.identifier)
+    except (OSError, UnicodeDecodeError, csv.Error, ValueError) as error:
+        print(f"lms_export: {printable(str(error), keep_newlines=False)}", file=sys.stderr)
+        return 2
+    graded_not_in_roster = sorted(set(grades) - {_as_in_grades(student) for student in roster})
+    for student_id in graded_not_in_roster:
+        print(f"lms_export: {printable(student_id, keep_newlines=False)} is in {args.grades} but not in the roster: "
+              "not exported", file=sys.stderr)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(args.out, text)
+    print(f"lms_export: {exported} grade(s) of {len(roster)} roster student(s) in {args.out}"
+          + (f"; {len(graded_not_in_roster)} graded student(s) not in the roster" if graded_not_in_roster else ""),
+          file=sys.stderr)
+    return 0
+
+
+def read_grades(path: Path) -> dict[str, Grade]:
+    """grades.csv by student_id (as the file writes it): the final score where the file has one, else the score."""
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        reader = csv.DictReader(handle)
+        columns = reader.fieldnames or []
+        if not {"student_id", "score", "max_score"} <= set(columns):
+            raise ValueError(f"{path} has no student_id, score and max_score columns: is it a grades.csv?")
+        grade_column = "final" if "final" in columns else "score"
+        grades = {}
+        for row in reader:
+            grades[row["student_id"]] = Grade(_number(row[grade_column], path), _number(row["max_score"], path))
+    return grades
+
+
+def _number(cell: str | None, path: Path) -> float | None:
+    if not cell:
+        return None
+    try:
+        return float(cell)
+    except ValueError:
+        raise ValueError(f"{path}: {cell!r} is not a number") from None
+
+
+def read_roster(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """The roster's columns, and its students in its order, each with a student_id (a Canvas export's
+    rows about its assignments left out)."""
+    with open(path, encoding="utf-8-sig", newline="") as handle:  # a roster saved by Excel starts with a BOM
+        reader = csv.DictReader(handle)
+        columns = reader.fieldnames or []
+        key = ROSTER_ID if ROSTER_ID in columns else "ID" if "ID" in columns else None
+        if key is None:
+            raise ValueError(f"{path} has no {ROSTER_ID} column (nor a Canvas export's ID column)")
+        roster, seen = [], set()
+        for row in reader:
+            cells = {column: (value or "") for column, value in row.items() if column is not None}
+            student_id = cells[key]
+            if not student_id:
+                if not _about_assignments(list(cells.values())):
+                    print(f"lms_export: roster line {reader.line_num} has no {key}: left out", file=sys.stderr)
+                continue
+            if student_id in seen:
+                raise ValueError(f"{path}: {student_id} is in the roster twice")
+            seen.add(student_id)
+            roster.append(cells | {ROSTER_ID: student_id})
+    return columns, roster
+
+
+def _about_assignments(cells: list[str]) -> bool:
+    """Whether a row of a Canvas gradebook export describes its assignments rather than a student."""
+    return CANVAS_POINTS_POSSIBLE in cells[0] or all(CANVAS_POSTING_CELL.fullmatch(cell) for cell in cells)
+
+
+def common_max_points(grades: dict[str, Grade]) -> float:
+    """The max_score every graded row shares: scores of two point tables are not one column."""
+    maxima = {grade.max_points for grade in grades.values() if grade.max_points is not None}
+    if len(maxima) > 1:
+        raise ValueError(f"grades.csv mixes point tables (max_score {', '.join(f'{m:g}' for m in sorted(maxima))}): "
+                         "grade the class again, or pass --points-possible to scale each row to it")
+    if not maxima:
+        raise ValueError("grades.csv has no graded student: nothing to export")
+    return maxima.pop()
+
+
+def canvas_csv(columns: list[str], roster: list[dict[str, str]], grades: dict[str, Grade], assignment: str,
+               points_possible: float) -> tuple[str, int]:
+    """Canvas's gradebook import: the student columns and the assignment, a Points Possible row, a
+    row per student; and how many grades it holds."""
+    if not set(CANVAS_IDENTIFIERS) & set(columns):
+        raise ValueError(f"the roster has none of Canvas's columns {', '.join(CANVAS_IDENTIFIERS)}")
+    rows = []
+    for student in roster:
+        if not any(student.get(column) for column in CANVAS_IDENTIFIERS):
+            print(f"lms_export: {_named(student)} has no {', '.join(CANVAS_IDENTIFIERS)} in the roster: "
+                  "Canvas cannot match them, left out", file=sys.stderr)
+            continue
+        name, section = _inert([student.get("Student", ""), student.get("Section", "")])
+        rows.append([name, *(student.get(column, "") for column in CANVAS_IDENTIFIERS), section,
+                     _grade_cell(student, grades, points_possible)])
+    header = [*CANVAS_STUDENT_COLUMNS, assignment]
+    points_row = [CANVAS_POINTS_ROW, "", "", "", "", _points(points_possible)]
+    return _csv_text([header, points_row, *rows]), sum(1 for row in rows if row[-1])
+
+
+def moodle_csv(columns: list[str], roster: list[dict[str, str]], grades: dict[str, Grade], assignment: str,
+               points_possible: float, identifier: str) -> tuple[str, int]:
+    """Moodle's CSV grade import: the identifier column the import maps users from, then the grade;
+    and how many grades it holds."""
+    if identifier not in columns:
+        raise ValueError(f"the roster has no {identifier!r} column (--identifier names the column Moodle maps "
+                         "students from)")
+    rows = []
+    for student in roster:
+        if not student[identifier]:  # Moodle stops the whole import at a row it cannot map to a user
+            print(f"lms_export: {_named(student)} has no {identifier} in the roster: left out", file=sys.stderr)
+            continue
+        rows.append([student[identifier], _grade_cell(student, grades, points_possible)])
+    return _csv_text([[identifier, assignment], *rows]), sum(1 for row in rows if row[-1])
+
+
+def _grade_cell(student: dict[str, str], grades: dict[str, Grade], points_possible: float) -> str:
+    """The student's grade in the LMS's points; blank (no grade, not 0) when grades.csv has none."""
+    grade = grades.get(_as_in_grades(student))
+    if grade is None or grade.points is None or not grade.max_points:
+        print(f"lms_export: no grade for {_named(student)}: left blank", file=sys.stderr)
+        return ""
+    return _points(grade.points / grade.max_points * points_possible)
+
+
+def _named(student: dict[str, str]) -> str:
+    """The student as a line on stderr names them: the id, and the name where the roster has one."""
+    name = f"{student[ROSTER_ID]} ({student['Student']})" if student.get("Student") else student[ROSTER_ID]
+    return printable(name, keep_newlines=False)
+
+
+def _as_in_grades(student: dict[str, str]) -> str:
+    """The student's id as grades.csv writes it: an id a spreadsheet would run as a formula is quoted there."""
+    return _inert([student[ROSTER_ID]])[0]
+
+
+def _points(value: float) -> str:
+    """Points as the LMSs write them: at most two decimals, a point for the decimal mark, no exponent."""
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def _csv_text(rows: list[list[str]]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)  # quotes a cell with a comma, a quote or a newline
+    return buffer.getvalue()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
