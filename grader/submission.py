@@ -14,9 +14,10 @@ A submission is untrusted input. Staging ends with the stage files in memory, or
 SubmissionError and a one-line reason, whatever the submission holds: an encrypted or damaged
 zip, a member that unpacks to more than it declares, folders nested thousands deep, more files
 than anyone submits, a symbolic link loop. Links are never followed, a file with a second hard
-link is not read, and what is listed and read is bounded, so the worst submission costs milliseconds.
-A zip or notebook found inside a submission that cannot be read costs only itself: it is listed
-as ignored, with why.
+link is not read, and what is listed and read is bounded: refusing the worst submission costs
+milliseconds, and reading the zips and notebooks inside one, within their bounds (10,000 files
+in all, four zips, 16 MiB of notebooks), well under a second. A zip or notebook found inside a
+submission that cannot be read costs only itself: it is listed as ignored, with why.
 """
 
 import copy
@@ -167,7 +168,7 @@ def _take(entries: list[_Entry], ignored: list[str], opened: ExitStack) -> dict[
     join the queue when it is opened); every other entry's name goes to ``ignored``."""
     files: dict[str, bytes] = {}
     decided: set[str] = set()  # stage files taken, or whose shallowest copy could not be
-    budget = {"zips": MAX_INNER_ZIPS, "notebook bytes": MAX_NOTEBOOK_BYTES}
+    budget = {"zips": MAX_INNER_ZIPS, "notebook bytes": MAX_NOTEBOOK_BYTES, "entries": MAX_ENTRIES - len(entries)}
     arrival = itertools.count()  # ties (a zip may hold one name twice) go in listing order
     queue = [(_order(entry), next(arrival), entry) for entry in entries]
     heapq.heapify(queue)
@@ -201,6 +202,10 @@ def _take(entries: list[_Entry], ignored: list[str], opened: ExitStack) -> dict[
             except Exception as error:  # a zip found inside costs only itself
                 ignored.append(f"{entry.name} ({_reason(error)})")
                 continue
+            if len(members) > budget["entries"]:  # what any one zip holds is bounded, and so is what they all do
+                ignored.append(f"{entry.name} (not opened: over {MAX_ENTRIES} files in the submission)")
+                continue
+            budget["entries"] -= len(members)
             for member in members:
                 heapq.heappush(queue, (_order(member), next(arrival), member))
     return files

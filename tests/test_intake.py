@@ -290,6 +290,17 @@ def test_a_broken_notebook_or_zip_inside_a_submission_costs_only_itself_in_one_l
     assert all("\n" not in line for line in result.ignored)
 
 
+def test_the_zips_inside_a_submission_are_bounded_in_number_and_in_files_in_all(tmp_path):
+    work = tmp_path / "work"
+    for index, count in enumerate([6_000, 6_000, 1, 1, 1]):
+        submit_zip(work / f"z{index}.zip", {f"note{n}.txt": b"" for n in range(count)})
+    result = stage_submission(work)
+    assert result.files == {} and sum(line.startswith("z0.zip/") for line in result.ignored) == 6_000
+    assert sorted(line for line in result.ignored if not line.startswith("z0.zip/")) == [
+        "z1.zip (not opened: over 10000 files in the submission)",  # its listing counts as one of the four
+        "z2.zip/note0.txt", "z3.zip/note0.txt", "z4.zip (not opened: only 4 zips of a submission are)"]
+
+
 def test_the_parts_of_a_flat_download_keep_every_defence(tmp_path, correct):
     target = learner_copy(tmp_path / "elsewhere", stages=[1]) / f"{STAGE_MODULES[1]}.py"
     (tmp_path / "linked.py").symlink_to(target)
