@@ -158,6 +158,16 @@ def test_a_moodle_download_is_one_student_per_participant_and_a_zip_in_their_fol
     assert skipped == [("grading worksheet.csv", "not named as Moodle names a submission's folder or file")]
 
 
+def test_a_moodle_download_without_folders_has_the_prefix_on_each_file(tmp_path, correct):
+    for name, data in correct.items():
+        (tmp_path / f"Jo Wu_105_assignsubmission_file_{name}").write_bytes(data)
+    (tmp_path / "Jo Wu_105_assignsubmission_onlinetext_onlinetext.html").write_text("<p>done</p>")
+    students, skipped = list_students(tmp_path)
+    assert detect_layout(tmp_path) == "moodle" and skipped == [] and [s.id for s in students] == ["105"]
+    result = staged(students[0])
+    assert result.files == correct and result.ignored == ["onlinetext.html"]
+
+
 # Gradescope ---------------------------------------------------------------------------------
 
 
