@@ -1,6 +1,7 @@
 """python -m grader batch SUBMISSIONS_DIR --out OUT_DIR [--workers N] [--force] [...]
 
-Grades a class: every sub-folder or .zip of SUBMISSIONS_DIR is one student, named after it.
+Grades a class: SUBMISSIONS_DIR as the LMS downloaded it (--layout, see grader/intake.py), or a
+sub-folder or .zip per student, named after it.
 Writes OUT_DIR/<student>.json (the report), OUT_DIR/<student>.txt (the feedback the student
 reads) and OUT_DIR/grades.csv. Each file is written whole or not at all, so a re-run after a
 crash or Ctrl-C picks up where it stopped; --force grades everyone again.
@@ -22,20 +23,24 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
-from grader.intake import Student, list_students
+from grader.intake import LAYOUTS, Student, detect_layout, list_students
 from grader.runner.text import printable
+from grader.submission import NO_STAGE_FILES
 
 STAGE_COUNT = 5
 CSV_COLUMNS = ["student_id", "score", "max_score", *[f"stage{n}" for n in range(1, STAGE_COUNT + 1)], "flags"]
 # A text cell starting with one of these is a formula to a spreadsheet (OWASP, CSV injection).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+MAX_SUMMARY_IDS = 50  # ids the summary line names
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
     from grader.__main__ import add_grading_options
 
     parser = argparse.ArgumentParser(prog="python -m grader batch", description=__doc__.split("\n\n")[1])
-    parser.add_argument("submissions", type=Path, help="a folder with one sub-folder or .zip per student")
+    parser.add_argument("submissions", type=Path, help="the class folder, as downloaded (see --layout)")
+    parser.add_argument("--layout", choices=LAYOUTS, default="auto",
+                        help="how the LMS laid the class folder out; auto tells it from the names in it")
     parser.add_argument("--out", type=Path, required=True, help="where the reports and grades.csv go")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="students graded at once")
     parser.add_argument("--force", action="store_true", help="grade again students who already have a report")
@@ -48,10 +53,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str]) -> int:
     args = parse(argv)
     try:
-        students, skipped = list_students(args.submissions)
-    except ValueError as error:
+        layout = detect_layout(args.submissions) if args.layout == "auto" else args.layout
+        students, skipped = list_students(args.submissions, layout)
+    except (ValueError, OSError) as error:
         print(f"grader batch: {error}", file=sys.stderr)
         return 2
+    if layout != "folders":
+        print(f"grader batch: layout {layout}, {len(students)} students (--layout to choose another)", file=sys.stderr)
     for name, why in skipped:
         print(f"grader batch: skipped {printable(name, keep_newlines=False)} ({why})", file=sys.stderr)
     from grader.sandbox import SandboxError, confinement
@@ -81,6 +89,8 @@ def main(argv: list[str]) -> int:
         return 130
     write_gradebook(args.out, students)
     print(f"grader batch: {len(students)} students in {args.out / 'grades.csv'}", file=sys.stderr)
+    if empty := no_stage_files_line(args.out, students):
+        print(empty, file=sys.stderr)
     return 0
 
 
@@ -300,6 +310,19 @@ def write_gradebook(out: Path, students: list[Student]) -> None:
                                 *[stages.get(f"stage{n}", "") for n in range(1, STAGE_COUNT + 1)],
                                 "; ".join(report["flags"])]))
     write_atomic(out / "grades.csv", buffer.getvalue())
+
+
+def no_stage_files_line(out: Path, students: list[Student]) -> str | None:
+    """The summary line naming the students in whose submission no stage file was found, if any:
+    a zero that is no one's work on the code must not pass as one."""
+    empty = [s.id for s in students
+             if any(flag.startswith(NO_STAGE_FILES) for flag in (_saved_report(out, s) or {}).get("flags", []))]
+    if not empty:
+        return None
+    shown = ", ".join(empty[:MAX_SUMMARY_IDS]) + (f" and {len(empty) - MAX_SUMMARY_IDS} more"
+                                                  if len(empty) > MAX_SUMMARY_IDS else "")
+    had = "submission had" if len(empty) == 1 else "submissions had"
+    return f"grader batch: {len(empty)} {had} no stage file: {shown} (flag {NO_STAGE_FILES})"
 
 
 def _inert(row: list) -> list:

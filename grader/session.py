@@ -9,7 +9,7 @@ from grader.learner import LearnerWorkers
 from grader.plugin import GradingPlugin, run_checks, staged_sources
 from grader.report import INCOMPLETE, build
 from grader.sandbox import Sandbox
-from grader.submission import StagedSubmission
+from grader.submission import NO_STAGE_FILES, StagedSubmission
 
 
 MAX_LISTED = 20  # names of ignored files a flag lists
@@ -84,7 +84,10 @@ def flags(sandbox: Sandbox, staged: StagedSubmission, visible_only: bool, disrup
         found.append("provisional")
     if staged.problem:
         found.append(f"unreadable: {staged.problem}")
-    if staged.ignored:
+    elif not staged.files:  # what was there instead says what went wrong: a wrong file, a wrong folder
+        found.append(f"{NO_STAGE_FILES}: " + (f"found {_listing(staged.ignored)}" if staged.ignored
+                                              else "the submission is empty"))
+    elif staged.ignored:
         found.append(f"ignored: {_listing(staged.ignored)}")
     return found
 

@@ -1,0 +1,368 @@
+"""Class folders exactly as an LMS lets an instructor download them: Canvas, Moodle, Gradescope,
+nbgrader and plain folders. Each is built here as the LMS lays it out; the students' ids and times
+come from the LMS's own records, and complete work stages as the five stage files, byte for byte
+(one batch run then grades a Canvas download end to end)."""
+
+import csv
+import json
+import os
+import re
+import zipfile
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from grader.intake import Student, detect_layout, list_students, parse_time
+from grader.runner.implementation import STAGE_MODULES
+from grader.submission import STAGE_FILES, SubmittedPart, stage_submission
+from tests.grading import batch, learner_copy
+
+STAGE2 = f"{STAGE_MODULES[2]}.py"
+BROKEN = b"raise SystemExit('an earlier upload')\n"
+GRADESCOPE_METADATA = """\
+submission_1001:
+  :submitters:
+  - :name: Jane Smith
+    :sid: '2001'
+    :email: jane@example.edu
+  :created_at: 2024-09-01 10:00:00.123456000 -07:00
+  :score: 0.0
+  :status: processed
+submission_1002:
+  :submitters:
+  - :name: Bo One
+    :sid: '2002'
+  - :name: Cy Two
+    :sid: 2003
+  :created_at: 2024-09-02 23:59:59.000000000 -07:00
+submission_1003:
+  :submitters:
+  - :name: Di Three
+    :sid:
+    :email: di@example.edu
+  :created_at: 2024-09-03 08:00:00.000000000 +02:00
+submission_1004:
+  :submitters:
+  - :name: Ed Four
+    :sid: '2005'
+  :created_at: 2024-09-03 09:00:00.000000000 +02:00
+"""
+
+
+@pytest.fixture(scope="module")
+def correct(tmp_path_factory) -> dict[str, bytes]:
+    """The five stage files as a learner who solved every stage has them."""
+    return {path.name: path.read_bytes() for path in learner_copy(tmp_path_factory.mktemp("correct")).iterdir()}
+
+
+def notebook(*cells: str) -> str:
+    """An nbformat 4 notebook of code cells, as Jupyter saves it (each cell's source a list of lines)."""
+    return json.dumps({"cells": [{"cell_type": "code", "execution_count": None, "id": f"cell{index}",
+                                  "metadata": {}, "outputs": [], "source": cell.splitlines(keepends=True)}
+                                 for index, cell in enumerate(cells)],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def write_notebooks(folder: Path, files: dict[str, bytes]) -> Path:
+    """One notebook per stage, as the nbgrader course has them: the answer cell writes the stage file."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        stem = name.removesuffix(".py")
+        (folder / f"{stem}.ipynb").write_text(notebook(f"%%writefile {name}\n{data.decode()}", f"import {stem}"))
+    return folder
+
+
+def submit_zip(path: Path, files: dict[str, bytes]) -> Path:
+    """What `make submit` hands in: the stage files at the top of a zip."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return path
+
+
+def staged(student: Student):
+    return stage_submission(student.source)
+
+
+def by_id(students: list[Student]) -> dict[str, Student]:
+    return {student.id: student for student in students}
+
+
+# Canvas -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def canvas(tmp_path_factory, correct) -> Path:
+    """Canvas's "Download Submissions", unzipped: every student's files side by side."""
+    root = tmp_path_factory.mktemp("canvas") / "submissions"
+    root.mkdir()
+    for name, data in correct.items():
+        (root / f"smithjane_12345_67890_{name}").write_bytes(BROKEN if name == STAGE2 else data)
+        (root / f"doejohn_LATE_23456_78901_{name}").write_bytes(data)
+    (root / f"smithjane_12345_67890_{STAGE2.removesuffix('.py')}-1.py").write_bytes(correct[STAGE2])  # uploaded again
+    submit_zip(root / "roeann_late_34567_89012_submission.zip", correct)
+    notebooks = write_notebooks(tmp_path_factory.mktemp("bo-notebooks"), correct)
+    for path in notebooks.iterdir():
+        (root / f"leebo_45678_90123_{path.name}").write_bytes(path.read_bytes())
+    (root / "kimsu_56789_1234_report.pdf").write_bytes(b"%PDF-1.4 my report")
+    return root
+
+
+def test_a_canvas_download_is_one_student_per_user_id_with_their_files_under_their_own_names(canvas, correct):
+    students, skipped = list_students(canvas)
+    students = by_id(students)
+    assert detect_layout(canvas) == "canvas"
+    assert sorted(students) == ["12345", "23456", "34567", "45678", "56789"]
+    for complete in ["12345", "23456", "34567", "45678"]:
+        assert staged(students[complete]).files == correct, complete
+    assert {part.name for part in students["23456"].source} == STAGE_FILES  # the Canvas prefix is gone
+    pdf_only = staged(students["56789"])
+    assert pdf_only.files == {} and pdf_only.ignored == ["report.pdf"]
+    assert [s.late_marked for s in students.values()] == [False, True, True, False, False]  # LATE and late
+    assert all(s.submitted is None for s in students.values())  # the download does not say when
+    # the later upload of stage 2 (Canvas's -1) is graded; the earlier one is named, not lost
+    assert skipped == [(f"smithjane_12345_67890_{STAGE2}",
+                        f"an earlier upload of {STAGE2} than smithjane_12345_67890_{STAGE2[:-3]}-1.py")]
+
+
+# Moodle -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def moodle(tmp_path_factory, correct) -> Path:
+    """Moodle's "Download all submissions" with "in folders": a folder per student and submission plugin."""
+    root = tmp_path_factory.mktemp("moodle") / "submissions"
+    submit_zip(root / "Fay Lee_101_assignsubmission_file_" / "fay.zip", correct)
+    learner_copy(root / "Gus Tan_102_assignsubmission_file_" / "attention")
+    (root / "Gus Tan_102_assignsubmission_onlinetext_").mkdir()
+    (root / "Gus Tan_102_assignsubmission_onlinetext_" / "onlinetext.html").write_text("<p>done</p>")
+    (root / "Hal Ng_103_assignsubmission_file_").mkdir()
+    (root / "Ida Po_104_assignsubmission_file_").mkdir()
+    (root / "Ida Po_104_assignsubmission_file_" / "report.pdf").write_bytes(b"%PDF-1.4")
+    (root / "grading worksheet.csv").write_text("not a submission")
+    return root
+
+
+def test_a_moodle_download_is_one_student_per_participant_and_a_zip_in_their_folder_is_opened(moodle, correct):
+    students, skipped = list_students(moodle)
+    students = by_id(students)
+    assert detect_layout(moodle) == "moodle"
+    assert sorted(students) == ["101", "102", "103", "104"]
+    assert staged(students["101"]).files == correct  # the `make submit` zip in the folder
+    both = staged(students["102"])  # a folder for the files and one for the online text
+    assert both.files == correct and both.ignored == ["assignsubmission_onlinetext/onlinetext.html"]
+    assert staged(students["103"]).files == {} and staged(students["103"]).ignored == []
+    assert staged(students["104"]).ignored == ["report.pdf"]
+    assert skipped == [("grading worksheet.csv", "not named as Moodle names a submission's folder or file")]
+
+
+def test_a_moodle_download_without_folders_has_the_prefix_on_each_file(tmp_path, correct):
+    for name, data in correct.items():
+        (tmp_path / f"Jo Wu_105_assignsubmission_file_{name}").write_bytes(data)
+    (tmp_path / "Jo Wu_105_assignsubmission_onlinetext_onlinetext.html").write_text("<p>done</p>")
+    students, skipped = list_students(tmp_path)
+    assert detect_layout(tmp_path) == "moodle" and skipped == [] and [s.id for s in students] == ["105"]
+    result = staged(students[0])
+    assert result.files == correct and result.ignored == ["onlinetext.html"]
+
+
+# Gradescope ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def gradescope(tmp_path_factory, correct) -> Path:
+    """Gradescope's "Export Submissions": a folder per submission, and the metadata of them all."""
+    root = tmp_path_factory.mktemp("gradescope") / "assignment_export"
+    learner_copy(root / "submission_1001")
+    write_notebooks(root / "submission_1002", correct)  # a group handed in notebooks
+    submit_zip(root / "submission_1003" / "di.zip", correct)  # a zip, left zipped
+    learner_copy(root / "submission_9999", stages=[1])  # not in the metadata
+    (root / "submission_metadata.yml").write_text(GRADESCOPE_METADATA)
+    return root
+
+
+def test_a_gradescope_export_is_one_student_per_submitter_with_gradescopes_time(gradescope, correct):
+    students, skipped = list_students(gradescope)
+    students = by_id(students)
+    assert detect_layout(gradescope) == "gradescope"
+    assert sorted(students) == ["2001", "2002", "2003", "di@example.edu"]  # no sid: the email
+    assert all(staged(student).files == correct for student in students.values())
+    assert students["2002"].source == students["2003"].source  # a group: each member gets the grade
+    pacific = timezone(-timedelta(hours=7))
+    assert students["2001"].submitted == datetime(2024, 9, 1, 10, 0, 0, 123456, tzinfo=pacific)
+    assert students["2003"].submitted == datetime(2024, 9, 2, 23, 59, 59, tzinfo=pacific)
+    assert students["di@example.edu"].submitted == datetime(2024, 9, 3, 6, 0, tzinfo=timezone.utc)
+    assert skipped == [("submission_9999", "not a submission of submission_metadata.yml"),
+                       ("submission_1004", "in submission_metadata.yml, but not in the folder")]
+
+
+def test_one_submitter_in_two_gradescope_submissions_stops_the_batch_in_one_line(tmp_path):
+    learner_copy(tmp_path / "submission_1")
+    learner_copy(tmp_path / "submission_2")
+    record = "  :submitters:\n  - :sid: '7'\n"
+    (tmp_path / "submission_metadata.yml").write_text(f"submission_1:\n{record}submission_2:\n{record}")
+    with pytest.raises(ValueError, match=r"^two submissions for 7: submission_1 and submission_2$"):
+        list_students(tmp_path)
+    (tmp_path / "submission_metadata.yml").write_text("submission_1: [unclosed\n")
+    with pytest.raises(ValueError, match=r"^submission_metadata.yml cannot be read: [^\n]+$"):
+        list_students(tmp_path)
+
+
+# nbgrader -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def nbgrader_course(tmp_path_factory, correct) -> Path:
+    """A course as nbgrader keeps it: submitted/<student id>/<assignment>/ with notebooks and timestamp.txt."""
+    course = tmp_path_factory.mktemp("nbgrader") / "course"
+    (course / "nbgrader_config.py").parent.mkdir()
+    (course / "nbgrader_config.py").write_text("c = get_config()\n")
+    ada = write_notebooks(course / "submitted" / "ada" / "attention", correct)
+    (ada / "timestamp.txt").write_text("2024-03-01 12:00:00.000000 UTC")
+    (course / "submitted" / "bob" / "attention").mkdir(parents=True)  # handed in nothing
+    (course / "submitted" / "bob" / "attention" / "timestamp.txt").write_text("2024-03-02 08:30:00.000000 UTC")
+    di = write_notebooks(course / "submitted" / "di" / "attention", correct)
+    (di / "timestamp.txt").write_text("2024-03-01T13:00:00+01:00")
+    (course / "submitted" / "di" / "warmup").mkdir()  # another assignment of the course
+    (course / "submitted" / "di" / "warmup" / "warmup.ipynb").write_text(notebook("print('hi')"))
+    return course
+
+
+def test_an_nbgrader_tree_is_one_student_per_id_with_the_notebooks_writefile_cells_as_files(nbgrader_course, correct):
+    with pytest.raises(ValueError, match="is an nbgrader course: give its submitted/ or autograded/ folder"):
+        list_students(nbgrader_course)
+    submitted = nbgrader_course / "submitted"
+    students, skipped = list_students(submitted)
+    students = by_id(students)
+    assert detect_layout(submitted) == "nbgrader" and skipped == []
+    assert sorted(students) == ["ada", "bob", "di"]
+    assert staged(students["ada"]).files == correct == staged(students["di"]).files
+    assert students["di"].source.name == "attention"  # of two assignments, the one with the stage notebooks
+    assert staged(students["bob"]).files == {}
+    noon = datetime(2024, 3, 1, 12, tzinfo=timezone.utc)
+    assert students["ada"].submitted == noon and students["di"].submitted == noon
+    assert students["bob"].submitted == datetime(2024, 3, 2, 8, 30, tzinfo=timezone.utc)
+
+
+def test_an_nbgrader_tree_copied_at_the_assignment_level_reads_alike(nbgrader_course, tmp_path, correct):
+    """Each student's folder holding the assignment's files itself, as `cp -r submitted/*/attention` leaves them."""
+    ada = write_notebooks(tmp_path / "attention" / "ada", correct)
+    (ada / "timestamp.txt").write_text("2024-03-01 12:00:00.000000 UTC")
+    students, _ = list_students(tmp_path / "attention", "nbgrader")
+    assert [(s.id, s.source) for s in students] == [("ada", ada)]
+    assert staged(students[0]).files == correct and students[0].submitted.hour == 12
+
+
+# Folders and notebooks anywhere -------------------------------------------------------------
+
+
+def test_a_folder_per_student_holding_only_their_zip_stages_the_zip(tmp_path, correct):
+    submit_zip(tmp_path / "class" / "ada" / "ada.zip", correct)
+    (tmp_path / "class" / "bo").mkdir()
+    students, _ = list_students(tmp_path / "class")
+    assert detect_layout(tmp_path / "class") == "folders"
+    assert [staged(student).files for student in students] == [correct, {}]
+
+
+def test_a_py_file_at_a_notebooks_depth_or_shallower_wins_over_its_writefile_cell(tmp_path, correct):
+    stage1 = f"{STAGE_MODULES[1]}.py"
+    work = tmp_path / "work"
+    (work / "deeper").mkdir(parents=True)
+    (work / stage1).write_bytes(b"# the file\n")
+    (work / STAGE2.replace(".py", ".ipynb")).write_text(notebook(f"%%writefile {stage1}\n# the notebook\n",
+                                                                 f"%%writefile {STAGE2}\nfirst = 1\n",
+                                                                 f"%%writefile -a {STAGE2}\nsecond = 2"))
+    (work / "deeper" / STAGE2).write_bytes(b"# deeper than the notebook\n")
+    result = stage_submission(work)
+    assert result.files == {stage1: b"# the file\n", STAGE2: b"first = 1\nsecond = 2\n"}
+    assert result.ignored == [f"deeper/{STAGE2}"]
+
+
+def test_a_broken_notebook_or_zip_inside_a_submission_costs_only_itself_in_one_line(tmp_path, correct):
+    work = learner_copy(tmp_path / "work", stages=[1])
+    (work / "answers.ipynb").write_text('{"cells": [')
+    (work / "nested.ipynb").write_text("[" * 100_000 + "]" * 100_000)
+    (work / "old.zip").write_bytes(b"PK\x03\x04 not really a zip")
+    submit_zip(tmp_path / "inner.zip", correct)
+    submit_zip(work / "outer.zip", {"inner.zip": (tmp_path / "inner.zip").read_bytes()})
+    (work / ".ipynb_checkpoints").mkdir()
+    (work / ".ipynb_checkpoints" / "answers-checkpoint.ipynb").write_text(notebook(f"%%writefile {STAGE2}\nx = 1"))
+    result = stage_submission(work)
+    assert list(result.files) == [f"{STAGE_MODULES[1]}.py"]
+    reasons = dict(match.groups() for line in result.ignored if (match := re.fullmatch(r"(.*?) \((.*)\)", line)))
+    assert reasons["answers.ipynb"].startswith("not a notebook: ")
+    assert reasons["nested.ipynb"] == "not a notebook: nested too deep"
+    assert reasons["old.zip"].startswith("truncated or damaged zip")
+    assert reasons["outer.zip/inner.zip"] == "a zip inside a zip, not opened"
+    assert ".ipynb_checkpoints/answers-checkpoint.ipynb" in result.ignored
+    assert all("\n" not in line for line in result.ignored)
+
+
+def test_the_zips_inside_a_submission_are_bounded_in_number_and_in_files_in_all(tmp_path):
+    work = tmp_path / "work"
+    for index, count in enumerate([6_000, 6_000, 1, 1, 1]):
+        submit_zip(work / f"z{index}.zip", {f"note{n}.txt": b"" for n in range(count)})
+    result = stage_submission(work)
+    assert result.files == {} and sum(line.startswith("z0.zip/") for line in result.ignored) == 6_000
+    assert sorted(line for line in result.ignored if not line.startswith("z0.zip/")) == [
+        "z1.zip (not opened: over 10000 files in the submission)",  # its listing counts as one of the four
+        "z2.zip/note0.txt", "z3.zip/note0.txt", "z4.zip (not opened: only 4 zips of a submission are)"]
+
+
+def test_the_parts_of_a_flat_download_keep_every_defence(tmp_path, correct):
+    target = learner_copy(tmp_path / "elsewhere", stages=[1]) / f"{STAGE_MODULES[1]}.py"
+    (tmp_path / "linked.py").symlink_to(target)
+    os.link(target, tmp_path / "hard.py")
+    submit_zip(tmp_path / "zipped.zip", correct)
+    (tmp_path / "linked.zip").symlink_to(tmp_path / "zipped.zip")
+    parts = (SubmittedPart(f"{STAGE_MODULES[1]}.py", tmp_path / "linked.py"),
+             SubmittedPart(STAGE2, tmp_path / "hard.py"), SubmittedPart("submission.zip", tmp_path / "linked.zip"))
+    result = stage_submission(parts)
+    assert result.files == {}
+    assert result.ignored == [f"{STAGE_MODULES[1]}.py (a symbolic link)", f"{STAGE2} (a hard link)",
+                              "submission.zip (a symbolic link)"]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("2024-03-01 12:00:00.000000 UTC", datetime(2024, 3, 1, 12, tzinfo=timezone.utc)),  # nbgrader's own format
+    ("2024-03-01 13:00:00.5+01:00", datetime(2024, 3, 1, 12, 0, 0, 500000, tzinfo=timezone.utc)),
+    ("2024-03-01 05:00:00.123456789 -07:00", datetime(2024, 3, 1, 12, 0, 0, 123456, tzinfo=timezone.utc)),
+    ("2024-03-01 13:00:00 Europe/Berlin", datetime(2024, 3, 1, 12, tzinfo=timezone.utc)),
+    ("2024-03-01 12:00:00", datetime(2024, 3, 1, 12, tzinfo=timezone.utc)),  # no zone: nbgrader reads UTC
+    ("yesterday", None),
+])
+def test_times_are_read_as_the_lms_writes_them(text, expected):
+    assert parse_time(text, timezone.utc) == expected
+
+
+def test_a_time_without_a_zone_is_unknown_where_none_is_assumed():
+    assert parse_time("2024-03-01 12:00:00", None) is None
+    assert parse_time("2024-03-01 12:00:00 JST", None) is None  # an abbreviation no zone database holds
+
+
+# One class, graded end to end ---------------------------------------------------------------
+
+
+def test_a_canvas_download_grades_complete_work_in_full_and_names_the_submissions_without_stage_files(
+        tmp_path, correct):
+    """One batch: the files as uploaded (one re-uploaded), a zip, notebooks, and a student who sent a PDF."""
+    root = tmp_path / "canvas"
+    root.mkdir()
+    for name, data in correct.items():
+        (root / f"smithjane_12345_67890_{name}").write_bytes(BROKEN if name == STAGE2 else data)
+    (root / f"smithjane_12345_67890_{STAGE2[:-3]}-1.py").write_bytes(correct[STAGE2])
+    submit_zip(root / "roeann_LATE_34567_89012_submission.zip", correct)
+    for path in write_notebooks(tmp_path / "notebooks", correct).iterdir():
+        (root / f"leebo_45678_90123_{path.name}").write_bytes(path.read_bytes())
+    (root / "kimsu_56789_1234_report.pdf").write_bytes(b"%PDF-1.4")
+    result = batch(root, tmp_path / "out", "--workers", "2")
+    with open(tmp_path / "out" / "grades.csv", newline="") as handle:
+        rows = {row["student_id"]: row for row in csv.DictReader(handle)}
+    assert sorted(rows) == ["12345", "34567", "45678", "56789"]
+    for complete in ["12345", "34567", "45678"]:
+        assert float(rows[complete]["score"]) == float(rows[complete]["max_score"]) > 0, rows[complete]
+    assert rows["56789"]["score"] == "0" and rows["56789"]["flags"] == "no-stage-files: found report.pdf"
+    assert "grader batch: layout canvas, 4 students" in result.stderr
+    assert "grader batch: 1 submission had no stage file: 56789 (flag no-stage-files)" in result.stderr
