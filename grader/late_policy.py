@@ -66,14 +66,18 @@ def load_course(path: Path | None) -> LatePolicy:
     _known_keys(path, "late_penalty.", rule, {"per", "penalty", "cap", "grace"})
     times = {key: _due_time(path, f"due.{key}", value) for key, value in due.items()}
     per = rule.get("per", "day")
-    if per not in UNITS:
+    if not isinstance(per, str) or per not in UNITS:
         raise CourseError(f"{path}: late_penalty.per = {per!r}; write \"day\" or \"hour\"")
     penalty = _number(path, "late_penalty.penalty", rule.get("penalty", 0))
     cap = _number(path, "late_penalty.cap", rule.get("cap", 100))
     if cap > 100:
         raise CourseError(f"{path}: late_penalty.cap = {cap!r} is over 100 percent")
     grace = _number(path, "late_penalty.grace", rule.get("grace", 0))
-    return LatePolicy(times.pop("assignment", None), times, per, penalty, cap, dt.timedelta(minutes=grace))
+    try:
+        grace_period = dt.timedelta(minutes=grace)
+    except OverflowError:
+        raise CourseError(f"{path}: late_penalty.grace = {grace!r} minutes is longer than any term") from None
+    return LatePolicy(times.pop("assignment", None), times, per, penalty, cap, grace_period)
 
 
 def late_record(policy: LatePolicy, submitted: dt.datetime | None, late_marked: bool, stages: list[dict]) -> dict:
@@ -112,7 +116,8 @@ def utc_text(moment: dt.datetime | None) -> str | None:
 
 def _known_keys(path: Path, prefix: str, table, known: set[str]) -> None:
     if not isinstance(table, dict):
-        raise CourseError(f"{path}: {prefix.rstrip('.')} must be a table")
+        raise CourseError(f"{path}: {prefix.rstrip('.')} must be a table, [{prefix.rstrip('.')}], holding "
+                          f"{', '.join(sorted(known))}")
     unknown = sorted(set(table) - known)
     if unknown:
         raise CourseError(f"{path}: unknown setting {prefix}{unknown[0]} (known: {', '.join(sorted(known))})")
@@ -120,7 +125,9 @@ def _known_keys(path: Path, prefix: str, table, known: set[str]) -> None:
 
 def _due_time(path: Path, key: str, value) -> dt.datetime:
     if not isinstance(value, dt.datetime) or value.utcoffset() is None:
-        raise CourseError(f"{path}: {key} = {value} needs a date, a time and a UTC offset, "
+        shown = value.isoformat() if isinstance(value, (dt.date, dt.time)) else repr(value)  # as it was written
+        unquoted = " (unquoted: a TOML date-time, not text)" if isinstance(value, str) else ""
+        raise CourseError(f"{path}: {key} = {shown} needs a date, a time and a UTC offset{unquoted}, "
                           "e.g. 2025-03-14T23:59:00-05:00 or 2025-03-15T04:59:00Z")
     return value
 

@@ -126,8 +126,10 @@ def test_a_course_file_sets_due_dates_and_the_penalty_rule(tmp_path):
 
 
 @pytest.mark.parametrize("text, said", [
-    ("[due]\nassignment = 2025-03-14T23:59:00\n", "due.assignment = 2025-03-14 23:59:00 needs a date, a time and "
+    ("[due]\nassignment = 2025-03-14T23:59:00\n", "due.assignment = 2025-03-14T23:59:00 needs a date, a time and "
                                                    "a UTC offset"),
+    ("[due]\nassignment = \"2025-03-14T23:59:00Z\"\n", "due.assignment = '2025-03-14T23:59:00Z' needs a date, a time and a UTC offset "
+                                                       "(unquoted: a TOML date-time, not text)"),
     ("[due]\nassignment = 2025-03-14\n", "due.assignment = 2025-03-14 needs a date, a time and a UTC offset"),
     ("[due]\nstage6 = 2025-03-14T23:59:00Z\n", "unknown setting due.stage6"),
     ("[late_penalty]\npenalty = 10\npre = \"day\"\n", "unknown setting late_penalty.pre"),
@@ -136,6 +138,8 @@ def test_a_course_file_sets_due_dates_and_the_penalty_rule(tmp_path):
     ("[late_penalty]\ncap = 150\n", "late_penalty.cap = 150 is over 100 percent"),
     ("[late]\npenalty = 10\n", "unknown setting late (known: due, late_penalty)"),
     ("[due\n", "Expected ']'"),
+    ("due = 2025-03-14T23:59:00Z\n", "due must be a table, [due], holding assignment, stage1"),
+    ("[late_penalty]\ngrace = 1e300\n", "late_penalty.grace = 1e+300 minutes is longer than any term"),
 ])
 def test_a_course_file_that_cannot_be_used_is_refused_in_one_line(tmp_path, text, said):
     course = tmp_path / "course.toml"
