@@ -1,10 +1,14 @@
-"""python -m grader batch SUBMISSIONS_DIR --out OUT_DIR [--workers N] [--force] [...]
+"""python -m grader batch SUBMISSIONS_DIR --out OUT_DIR [--workers N] [--student ID] [--force] [--course FILE] [...]
 
 Grades a class: SUBMISSIONS_DIR as the LMS downloaded it (--layout, see grader/intake.py), or a
 sub-folder or .zip per student, named after it.
 Writes OUT_DIR/<student>.json (the report), OUT_DIR/<student>.txt (the feedback the student
-reads) and OUT_DIR/grades.csv. Each file is written whole or not at all, so a re-run after a
-crash or Ctrl-C picks up where it stopped; --force grades everyone again.
+reads) and OUT_DIR/grades.csv. Each file is written whole or not at all. A re-run grades only the
+students whose fingerprint changed (grader.fingerprint): new or changed files, another grader,
+points table, device or options, or a report missing or incomplete; --force grades everyone again.
+
+This process is the judge of the class: it stages every submission, hashes it, decides who is
+graded, and sends the staged files (never a path) to the lanes; it alone writes what they report.
 
 Each lane is a judge process with its own sandbox (one torch-preloaded zygote), grading one
 student at a time: a class pays the torch import once per lane, not once per student.
@@ -12,6 +16,8 @@ student at a time: a class pays the torch import once per lane, not once per stu
 
 import argparse
 import csv
+import datetime as dt
+import difflib
 import io
 import json
 import multiprocessing
@@ -19,16 +25,39 @@ import os
 import signal
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
+from grader.fingerprint import (
+    ASKED,
+    FORCED,
+    INCOMPLETE,
+    NEW,
+    REASONS,
+    RunFingerprint,
+    grader_hash,
+    points_hash,
+    why_grade,
+)
 from grader.intake import LAYOUTS, Student, detect_layout, list_students
+from grader.late_policy import (
+    MARKED_LATE_WITHOUT_TIME,
+    NO_SUBMISSION_TIME,
+    LatePolicy,
+    late_record,
+    load_course,
+    utc_text,
+)
+from grader.points import points_table, rounded, use_points_file
 from grader.runner.text import printable
-from grader.submission import NO_STAGE_FILES
+from grader.submission import NO_STAGE_FILES, StagedSubmission, SubmissionError, stage_submission
 
 STAGE_COUNT = 5
-CSV_COLUMNS = ["student_id", "score", "max_score", *[f"stage{n}" for n in range(1, STAGE_COUNT + 1)], "flags"]
+# Another tool reads these columns by name (the LMS gradebook exports read `final`): keep them.
+CSV_COLUMNS = ["student_id", "score", "max_score", *[f"stage{n}" for n in range(1, STAGE_COUNT + 1)], "submitted",
+               "late_penalty", "final", "flags"]
 # A text cell starting with one of these is a formula to a spreadsheet (OWASP, CSV injection).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 MAX_SUMMARY_IDS = 50  # ids the summary line names
@@ -43,7 +72,14 @@ def parse(argv: list[str]) -> argparse.Namespace:
                         help="how the LMS laid the class folder out; auto tells it from the names in it")
     parser.add_argument("--out", type=Path, required=True, help="where the reports and grades.csv go")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="students graded at once")
-    parser.add_argument("--force", action="store_true", help="grade again students who already have a report")
+    parser.add_argument("--force", action="store_true", help="grade every student again, changed or not")
+    parser.add_argument("--student", action="append", metavar="ID",
+                        help="grade only this student, changed or not (repeatable); the others are left as they are")
+    parser.add_argument("--course", type=Path, metavar="FILE",
+                        help="due dates and late penalty (course.toml, see docs/grading-a-class.md); "
+                             "without it: no due date, no penalty")
+    parser.add_argument("--points", type=Path, metavar="FILE",
+                        help="grade with this points table instead of grader/points.toml (same checks)")
     parser.add_argument("--student-timeout", type=float, default=300.0,
                         help="seconds one student's grading may take in all before it is stopped")
     add_grading_options(parser)
@@ -55,6 +91,10 @@ def main(argv: list[str]) -> int:
     try:
         layout = detect_layout(args.submissions) if args.layout == "auto" else args.layout
         students, skipped = list_students(args.submissions, layout)
+        policy = load_course(args.course)
+        if args.points:
+            use_points_file(args.points)
+        chosen = _chosen(students, args.student, args.submissions)
     except (ValueError, OSError) as error:
         print(f"grader batch: {error}", file=sys.stderr)
         return 2
@@ -74,24 +114,111 @@ def main(argv: list[str]) -> int:
               "could reach one another's; install bubblewrap, or pass --sandbox none to grade anyway "
               "(every report then says unsandboxed)", file=sys.stderr)
         return 2
-    args.out.mkdir(parents=True, exist_ok=True)
-    todo = [s for s in students if args.force or not _graded(args.out, s)]
-    if len(todo) < len(students):
-        print(f"grader batch: {len(students) - len(todo)} of {len(students)} already graded in {args.out} "
-              "(--force grades them again)", file=sys.stderr)
     try:
-        _grade_all(todo, args)
+        args.device = _device(args)  # "auto" resolved once: every lane and every fingerprint use the same
+    except SandboxError as error:
+        print(f"grader batch: {error}", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    run = RunFingerprint(grader_hash(), points_hash(points_table()), args.device,
+                         {"visible_only": args.visible_only, "timeout": args.timeout, "sandboxed": sandbox.confined})
+    current, todo = _plan(students, chosen, args, run)
+    try:
+        _grade_all(todo, args, run, current, policy)
     except LaneError as error:
         print(f"grader batch: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("grader batch: interrupted; what was graded is kept, run again to go on", file=sys.stderr)
         return 130
-    write_gradebook(args.out, students)
+    flagged = write_gradebook(args.out, students, current, policy)
     print(f"grader batch: {len(students)} students in {args.out / 'grades.csv'}", file=sys.stderr)
     if empty := no_stage_files_line(args.out, students):
         print(empty, file=sys.stderr)
+    for line in late_summary(flagged):
+        print(f"grader batch: {line}", file=sys.stderr)
     return 0
+
+
+def _plan(students: list[Student], chosen: set[str] | None, args: argparse.Namespace,
+          run: RunFingerprint) -> tuple[dict[str, dict], list[Student]]:
+    """Each student's current fingerprint (their files staged and hashed by the judge), and who is graded:
+    the ``chosen`` ones, else everyone with --force, else those whose report is not current. Says so."""
+    current = {student.id: run.of(_stage(student)) for student in students}
+    reasons = {student.id: why_grade(*_saved_report(args.out, student), current[student.id]) for student in students}
+    if chosen is not None:
+        todo = {student.id: ASKED for student in students if student.id in chosen}
+    else:
+        todo = {s.id: FORCED if args.force else reasons[s.id] for s in students if args.force or reasons[s.id]}
+    print(f"grader batch: {plan_summary(len(students), list(todo.values()), chosen, reasons)}", file=sys.stderr)
+    return current, [student for student in students if student.id in todo]
+
+
+def _chosen(students: list[Student], ids: list[str] | None, folder: Path) -> set[str] | None:
+    """The ids --student asked for (None: not given); ValueError names an id that is no student's."""
+    if ids is None:
+        return None
+    known = [student.id for student in students]
+    for student_id in ids:
+        if student_id not in known:
+            close = difflib.get_close_matches(student_id, known, n=5, cutoff=0.6)
+            hint = f"close: {', '.join(close)}" if close else "no id is close; grades.csv lists them all"
+            raise ValueError(f"no student {printable(student_id, keep_newlines=False)} in {folder} ({hint})")
+    return set(ids)
+
+
+def _device(args: argparse.Namespace) -> str:
+    """The device the class is graded on: --device auto is asked of a sandbox, the way a lane would."""
+    if args.device != "auto":
+        return args.device
+    from grader.sandbox import Sandbox
+
+    with Sandbox("auto", args.sandbox) as probe:
+        return probe.device
+
+
+def _stage(student: Student) -> StagedSubmission:
+    """``student``'s stage files, read by the judge. Never raises: what cannot be read is graded as an
+    empty submission flagged with why, and the class goes on."""
+    try:
+        return stage_submission(student.source)
+    except SubmissionError as error:
+        return StagedSubmission(problem=str(error))
+    except Exception as error:  # staging raises only SubmissionError: this is the last line of defence
+        return StagedSubmission(problem=printable(f"{type(error).__name__}: {error}", keep_newlines=False))
+
+
+def plan_summary(total: int, todo_reasons: list[str], chosen: set[str] | None,
+                 reasons: dict[str, str | None]) -> str:
+    """How many students a run grades and why, e.g. "2 of 9 to grade (1 new, 1 resubmitted); 7 unchanged"."""
+    counts = Counter(todo_reasons)
+    line = f"{len(todo_reasons)} of {total} to grade"
+    if len(counts) == 1 and len(todo_reasons) == total:
+        line += f" ({todo_reasons[0]}: all {total})"
+    elif counts:
+        line += f" ({', '.join(f'{counts[reason]} {reason}' for reason in REASONS if counts[reason])})"
+    rest = total - len(todo_reasons)
+    if chosen is not None:
+        changed = sum(1 for student_id, reason in reasons.items() if reason and student_id not in chosen)
+        line += f"; {rest} not asked for" + (f", of which {changed} changed: run without --student to grade them"
+                                            if changed else "")
+    elif rest:
+        line += f"; {rest} unchanged"
+    return line
+
+
+def late_summary(flagged: Counter) -> list[str]:
+    """What the instructor must know about the late policy's inputs: never a silent "on time"."""
+    lines = []
+    if flagged[NO_SUBMISSION_TIME]:
+        lines.append(f"{flagged[NO_SUBMISSION_TIME]} without a submission time, not penalised "
+                     f"(flag {NO_SUBMISSION_TIME})")
+    if flagged[MARKED_LATE_WITHOUT_TIME]:
+        lines.append(f"{flagged[MARKED_LATE_WITHOUT_TIME]} marked late by Canvas without a time, not penalised "
+                     f"(flag {MARKED_LATE_WITHOUT_TIME})")
+    if flagged["penalised"]:
+        lines.append(f"{flagged['penalised']} late, with their penalty in grades.csv (late_penalty, final)")
+    return lines
 
 
 # Lanes --------------------------------------------------------------------------------------
@@ -123,23 +250,9 @@ def _lane(connection: Connection, args: argparse.Namespace, cores: set[int] | No
         connection.send(("fatal", str(error)))
         return
     connection.send(("ready", None))
-    with sandbox:
-        grade_each(sandbox, _staged_students(connection), lambda report: connection.send(("done", report)),
+    with sandbox:  # each student as the coordinator staged them, until it sends None
+        grade_each(sandbox, iter(connection.recv, None), lambda report: connection.send(("done", report)),
                    STAGES, args.visible_only, args.timeout)
-
-
-def _staged_students(connection: Connection):
-    """Each student the coordinator sends, read into memory; an unreadable one as an empty submission."""
-    from grader.submission import StagedSubmission, SubmissionError, stage_submission
-
-    while (student := connection.recv()) is not None:
-        try:
-            staged = stage_submission(student.source)
-        except SubmissionError as error:
-            staged = StagedSubmission(problem=str(error))
-        except Exception as error:  # staging raises only SubmissionError: this is the last line of defence
-            staged = StagedSubmission(problem=printable(f"{type(error).__name__}: {error}", keep_newlines=False))
-        yield staged
 
 
 @dataclass
@@ -149,6 +262,7 @@ class _Lane:
     cores: set[int] | None
     student: Student | None = None
     started: float = 0.0
+    fingerprint: dict | None = None  # of the files the lane was sent for ``student``
 
 
 def lane_cores(count: int) -> list[set[int] | None]:
@@ -178,7 +292,10 @@ def _start_lanes(context, args, cores: list[set[int] | None]) -> list[_Lane]:
     return lanes
 
 
-def _grade_all(todo: list[Student], args: argparse.Namespace) -> None:
+def _grade_all(todo: list[Student], args: argparse.Namespace, run: RunFingerprint, current: dict[str, dict],
+               policy: LatePolicy) -> None:
+    """Grade ``todo``, staging each student again as a lane takes them: a report's fingerprint is that of
+    the very files graded, which ``current`` then holds."""
     if not todo:
         return
     import grader.session  # noqa: F401 - torch, pytest and the judge, imported once and shared by every fork
@@ -192,6 +309,8 @@ def _grade_all(todo: list[Student], args: argparse.Namespace) -> None:
     def finish(lane: _Lane, report: dict) -> None:
         """Write the report; a student whose grading the grader itself disrupted goes once more to the end of the queue."""
         student = lane.student
+        report.update(fingerprint=lane.fingerprint, graded_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                      late=_late(policy, student, report))
         _finish(lane, report, args, progress)
         if not report["complete"] and student.id not in retried:
             retried.add(student.id)
@@ -202,8 +321,11 @@ def _grade_all(todo: list[Student], args: argparse.Namespace) -> None:
         while queue or any(lane.student for lane in lanes):
             for lane in lanes:
                 if lane.student is None and queue:
-                    lane.student, lane.started = queue.pop(0), time.monotonic()
-                    lane.connection.send(lane.student)
+                    lane.student = queue.pop(0)
+                    staged = _stage(lane.student)
+                    lane.fingerprint = current[lane.student.id] = run.of(staged)
+                    lane.started = time.monotonic()
+                    lane.connection.send(staged)
             busy = {lane.connection: lane for lane in lanes if lane.student}
             for connection in wait(list(busy), timeout=1.0):
                 lane = busy[connection]
@@ -241,7 +363,7 @@ def _finish(lane: _Lane, report: dict, args, progress: "Progress") -> None:
     lane.student = None
     try:
         write_atomic(args.out / f"{student.id}.txt", render_text(report, student.id, color=False) + "\n")
-        write_atomic(_report_path(args.out, student), json.dumps(report, indent=2) + "\n")  # last: it means "graded"
+        _write_report(args.out, student, report)  # last: it means "graded"
     except OSError as error:  # one student's files, not the class: left ungraded, a later run tries again
         print(f"grader batch: cannot write the report of {student.id}, left ungraded: {error.strerror or error}",
               file=sys.stderr)
@@ -267,19 +389,37 @@ def _report_path(out: Path, student: Student) -> Path:
     return out / f"{student.id}.json"
 
 
-def _saved_report(out: Path, student: Student) -> dict | None:
-    """The report written for ``student``, or None if there is none that can be read."""
+def _saved_report(out: Path, student: Student) -> tuple[dict | None, bool]:
+    """The report written for ``student`` (None if there is none that can be read), and whether its file exists."""
+    path = _report_path(out, student)
     try:
-        report = json.loads(_report_path(out, student).read_text())
+        report = json.loads(path.read_text())
     except (OSError, ValueError):
-        return None
-    return report if isinstance(report, dict) else None
+        return None, path.exists()
+    return (report if _listable(report) else None), True
 
 
-def _graded(out: Path, student: Student) -> bool:
-    """A report is there and the grader finished it (an older report without the field counts as finished)."""
-    report = _saved_report(out, student)
-    return report is not None and report.get("complete", True) is True
+def _listable(report) -> bool:
+    """Whether ``report`` holds what a gradebook row is made of: a report edited by hand may not."""
+    def number(value) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    try:
+        return (number(report["score"]) and number(report["max_score"])
+                and isinstance(report["flags"], list) and all(isinstance(flag, str) for flag in report["flags"])
+                and all(isinstance(s["id"], str) and number(s["score"]) and number(s["max_score"])
+                        for s in report["stages"]))
+    except (KeyError, TypeError):
+        return False
+
+
+def _write_report(out: Path, student: Student, report: dict) -> None:
+    write_atomic(_report_path(out, student), json.dumps(report, indent=2) + "\n")
+
+
+def _late(policy: LatePolicy, student: Student, report: dict) -> dict:
+    # Canvas marks a submission LATE though its download gives no time: the mark is kept apart from a time.
+    return late_record(policy, student.submitted, student.late_marked, report["stages"])
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -295,28 +435,55 @@ def write_atomic(path: Path, text: str) -> None:
         temporary.unlink(missing_ok=True)  # left only when writing failed
 
 
-def write_gradebook(out: Path, students: list[Student]) -> None:
-    """grades.csv from the reports on disk, in student order: the same reports give the same bytes."""
+def write_gradebook(out: Path, students: list[Student], current: dict[str, dict], policy: LatePolicy) -> Counter:
+    """grades.csv from the reports on disk whose fingerprint is ``current``'s, in student order: the same
+    reports give the same bytes. Any other student's row says why they have no grade, never an old score.
+
+    A current report whose ``late`` object no longer matches ``policy`` (a due date moved) gets the new one.
+    Returns how many rows carry each late flag, and how many were "penalised".
+    """
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
+    flagged: Counter = Counter()
     for student in students:
-        report = _saved_report(out, student)
-        if report is None:
-            writer.writerow(_inert([student.id, "", "", *[""] * STAGE_COUNT, "not graded"]))
+        report, exists = _saved_report(out, student)
+        reason = why_grade(report, exists, current[student.id])
+        submitted = utc_text(student.submitted) or ""
+        if reason is not None:
+            why = "; ".join(report["flags"]) if reason == INCOMPLETE else f"not graded: {_row_reason(reason)}"
+            writer.writerow(_inert([student.id, "", "", *[""] * STAGE_COUNT, submitted, "", "", why]))
             continue
+        late = _late(policy, student, report)
+        if report.get("late") != late:
+            report["late"] = late
+            try:
+                _write_report(out, student, report)
+            except OSError as error:  # the row has it; the report keeps the old one until a later run
+                print(f"grader batch: cannot update the late penalty in the report of {student.id}: "
+                      f"{error.strerror or error}", file=sys.stderr)
+        flagged.update(late["flags"])
+        flagged["penalised"] += late["penalty_points"] > 0
         stages = {s["id"]: s["score"] for s in report["stages"]}
         writer.writerow(_inert([student.id, report["score"], report["max_score"],
                                 *[stages.get(f"stage{n}", "") for n in range(1, STAGE_COUNT + 1)],
-                                "; ".join(report["flags"])]))
+                                submitted, late["penalty_points"],
+                                rounded(max(0, report["score"] - late["penalty_points"])),
+                                "; ".join([*report["flags"], *late["flags"]])]))
     write_atomic(out / "grades.csv", buffer.getvalue())
+    return flagged
+
+
+def _row_reason(reason: str) -> str:
+    """A reason to grade, as the reason a student stands without a grade after the run."""
+    return "no report yet" if reason == NEW else reason
 
 
 def no_stage_files_line(out: Path, students: list[Student]) -> str | None:
     """The summary line naming the students in whose submission no stage file was found, if any:
     a zero that is no one's work on the code must not pass as one."""
     empty = [s.id for s in students
-             if any(flag.startswith(NO_STAGE_FILES) for flag in (_saved_report(out, s) or {}).get("flags", []))]
+             if any(flag.startswith(NO_STAGE_FILES) for flag in (_saved_report(out, s)[0] or {}).get("flags", []))]
     if not empty:
         return None
     shown = ", ".join(empty[:MAX_SUMMARY_IDS]) + (f" and {len(empty) - MAX_SUMMARY_IDS} more"

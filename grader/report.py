@@ -19,6 +19,7 @@ from grader.feedback import (
 from grader.heatmap import heat_map_lines
 from grader.hints import explain
 from grader.plugin import CheckResult
+from grader.points import rounded as _round
 from grader.runner.implementation import STAGE_MODULES
 from grader.runner.text import printable
 
@@ -82,10 +83,6 @@ def _void_shortcut_targets(checks: list[CheckResult]) -> None:
         if c.target in voided and c.score:
             c.score, c.status, c.hint = 0, "failed", voided[c.target]
             c.message = VOIDED_BECAUSE[c.hint].format(target=c.target)
-
-
-def _round(value: float) -> float | int:
-    return int(value) if float(value).is_integer() else round(value, 2)
 
 
 # Terminal ---------------------------------------------------------------------------------

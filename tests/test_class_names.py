@@ -66,7 +66,7 @@ def test_a_name_too_long_for_a_report_file_gets_a_short_id_and_is_graded(hostile
 def test_one_students_unwritable_report_leaves_only_them_ungraded(hostile_class, rows):
     _, out, result = hostile_class
     assert "cannot write the report of unwritable, left ungraded" in result.stderr
-    assert rows["unwritable"]["flags"] == "not graded" and rows["honest"]["score"] == "100"
+    assert rows["unwritable"]["flags"] == "not graded: report unreadable" and rows["honest"]["score"] == "100"
 
 
 def test_no_gradebook_cell_is_a_formula(rows):

@@ -237,23 +237,13 @@ def test_only_the_graders_own_colour_codes_reach_a_colour_terminal(graded_class)
     assert not raw_characters(uncoloured)
 
 
-def test_staging_turns_any_failure_into_one_unreadable_flag_and_the_lane_goes_on(monkeypatch):
-    from grader import submission
-    from grader.batch import _staged_students
+def test_staging_turns_any_failure_into_one_unreadable_flag_and_the_class_goes_on(monkeypatch):
+    from grader import batch
     from grader.intake import Student
-
-    class Coordinator:
-        """Sends a lane its students, then None."""
-
-        def __init__(self, *students: Student):
-            self.students = [*students, None]
-
-        def recv(self) -> Student | None:
-            return self.students.pop(0)
 
     def failing(source: Path):
         raise ValueError("bad\nline\x1b[2J")
 
-    monkeypatch.setattr(submission, "stage_submission", failing)
-    staged = list(_staged_students(Coordinator(Student("a", Path("odd")), Student("b", Path("odd")))))
+    monkeypatch.setattr(batch, "stage_submission", failing)  # the judge stages every student itself
+    staged = [batch._stage(Student(name, Path("odd"))) for name in ("a", "b")]
     assert [s.problem for s in staged] == ["ValueError: bad\\nline\\x1b[2J"] * 2

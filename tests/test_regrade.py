@@ -1,0 +1,195 @@
+"""Regrades that know what changed: each report's fingerprint, who a re-run grades and why, --student,
+and a gradebook built only from reports of this run's grader and points table."""
+
+import csv
+import json
+import shutil
+import subprocess
+import sys
+
+import jsonschema
+import pytest
+
+from grader import fingerprint
+from grader.fingerprint import RunFingerprint, grader_hash, points_hash, submission_hash, why_grade
+from grader.points import DEFAULT_POINTS_FILE
+from grader.submission import StagedSubmission
+from tests.conftest import REPO
+from tests.grading import MUTANTS, batch, learner_copy
+
+SCHEMA = json.loads((REPO / "grader" / "schemas" / "report.schema.json").read_text())
+STAGE1_MUTANT = next(m for m in MUTANTS if m["file"] == "stage1_softmax.py")
+STUDENTS = ["ada", "bo", "cy"]
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """Three students, stage 1 only (the other stages are missing, which grades in no time), graded once."""
+    root = tmp_path_factory.mktemp("regrade")
+    learner_copy(root / "class" / "ada", stages=[1])
+    learner_copy(root / "class" / "bo", stages=[1])
+    learner_copy(root / "class" / "cy", STAGE1_MUTANT, stages=[1])
+    result = batch(root / "class", root / "out", "--workers", "2")
+    return root, result
+
+
+@pytest.fixture
+def term(graded, tmp_path):
+    """A copy of the graded class and its output folder, for a test to change."""
+    root, _ = graded
+    shutil.copytree(root / "class", tmp_path / "class")
+    shutil.copytree(root / "out", tmp_path / "out", copy_function=shutil.copy2)
+    return tmp_path / "class", tmp_path / "out"
+
+
+def rows(out) -> dict[str, dict]:
+    with open(out / "grades.csv", newline="") as handle:
+        return {row["student_id"]: row for row in csv.DictReader(handle)}
+
+
+def written(out) -> dict[str, int]:
+    return {name: (out / f"{name}.json").stat().st_mtime_ns for name in STUDENTS}
+
+
+def test_every_report_records_its_fingerprint_and_when_it_was_graded(graded):
+    root, result = graded
+    assert "3 of 3 to grade (new: all 3)" in result.stderr
+    reports = {name: json.loads((root / "out" / f"{name}.json").read_text()) for name in STUDENTS}
+    for report in reports.values():
+        jsonschema.validate(report, SCHEMA)
+        assert report["graded_at"].endswith("+00:00") and "graded_at" not in report["fingerprint"]
+    assert reports["ada"]["fingerprint"]["submission"] == reports["bo"]["fingerprint"]["submission"]  # same files
+    assert reports["ada"]["fingerprint"]["submission"] != reports["cy"]["fingerprint"]["submission"]
+    assert {r["fingerprint"]["grader"] for r in reports.values()} == {grader_hash()}
+    assert reports["ada"]["fingerprint"]["device"] == "cpu"
+
+
+def test_a_second_run_grades_no_one_and_says_so(term):
+    submissions, out = term
+    before, gradebook = written(out), (out / "grades.csv").read_bytes()
+    result = batch(submissions, out, "--workers", "2")
+    assert "0 of 3 to grade; 3 unchanged" in result.stderr
+    assert written(out) == before and (out / "grades.csv").read_bytes() == gradebook
+
+
+def test_a_changed_file_regrades_exactly_its_student(term):
+    submissions, out = term
+    before = written(out)
+    learner_copy(submissions / "bo", STAGE1_MUTANT, stages=[1])
+    result = batch(submissions, out, "--workers", "2")
+    assert "1 of 3 to grade (1 resubmitted); 2 unchanged" in result.stderr
+    after = written(out)
+    assert after["bo"] != before["bo"] and {n: after[n] for n in ("ada", "cy")} == {n: before[n] for n in ("ada", "cy")}
+    assert rows(out)["bo"]["score"] == rows(out)["cy"]["score"] != rows(out)["ada"]["score"]
+
+
+def test_a_new_points_table_regrades_everyone_and_the_gradebook_never_mixes_tables(term, tmp_path):
+    submissions, out = term
+    points = tmp_path / "points.toml"
+    default = DEFAULT_POINTS_FILE.read_text()
+    points.write_text(default.replace('"document.attention_scores" = 2', '"document.attention_scores" = 4'))
+
+    result = batch(submissions, out, "--points", str(points), "--student", "ada")
+    assert "1 of 3 to grade (1 asked for); 2 not asked for, of which 2 changed" in result.stderr
+    graded = rows(out)
+    assert (graded["ada"]["score"], graded["ada"]["max_score"], graded["ada"]["final"]) == ("22", "102", "22")
+    for name in ("bo", "cy"):  # their reports are of the old table: no score of theirs is listed
+        assert graded[name]["flags"] == "not graded: points table changed"
+        assert not any(graded[name][column] for column in ("score", "max_score", "stage1", "final"))
+
+    result = batch(submissions, out, "--points", str(points), "--workers", "2")
+    assert "2 of 3 to grade (2 points table changed); 1 unchanged" in result.stderr
+    assert {row["max_score"] for row in rows(out).values()} == {"102"}
+
+    result = batch(submissions, out, "--workers", "2")  # back to grader/points.toml
+    assert "3 of 3 to grade (points table changed: all 3)" in result.stderr
+    assert {row["max_score"] for row in rows(out).values()} == {"100"}
+
+
+def test_a_points_table_that_prices_other_checks_is_refused_in_one_line(term, tmp_path):
+    submissions, out = term
+    points = tmp_path / "points.toml"
+    points.write_text(DEFAULT_POINTS_FILE.read_text().replace('"document.attention_scores"', '"document.atention"'))
+    result = subprocess.run([sys.executable, "-m", "grader", "batch", str(submissions), "--out", str(out),
+                             "--points", str(points)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "has no check stage1 'document.atention'" in result.stderr
+
+
+def test_student_regrades_only_that_student_and_an_unknown_id_names_close_ones(term):
+    submissions, out = term
+    before = written(out)
+    result = batch(submissions, out, "--student", "bo")
+    assert "1 of 3 to grade (1 asked for); 2 not asked for" in result.stderr and "changed" not in result.stderr
+    after = written(out)
+    assert after["bo"] != before["bo"] and {n: after[n] for n in ("ada", "cy")} == {n: before[n] for n in ("ada", "cy")}
+
+    result = subprocess.run([sys.executable, "-m", "grader", "batch", str(submissions), "--out", str(out),
+                             "--student", "bo", "--student", "ad"], cwd=REPO, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 2 and result.stderr == f"grader batch: no student ad in {submissions} (close: ada)\n"
+    assert written(out) == after
+
+
+def test_a_report_edited_by_hand_or_left_by_an_older_grader_is_graded_again(term):
+    submissions, out = term
+    reference = rows(out)
+    edited = json.loads((out / "cy.json").read_text())
+    edited["score"] = edited["stages"][0]["score"] = 20  # a better score, under an old grader's fingerprint
+    edited["fingerprint"]["grader"] = "sha256:" + "0" * 64
+    (out / "cy.json").write_text(json.dumps(edited))
+    older = json.loads((out / "bo.json").read_text())
+    del older["fingerprint"]
+    (out / "bo.json").write_text(json.dumps(older))
+    broken = json.loads((out / "ada.json").read_text())
+    broken["stages"] = "all passed"  # its fingerprint is current, but no row can be made of it
+    (out / "ada.json").write_text(json.dumps(broken))
+    result = batch(submissions, out, "--workers", "2")
+    assert ("3 of 3 to grade (1 report unreadable, 1 report without a fingerprint, 1 grader changed)"
+            in result.stderr)
+    assert rows(out) == reference
+    assert json.loads((out / "cy.json").read_text())["fingerprint"]["grader"] == grader_hash()
+
+
+def test_a_report_of_another_device_or_options_or_an_incomplete_one_is_not_current():
+    run = RunFingerprint("sha256:g", "sha256:p", "cpu", {"visible_only": False, "timeout": 1.0, "sandboxed": True})
+    current = run.of(StagedSubmission(files={"stage1_softmax.py": b"x"}))
+    report = {"complete": True, "fingerprint": current}
+    assert why_grade(report, True, current) is None
+    assert why_grade(None, False, current) == "new" and why_grade(None, True, current) == "report unreadable"
+    assert why_grade({**report, "complete": False}, True, current) == "incomplete"
+    for part, changed, reason in [("device", "cuda", "device changed"),
+                                  ("options", {**current["options"], "visible_only": True}, "grading options changed"),
+                                  ("points", "sha256:q", "points table changed")]:
+        assert why_grade({**report, "fingerprint": {**current, part: changed}}, True, current) == reason
+
+
+def test_a_submission_hash_covers_names_bytes_and_what_staging_left_out():
+    base = StagedSubmission(files={"stage1_softmax.py": b"a", "stage2_self_attention.py": b"b"})
+    variants = [StagedSubmission(files={"stage1_softmax.py": b"a", "stage2_self_attention.py": b"c"}),
+                StagedSubmission(files={"stage1_softmax.py": b"a", "stage3_weight_transfer.py": b"b"}),
+                StagedSubmission(files={"stage1_softmax.py": b"ab", "stage2_self_attention.py": b""}),
+                StagedSubmission(files=dict(base.files), ignored=["notes.txt"]),
+                StagedSubmission(files=dict(base.files), problem="truncated or damaged zip")]
+    hashes = {submission_hash(staged) for staged in [base, *variants]}
+    assert len(hashes) == 1 + len(variants)
+    assert submission_hash(StagedSubmission(files=dict(reversed(base.files.items())))) == submission_hash(base)
+
+
+def test_the_grader_hash_follows_the_grading_files_and_not_the_release_tools(monkeypatch, tmp_path):
+    copy = tmp_path / "grader"
+    shutil.copytree(fingerprint.GRADER_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(fingerprint, "GRADER_DIR", copy)
+    original = grader_hash()
+    (copy / "authoring" / "release.py").write_text("# the release builder grades nothing\n")
+    (copy / "points.toml").write_text("# hashed apart, from the table in use\n")
+    assert grader_hash() == original
+    (copy / "hints.toml").write_text((copy / "hints.toml").read_text() + "\n# a hint reworded\n")
+    assert grader_hash() != original
+
+
+def test_the_points_hash_is_of_the_table_not_its_layout():
+    table = {"stage1": {"document.softmax_naive": 2, "random.softmax_naive": 2}}
+    reordered = {"stage1": {"random.softmax_naive": 2, "document.softmax_naive": 2}}
+    assert points_hash(table) == points_hash(reordered)
+    assert points_hash(table) != points_hash({"stage1": {"document.softmax_naive": 3, "random.softmax_naive": 2}})
