@@ -156,17 +156,14 @@ def test_a_course_file_that_cannot_be_used_is_refused_in_one_line(tmp_path, text
 WITH_TIMES = """
 import dataclasses, datetime, json, sys
 import grader.batch
-from grader.intake import Student
 
-MarkedStudent = dataclasses.make_dataclass("MarkedStudent", [("late_marked", bool, False)], bases=(Student,),
-                                           frozen=True)
 times, marked = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 listed = grader.batch.list_students
 
-def with_times(folder):
-    students, skipped = listed(folder)
-    return [MarkedStudent(s.id, s.source, times.get(s.id) and datetime.datetime.fromisoformat(times[s.id]),
-                          s.id in marked) for s in students], skipped
+def with_times(folder, layout):
+    students, skipped = listed(folder, layout)
+    return [dataclasses.replace(s, submitted=times.get(s.id) and datetime.datetime.fromisoformat(times[s.id]),
+                                late_marked=s.id in marked) for s in students], skipped
 
 grader.batch.list_students = with_times
 sys.exit(grader.batch.main(sys.argv[3:]))
