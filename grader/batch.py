@@ -26,7 +26,7 @@ import signal
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
@@ -53,6 +53,7 @@ from grader.late_policy import (
 from grader.points import points_table, rounded, use_points_file
 from grader.runner.text import printable
 from grader.submission import NO_STAGE_FILES, StagedSubmission, SubmissionError, stage_submission
+from grader.submission_times import load_times
 
 STAGE_COUNT = 5
 # Another tool reads these columns by name (the LMS gradebook exports read `final`): keep them.
@@ -78,6 +79,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--course", type=Path, metavar="FILE",
                         help="due dates and late penalty (course.toml, see docs/grading-a-class.md); "
                              "without it: no due date, no penalty")
+    parser.add_argument("--times", type=Path, metavar="FILE",
+                        help="submission times for a download that holds none: Moodle's grading worksheet, or a CSV "
+                             "of student_id,submitted (see grader/submission_times.py)")
+    parser.add_argument("--times-zone", metavar="ZONE", help="the zone of a Moodle worksheet's times, e.g. Europe/London")
     parser.add_argument("--points", type=Path, metavar="FILE",
                         help="grade with this points table instead of grader/points.toml (same checks)")
     parser.add_argument("--student-timeout", type=float, default=300.0,
@@ -91,6 +96,8 @@ def main(argv: list[str]) -> int:
     try:
         layout = detect_layout(args.submissions) if args.layout == "auto" else args.layout
         students, skipped = list_students(args.submissions, layout)
+        if args.times:
+            students = _with_times(students, load_times(args.times, args.times_zone), args.times)
         policy = load_course(args.course)
         if args.points:
             use_points_file(args.points)
@@ -415,6 +422,15 @@ def _listable(report) -> bool:
 
 def _write_report(out: Path, student: Student, report: dict) -> None:
     write_atomic(_report_path(out, student), json.dumps(report, indent=2) + "\n")
+
+
+def _with_times(students: list[Student], times: dict[str, dt.datetime], source: Path) -> list[Student]:
+    """``students`` with the times ``source`` gives them; an id there that is no student here is named, not dropped."""
+    strangers = sorted(set(times) - {s.id for s in students})
+    if strangers:
+        shown = ", ".join(printable(s, keep_newlines=False) for s in strangers[:MAX_SUMMARY_IDS])
+        print(f"grader batch: {len(strangers)} ids in {source} are no student of the class: {shown}", file=sys.stderr)
+    return [replace(s, submitted=times[s.id]) if s.id in times else s for s in students]
 
 
 def _late(policy: LatePolicy, student: Student, report: dict) -> dict:
