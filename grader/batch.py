@@ -50,6 +50,7 @@ from grader.late_policy import (
     load_course,
     utc_text,
 )
+from grader.output_files import inert, write_atomic
 from grader.points import points_table, rounded, use_points_file
 from grader.runner.text import printable
 from grader.submission import NO_STAGE_FILES, StagedSubmission, SubmissionError, stage_submission
@@ -59,8 +60,6 @@ STAGE_COUNT = 5
 # Another tool reads these columns by name (the LMS gradebook exports read `final`): keep them.
 CSV_COLUMNS = ["student_id", "score", "max_score", *[f"stage{n}" for n in range(1, STAGE_COUNT + 1)], "submitted",
                "late_penalty", "final", "flags"]
-# A text cell starting with one of these is a formula to a spreadsheet (OWASP, CSV injection).
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 MAX_SUMMARY_IDS = 50  # ids the summary line names
 
 
@@ -438,19 +437,6 @@ def _late(policy: LatePolicy, student: Student, report: dict) -> dict:
     return late_record(policy, student.submitted, student.late_marked, report["stages"])
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write a temporary file beside ``path``, then rename it: readers see all of it or none."""
-    temporary = path.with_name(f".{path.name}.partial")
-    try:
-        with open(temporary, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)  # left only when writing failed
-
-
 def write_gradebook(out: Path, students: list[Student], current: dict[str, dict], policy: LatePolicy) -> Counter:
     """grades.csv from the reports on disk whose fingerprint is ``current``'s, in student order: the same
     reports give the same bytes. Any other student's row says why they have no grade, never an old score.
@@ -468,7 +454,7 @@ def write_gradebook(out: Path, students: list[Student], current: dict[str, dict]
         submitted = utc_text(student.submitted) or ""
         if reason is not None:
             why = "; ".join(report["flags"]) if reason == INCOMPLETE else f"not graded: {_row_reason(reason)}"
-            writer.writerow(_inert([student.id, "", "", *[""] * STAGE_COUNT, submitted, "", "", why]))
+            writer.writerow(inert([student.id, "", "", *[""] * STAGE_COUNT, submitted, "", "", why]))
             continue
         late = _late(policy, student, report)
         if report.get("late") != late:
@@ -481,7 +467,7 @@ def write_gradebook(out: Path, students: list[Student], current: dict[str, dict]
         flagged.update(late["flags"])
         flagged["penalised"] += late["penalty_points"] > 0
         stages = {s["id"]: s["score"] for s in report["stages"]}
-        writer.writerow(_inert([student.id, report["score"], report["max_score"],
+        writer.writerow(inert([student.id, report["score"], report["max_score"],
                                 *[stages.get(f"stage{n}", "") for n in range(1, STAGE_COUNT + 1)],
                                 submitted, late["penalty_points"],
                                 rounded(max(0, report["score"] - late["penalty_points"])),
@@ -506,11 +492,6 @@ def no_stage_files_line(out: Path, students: list[Student]) -> str | None:
                                                   if len(empty) > MAX_SUMMARY_IDS else "")
     had = "submission had" if len(empty) == 1 else "submissions had"
     return f"grader batch: {len(empty)} {had} no stage file: {shown} (flag {NO_STAGE_FILES})"
-
-
-def _inert(row: list) -> list:
-    """``row`` with every text cell a spreadsheet would run as a formula quoted as text; numbers as they are."""
-    return [f"'{cell}" if isinstance(cell, str) and cell.startswith(FORMULA_STARTS) else cell for cell in row]
 
 
 class Progress:

@@ -32,7 +32,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.batch import _inert, write_atomic
+from grader.output_files import inert, write_atomic
 from grader.runner.text import printable
 
 CANVAS_STUDENT_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -172,7 +172,7 @@ def canvas_csv(columns: list[str], roster: list[dict[str, str]], grades: dict[st
             print(f"lms_export: {_named(student)} has no {', '.join(CANVAS_IDENTIFIERS)} in the roster: "
                   "Canvas cannot match them, left out", file=sys.stderr)
             continue
-        name, section = _inert([student.get("Student", ""), student.get("Section", "")])
+        name, section = inert([student.get("Student", ""), student.get("Section", "")])
         rows.append([name, *(student.get(column, "") for column in CANVAS_IDENTIFIERS), section,
                      _grade_cell(student, grades, points_possible)])
     header = [*CANVAS_STUDENT_COLUMNS, assignment]
@@ -213,7 +213,7 @@ def _named(student: dict[str, str]) -> str:
 
 def _as_in_grades(student: dict[str, str]) -> str:
     """The student's id as grades.csv writes it: an id a spreadsheet would run as a formula is quoted there."""
-    return _inert([student[ROSTER_ID]])[0]
+    return inert([student[ROSTER_ID]])[0]
 
 
 def _points(value: float) -> str:

@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from grader.batch import _inert, write_atomic
+from grader.output_files import inert, write_atomic
 from grader.intake import Student, list_students
 from grader.runner.text import printable
 from grader.submission import SubmissionError, stage_submission
@@ -153,7 +153,7 @@ def pairs_csv(rows: list[list]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
-    writer.writerows(_inert(row) for row in rows)
+    writer.writerows(inert(row) for row in rows)
     return buffer.getvalue()
 
 
