@@ -14,10 +14,10 @@ import sys
 import time
 from pathlib import Path
 
+from grader.runner.implementation import STAGES
 from grader.sandbox import MODES, Sandbox, SandboxError
 from grader.submission import SubmissionError, stage_submission
 
-STAGES = [1, 2, 3, 4, 5]
 
 
 def add_grading_options(parser: argparse.ArgumentParser) -> None:

@@ -52,13 +52,13 @@ from grader.late_policy import (
 )
 from grader.output_files import inert, write_atomic
 from grader.points import points_table, rounded, use_points_file
+from grader.runner.implementation import STAGES
 from grader.runner.text import printable
 from grader.submission import NO_STAGE_FILES, StagedSubmission, SubmissionError, stage_submission
 from grader.submission_times import load_times
 
-STAGE_COUNT = 5
 # Another tool reads these columns by name (the LMS gradebook exports read `final`): keep them.
-CSV_COLUMNS = ["student_id", "score", "max_score", *[f"stage{n}" for n in range(1, STAGE_COUNT + 1)], "submitted",
+CSV_COLUMNS = ["student_id", "score", "max_score", *[f"stage{n}" for n in STAGES], "submitted",
                "late_penalty", "final", "flags"]
 MAX_SUMMARY_IDS = 50  # ids the summary line names
 
@@ -240,7 +240,6 @@ def _lane(connection: Connection, args: argparse.Namespace, cores: set[int] | No
     ``cores``: the CPUs this lane and everything it starts keep to (workers cannot change theirs),
     so that no student's threads take time from another lane's students; None shares them all.
     """
-    from grader.__main__ import STAGES
     from grader.runner.confine import die_with_parent
     from grader.sandbox import Sandbox, SandboxError
     from grader.session import grade_each
@@ -378,7 +377,6 @@ def _finish(lane: _Lane, report: dict, args, progress: "Progress") -> None:
 
 def _failed_report(args: argparse.Namespace, reason: str) -> dict:
     """A zero marked incomplete, for a submission whose grading did not finish: graded again next run."""
-    from grader.__main__ import STAGES
     from grader.points import points_table
     from grader.report import INCOMPLETE, TITLES
 
@@ -454,7 +452,7 @@ def write_gradebook(out: Path, students: list[Student], current: dict[str, dict]
         submitted = utc_text(student.submitted) or ""
         if reason is not None:
             why = "; ".join(report["flags"]) if reason == INCOMPLETE else f"not graded: {_row_reason(reason)}"
-            writer.writerow(inert([student.id, "", "", *[""] * STAGE_COUNT, submitted, "", "", why]))
+            writer.writerow(inert([student.id, "", "", *[""] * len(STAGES), submitted, "", "", why]))
             continue
         late = _late(policy, student, report)
         if report.get("late") != late:
@@ -468,7 +466,7 @@ def write_gradebook(out: Path, students: list[Student], current: dict[str, dict]
         flagged["penalised"] += late["penalty_points"] > 0
         stages = {s["id"]: s["score"] for s in report["stages"]}
         writer.writerow(inert([student.id, report["score"], report["max_score"],
-                                *[stages.get(f"stage{n}", "") for n in range(1, STAGE_COUNT + 1)],
+                                *[stages.get(f"stage{n}", "") for n in STAGES],
                                 submitted, late["penalty_points"],
                                 rounded(max(0, report["score"] - late["penalty_points"])),
                                 "; ".join([*report["flags"], *late["flags"]])]))

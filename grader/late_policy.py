@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.points import rounded
+from grader.runner.implementation import STAGES
 
 UNITS = {"day": dt.timedelta(days=1), "hour": dt.timedelta(hours=1)}
-STAGE_KEYS = {f"stage{n}" for n in range(1, 6)}
+STAGE_KEYS = {f"stage{n}" for n in STAGES}
 NO_SUBMISSION_TIME = "no-submission-time"
 MARKED_LATE_WITHOUT_TIME = "late (marked by Canvas, no time)"
 

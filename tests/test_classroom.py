@@ -9,7 +9,7 @@ import sys
 import jsonschema
 import pytest
 
-from grader.__main__ import STAGES
+from grader.runner.implementation import STAGES
 from grader.plugin import planned_checks
 
 from tests.conftest import REPO

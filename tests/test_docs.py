@@ -5,6 +5,7 @@ import re
 import pytest
 
 from grader.hints import catalog, explain
+from grader.runner.implementation import STAGES
 from tests.grading import MUTANTS, REPO
 from tests.mutation import truthful
 
@@ -40,7 +41,7 @@ def test_each_page_explains_exactly_the_hints_that_link_to_it(page):
 
 
 def test_stage_pages_have_common_mistakes():
-    for stage in range(1, 6):
+    for stage in STAGES:
         text = (DOCS / f"stage{stage}.md").read_text(encoding="utf-8")
         assert "\n## Common mistakes\n" in text
         assert anchors(f"docs/stage{stage}.md"), f"stage{stage}.md explains no mistake"

@@ -14,6 +14,7 @@ STAGE_MODULES = {
     4: "stage4_causal_attention",
     5: "stage5_multihead_attention",
 }
+STAGES = sorted(STAGE_MODULES)
 
 # Learner code imports its other stages as `exercises.<module>`, wherever the folder lives.
 SUBMISSION_PACKAGE = "exercises"
