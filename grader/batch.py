@@ -230,7 +230,7 @@ def _finish(lane: _Lane, report: dict, args, progress: "Progress") -> None:
     student = lane.student
     lane.student = None
     try:
-        write_atomic(args.out / f"{student.id}.txt", render_text(report, student.id, color=False) + "\n")
+        write_atomic(args.out / f"{student.id}.txt", render_text(report, student.id, color=False, student_facing=True) + "\n")
         write_atomic(_report_path(args.out, student), json.dumps(report, indent=2) + "\n")  # last: it means "graded"
     except OSError as error:  # one student's files, not the class: left ungraded, a later run tries again
         print(f"grader batch: cannot write the report of {student.id}, left ungraded: {error.strerror or error}",
