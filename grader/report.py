@@ -216,7 +216,8 @@ def _checks_with_feedback(report: dict):
 #   whole score, for the gradebook;
 # - the top-level "output" is shown with the results, so it names the visible checks' score only;
 # - what run_autograder prints is "only shown to instructors" unless "stdout_visibility" says otherwise:
-#   it holds the full report (python -m grader prints it), and "hidden" says so explicitly.
+#   it holds the full report (python -m grader prints it), and "hidden" says so explicitly;
+# - "extra_data" is stored, not shown: what kept the learner's code in, for the instructor.
 
 
 def to_gradescope(report: dict, execution_time: float) -> dict:
@@ -229,7 +230,7 @@ def to_gradescope(report: dict, execution_time: float) -> dict:
     summary = "\n".join([_visible_score(report), *flag_sentences(report)])
     return _printable_strings({"score": report["score"], "execution_time": round(execution_time, 3),
                                "output": summary, "visibility": "visible", "stdout_visibility": "hidden",
-                               "tests": tests})
+                               "extra_data": {"sandbox": report["sandbox"]}, "tests": tests})
 
 
 def _visible_score(report: dict) -> str:
