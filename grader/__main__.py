@@ -1,6 +1,6 @@
 """python -m grader SUBMISSION [--device cpu|cuda|auto] [--json FILE] [--html FILE] [--gradescope FILE]
-                            [--classroom FILE] [--visible-only] [--stage N] [--timeout S]
-                            [--sandbox auto|bwrap|none]
+                            [--classroom FILE] [--for-students] [--visible-only] [--stage N] [--timeout S]
+                            [--sandbox auto|bwrap|isolated|none]
    python -m grader batch SUBMISSIONS_DIR --out OUT_DIR [...]   (see grader/batch.py)
 
 Grades a folder or .zip of stage files. Exit status 0 whenever grading ran, whatever the score;
@@ -28,7 +28,9 @@ def add_grading_options(parser: argparse.ArgumentParser) -> None:
                         help="seconds one call into learner code may take; a correct one takes milliseconds "
                              "(raise it on a very slow machine)")
     parser.add_argument("--sandbox", choices=MODES, default="auto",
-                        help="bwrap: insist on bubblewrap; auto: use it where it works, else say 'unsandboxed'")
+                        help="bwrap: insist on bubblewrap; auto: use it where it works, else say 'unsandboxed'; "
+                             "isolated: bubblewrap, or else workers proven unable to read the grader, the "
+                             "solutions and the tests before any submitted code runs, else refuse (Gradescope)")
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -41,6 +43,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--gradescope", type=Path, metavar="FILE", help="also write Gradescope's results.json")
     parser.add_argument("--classroom", type=Path, metavar="FILE",
                         help="also write the result GitHub Classroom's grading reporter reads")
+    parser.add_argument("--for-students", action="store_true",
+                        help="the terminal report and --html as a student may read them: hidden checks show their "
+                             "verdict and hint only, never their inputs or expected values (the --json report keeps "
+                             "everything; Gradescope's and GitHub Classroom's results are always so)")
     parser.add_argument("--stage", type=int, choices=STAGES, help="grade one stage only")
     add_grading_options(parser)
     return parser.parse_args(argv)
@@ -92,8 +98,9 @@ def grade(args, sandbox: Sandbox, staged, started: float) -> int:
     if args.classroom:
         args.classroom.write_text(json.dumps(to_classroom(report)) + "\n")
     if args.html:
-        args.html.write_text(render_html(report, str(args.submission), args.html.absolute()), encoding="utf-8")
-    print(render_text(report, str(args.submission)))
+        args.html.write_text(render_html(report, str(args.submission), args.html.absolute(), args.for_students),
+                             encoding="utf-8")
+    print(render_text(report, str(args.submission), student_facing=args.for_students))
     if args.html:
         print(f"\nHeat maps and details: {args.html}")
     return 0

@@ -362,12 +362,10 @@ def _restart(lane: _Lane, context, args) -> _Lane:
 
 def _finish(lane: _Lane, report: dict, args, progress: "Progress") -> None:
     """Write the student ``lane`` held (a lane being replaced still holds it), and free the lane."""
-    from grader.report import render_text
-
     student = lane.student
     lane.student = None
     try:
-        write_atomic(args.out / f"{student.id}.txt", render_text(report, student.id, color=False) + "\n")
+        _write_feedback(args.out, student, report)
         _write_report(args.out, student, report)  # last: it means "graded"
     except OSError as error:  # one student's files, not the class: left ungraded, a later run tries again
         print(f"grader batch: cannot write the report of {student.id}, left ungraded: {error.strerror or error}",
@@ -417,6 +415,13 @@ def _listable(report) -> bool:
         return False
 
 
+def _write_feedback(out: Path, student: Student, report: dict) -> None:
+    """The .txt the student reads: no hidden check's data (grader.feedback.student_view)."""
+    from grader.report import render_text
+
+    write_atomic(out / f"{student.id}.txt", render_text(report, student.id, color=False, student_facing=True) + "\n")
+
+
 def _write_report(out: Path, student: Student, report: dict) -> None:
     write_atomic(_report_path(out, student), json.dumps(report, indent=2) + "\n")
 
@@ -458,6 +463,7 @@ def write_gradebook(out: Path, students: list[Student], current: dict[str, dict]
         if report.get("late") != late:
             report["late"] = late
             try:
+                _write_feedback(out, student, report)
                 _write_report(out, student, report)
             except OSError as error:  # the row has it; the report keeps the old one until a later run
                 print(f"grader batch: cannot update the late penalty in the report of {student.id}: "

@@ -4,6 +4,9 @@ flags in plain words, the checks to fix with one message per cause, the next ste
 from collections.abc import Iterator
 
 MARKS = {"passed": "✓", "failed": "✗", "error": "✗", "timeout": "⧗", "not_implemented": "·"}
+STATUS_WORDS = {"passed": "passed", "failed": "failed", "error": "error", "timeout": "ran out of time",
+                "not_implemented": "not implemented yet"}
+WITHHELD = "the hidden check's inputs are not shown; see the visible checks and the stage's guide"
 PRINTED_HEADING = "Your code printed:"
 PROVISIONAL = ("Only the visible checks ran (the documents' worked examples); the hidden checks run when "
                "your instructor grades your work.")
@@ -23,7 +26,44 @@ def flag_sentences(report: dict) -> list[str]:
             sentences.append(f"{flag}: the grader itself failed, not your code; grade again")
         else:
             sentences.append(flag)
+    if late := late_sentence(report.get("late")):
+        sentences.append(late)
     return sentences
+
+
+def late_sentence(late: dict | None) -> str | None:
+    """The late penalty a batch with a course file set, in one sentence; None when nothing was taken."""
+    if not late or not late["penalty_points"]:
+        return None
+    stages = ", ".join(f"{s['id']} {s['hours_late']:g} h late, -{points_text(s['penalty_points'])}"
+                       for s in late["stages"] if s["penalty_points"])
+    return (f"late: handed in {late['submitted']} (UTC); penalty {points_text(late['penalty_points'])} points "
+            f"({stages})")
+
+
+def student_view(report: dict) -> dict:
+    """``report`` as a student may read it. A hidden check keeps its id, status, score and hint (a view
+    explains the hint from the public catalog), never its evidence or what the learner's code printed
+    during it, and its message only where a visible check of its stage has the very same one (a stage-wide
+    cause such as an import error, already shown): otherwise a message, a heat map or printed output
+    could quote the hidden inputs, shapes and expected values, which fixed seeds keep the same every term.
+    A hidden check without a hint says only its status and where to look instead."""
+    stages = []
+    for stage in report["stages"]:
+        shown = {c["message"] for c in stage["checks"] if c["visibility"] == "visible"}
+        checks = [c if c["visibility"] == "visible" else _withheld(c, shown) for c in stage["checks"]]
+        stages.append({**stage, "checks": checks})
+    return {**report, "stages": stages}
+
+
+def _withheld(check: dict, shown: set[str]) -> dict:
+    if check["message"] and check["message"] in shown:
+        message = check["message"]
+    elif check["hint"] or check["status"] == "passed":
+        message = ""
+    else:
+        message = f"{STATUS_WORDS[check['status']]}: {WITHHELD}"
+    return {**check, "message": message, "evidence": None, "printed": ""}
 
 
 def total_label(report: dict) -> str:
@@ -41,9 +81,10 @@ def checks_to_fix(report: dict) -> Iterator[tuple[int, dict, str | None]]:
 
 
 def next_step(report: dict) -> tuple[int, str] | None:
-    """The stage and message of the first check whose function is not written yet, in stage order."""
+    """The stage and message of the first check whose function is not written yet, in stage order (a
+    visible check's message where there is one: a student's view shows no hidden check's)."""
     for stage in report["stages"]:
-        waiting = [c for c in stage["checks"] if c["status"] == "not_implemented"]
+        waiting = [c for c in _visible_first(stage["checks"]) if c["status"] == "not_implemented"]
         if waiting:
             return stage_number(stage), waiting[0]["message"]
     return None
@@ -60,10 +101,11 @@ def points_text(value: float) -> str:
 def repeated_causes(stage: dict) -> dict[str, str]:
     """Check id -> the id of the first check of ``stage`` that failed for the same stage-wide cause (the
     stage file could not be imported, imported a forbidden module, or hung or crashed while importing):
-    a view shows that cause once, in full, and points the other checks to it."""
+    a view shows that cause once, in full, and points the other checks to it. The check shown in full is a
+    visible one wherever one shares the cause, so that no view points a student at a hidden check."""
     first: dict[tuple, str] = {}
     repeats = {}
-    for check in stage["checks"]:
+    for check in _visible_first(stage["checks"]):
         cause = _stage_wide_cause(check)
         if cause is None:
             continue
@@ -76,6 +118,10 @@ def repeated_causes(stage: dict) -> dict[str, str]:
 
 def repeat_message(first: str) -> str:
     return f"the same problem as {first}: see its message"
+
+
+def _visible_first(checks: list[dict]) -> list[dict]:
+    return sorted(checks, key=lambda check: check["visibility"] != "visible")
 
 
 def _stage_wide_cause(check: dict) -> tuple | None:

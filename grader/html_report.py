@@ -12,12 +12,14 @@ from pathlib import Path
 from grader.feedback import (
     MARKS,
     PRINTED_HEADING,
+    STATUS_WORDS,
     checks_to_fix,
     flag_sentences,
     next_step,
     points_text,
     repeat_message,
     stage_number,
+    student_view,
     total_label,
 )
 from grader.hints import catalog, docs_link
@@ -25,8 +27,6 @@ from grader.runner.implementation import STAGE_MODULES
 from grader.runner.text import printable
 
 REPO = Path(__file__).resolve().parents[1]  # where docs/ is, in this repository and in the students'
-STATUS_WORDS = {"passed": "passed", "failed": "failed", "error": "error", "timeout": "ran out of time",
-                "not_implemented": "not implemented yet"}
 # Heat map colours as (red, green, blue): blue for weights; for a difference, red where yours is larger and blue
 # where it is smaller; grey for a cell that is not a number.
 BLUE, RED, MISSING = (31, 119, 180), (214, 39, 40), "#bbb"
@@ -47,8 +47,12 @@ table.heat th { font-weight: normal; color: #777; padding: 0 .3rem; }
 """
 
 
-def render_html(report: dict, submission: str, page: Path) -> str:
-    """The page for ``report`` of ``submission``; ``page`` is where it will be written (for links to the docs)."""
+def render_html(report: dict, submission: str, page: Path, student_facing: bool = False) -> str:
+    """The page for ``report`` of ``submission``; ``page`` is where it will be written (for links to the docs).
+
+    ``student_facing``: hidden checks show their verdict and hint only (grader.feedback.student_view).
+    """
+    report = student_view(report) if student_facing else report
     total = f"{points_text(report['score'])}/{points_text(report['max_score'])}"
     parts = [f"<h1>Grading report</h1><p class='meta'>{_text(submission)} on {_text(report['device'])} "
              f"(torch {_text(report['torch'])})</p>",

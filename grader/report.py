@@ -14,6 +14,7 @@ from grader.feedback import (
     repeat_message,
     repeated_causes,
     stage_number,
+    student_view,
     total_label,
 )
 from grader.heatmap import heat_map_lines
@@ -93,10 +94,15 @@ COLOUR_CODES = {"green": "32", "red": "31", "yellow": "33", "dim": "2", "bold": 
 Line = list[tuple[str, str | None]]
 
 
-def render_text(report: dict, submission: str, color: bool | None = None) -> str:
+def render_text(report: dict, submission: str, color: bool | None = None, student_facing: bool = False) -> str:
     """The report as a person reads it. Every piece of text is escaped before any colour goes in,
-    so the grader's colour codes are the only ones that can reach the terminal."""
+    so the grader's colour codes are the only ones that can reach the terminal.
+
+    ``student_facing``: hidden checks show their verdict and hint only (feedback.student_view); without
+    it, everything, as an instructor (or a learner whose repository holds no hidden checks) reads it.
+    """
     colored = sys.stdout.isatty() and "NO_COLOR" not in os.environ if color is None else color
+    report = student_view(report) if student_facing else report
     return "\n".join("".join(_paint(printable(text, keep_newlines=False), tone, colored) for text, tone in line)
                      for line in _lines(report, submission))
 
@@ -180,8 +186,9 @@ def _paint(text: str, tone: str | None, colored: bool) -> str:
 
 
 def _checks_with_feedback(report: dict):
-    """(stage number, check, the text a student reads for it) for every check of the report."""
-    for stage in report["stages"]:
+    """(stage number, check, the text a student reads for it) for every check of the report: what a
+    student sees on either platform, so hidden checks give their verdict and hint only."""
+    for stage in student_view(report)["stages"]:
         number = stage_number(stage)
         repeats = repeated_causes(stage)
         for c in stage["checks"]:
@@ -196,16 +203,44 @@ def _checks_with_feedback(report: dict):
             yield number, c, output.strip()
 
 
+# Gradescope's autograder specification (gradescope-autograders.readthedocs.io/en/latest/specs/, the
+# source of which is docs/specs.md in github.com/gradescope/autograder_samples) is what these fields rest on:
+# - a test's "visibility" is hidden, after_due_date, after_published ("shown only when the assignment is
+#   explicitly published from the Review Grades page") or visible, and overrides the top level's;
+# - "If test cases are hidden, students will not be able to see their total score. Test cases with
+#   visibility set to `hidden` don't affect this": after_published hidden checks keep the top-level
+#   "score" (which "overrides total of tests") from students until grades are published, so it can be the
+#   whole score, for the gradebook;
+# - the top-level "output" is shown with the results, so it names the visible checks' score only;
+# - what run_autograder prints is "only shown to instructors" unless "stdout_visibility" says otherwise:
+#   it holds the full report (python -m grader prints it), and "hidden" says so explicitly;
+# - "extra_data" is stored, not shown: what kept the learner's code in, for the instructor.
+
+
 def to_gradescope(report: dict, execution_time: float) -> dict:
-    """Gradescope's results.json: hidden checks show only after grades are published."""
+    """Gradescope's results.json: until grades are published a student sees the visible checks alone, and
+    their score; the hidden checks appear after publishing, with their verdicts and hints only."""
     tests = [{"name": f"stage {number}: {c['id']}", "score": c["score"], "max_score": c["max_score"],
               "status": "passed" if c["status"] == "passed" else "failed", "output": output,
               "visibility": "visible" if c["visibility"] == "visible" else "after_published"}
              for number, c, output in _checks_with_feedback(report)]
-    summary = "\n".join([f"{points_text(report['score'])}/{points_text(report['max_score'])} on {report['device']}",
-                         *flag_sentences(report)])
+    summary = "\n".join([_visible_score(report), *flag_sentences(report)])
     return _printable_strings({"score": report["score"], "execution_time": round(execution_time, 3),
-                               "output": summary, "visibility": "visible", "tests": tests})
+                               "output": summary, "visibility": "visible", "stdout_visibility": "hidden",
+                               "extra_data": {"sandbox": report["sandbox"]}, "tests": tests})
+
+
+def _visible_score(report: dict) -> str:
+    """The visible checks' points, and how many points the hidden checks hold, never what they earned."""
+    checks = [c for stage in report["stages"] for c in stage["checks"]]
+    visible = [c for c in checks if c["visibility"] == "visible"]
+    score = points_text(_round(sum(c["score"] for c in visible)))
+    line = f"Visible checks: {score}/{points_text(_round(sum(c['max_score'] for c in visible)))} on {report['device']}."
+    hidden = _round(sum(c["max_score"] for c in checks if c["visibility"] != "visible"))
+    if hidden:
+        line += (f" The hidden checks ({points_text(hidden)} of the {points_text(report['max_score'])} points) "
+                 "count once your instructor publishes the grades.")
+    return line
 
 
 def to_classroom(report: dict) -> dict:

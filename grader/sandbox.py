@@ -7,6 +7,11 @@ values), the current student's stage files read-only and a private size-limited 
 directory; it has no network and its own PID namespace. Without bubblewrap it is a plain child
 with the same resource limits (grader.runner.confine), and `confined` says so.
 
+"isolated" (for Gradescope's container, where bubblewrap may not run) takes bubblewrap where it
+works; without it, workers run as an unprivileged uid where that uid can read the Python
+installation, and under Landlock where the kernel has it. Either way no student is graded until a
+worker confined exactly so has tried to open the grader's own files and failed (Sandbox._prove_isolation).
+
 Standard library only: importing this module must stay instant, so that the zygote starts
 before the judge imports torch and both imports run side by side.
 """
@@ -25,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.runner import folders
-from grader.runner.commands import receive_command, send_command
+from grader.runner.commands import ISOLATION_PROBE, MAX_COMMAND_BYTES, receive_command, send_command
 
 REPO = Path(__file__).resolve().parents[1]
 INSIDE = Path("/grading")
@@ -36,8 +41,12 @@ SCRATCH_BYTES = 256 * 1024**2  # a student's one writable folder
 # and the like. Everything else on the machine stays out of sight.
 SYSTEM_PATHS = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/ld.so.cache", "/etc/ld.so.conf",
                 "/etc/ld.so.conf.d", "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf"]
-MODES = ("auto", "bwrap", "none")
+MODES = ("auto", "bwrap", "isolated", "none")
 HIDDEN_PACKAGES = ("solutions", "grader", "tests")  # what learner code must never read
+# What a student reads when --sandbox isolated refuses: the instructor finds the reason in the grader's stderr.
+NOT_ISOLATED = "the grader could not isolate your code, please tell your instructor"
+PROBE_SECONDS = 60.0  # the probe worker's fork, set-up and answer, on a busy machine
+PROBED_PER_PACKAGE = 100  # files of each hidden package the probe tries, fewer where a datagram cannot hold them
 
 
 class SandboxError(RuntimeError):
@@ -51,7 +60,8 @@ class Confinement:
 
 
 def confinement(mode: str = "auto") -> Confinement:
-    """bubblewrap where it works ("auto"), insisted on ("bwrap"), or refused ("none")."""
+    """bubblewrap where it works ("auto"; "isolated", whose Sandbox then proves what it got), insisted on
+    ("bwrap"), or refused ("none")."""
     if mode == "none":
         return Confinement(False, "the sandbox was turned off (--sandbox none)")
     found = _probe_bubblewrap()
@@ -80,6 +90,8 @@ class Sandbox:
     def __init__(self, device: str = "cpu", mode: str = "auto", many_students: bool = False):
         """``many_students``: the zygote moves to huge pages first (grader.runner.hugepages)."""
         self.confinement = confinement(mode)
+        # "isolated" grades no one until _prove_isolation has passed in this zygote, with bubblewrap or without.
+        self._must_prove = mode == "isolated"
         self._options = (device, many_students)
         self._host_folders: Path | None = None  # unsandboxed only: the stage files and scratch live on the host
         self._students = itertools.count()
@@ -94,6 +106,7 @@ class Sandbox:
         self._control, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._ending: list[int] = []  # students told to end whose "ended" has not been read yet
         self._ready: dict | None = None
+        self._proven: int | None = None  # files of the hidden packages a probe worker failed to open
         try:
             self._zygote = self._start(*self._options, zygote_end)
         finally:
@@ -112,10 +125,15 @@ class Sandbox:
         parts.append("no PID namespace per student" if found["namespaces"] == "none" else "a PID namespace per student")
         if found.get("private_mounts"):
             parts.append("fresh folders and /proc per student")
-        parts.append(f"workers as uid {found['uid']}" if found.get("uid") is not None else "workers as this user")
+        another_user = found.get("uid") is not None
+        parts.append(f"workers as uid {found['uid']}" if another_user else "workers as this user")
         if not self.confinement.confined:
             parts.append(f"Landlock ABI {found['landlock']}: only the Python installation, the stage files and a "
-                         "scratch folder" if found.get("landlock") else "no Landlock: this user's files were reachable")
+                         "scratch folder" if found.get("landlock") else
+                         "no Landlock" if another_user else "no Landlock: this user's files were reachable")
+        if self._proven is not None:
+            parts.append(f"checked before grading: a worker could open none of {self._proven} files of "
+                         f"{', '.join(HIDDEN_PACKAGES)}")
         return "; ".join(parts)
 
     def start_student(self, files: dict[str, bytes]) -> socket.socket:
@@ -124,6 +142,12 @@ class Sandbox:
         The zygote ends the previous student first, whatever happened to it: everything that ran their
         code is gone, and their scratch folder with it, before this student's code can load.
         """
+        self._hello()  # where isolation must be proven, the zygote's first answer is followed by the proof
+        if self._must_prove and self._proven is None:
+            raise SandboxError(f"{NOT_ISOLATED} (the isolation probe has not passed)")
+        return self._start_student(files)
+
+    def _start_student(self, files: dict[str, bytes]) -> socket.socket:
         self._collect_ended()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         handles = [_in_memory_file(name, data) for name, data in files.items()]
@@ -140,6 +164,37 @@ class Sandbox:
         number = next(self._students)
         self._command({"end": number})
         self._ending.append(number)
+
+    def _prove_isolation(self) -> None:
+        """Grade no one until a worker, confined exactly as a learner's is (bubblewrap, or its uid and
+        Landlock; seccomp, limits), has tried to open every probed file of the grader's own packages, and
+        could open none. A student with no files is started for it, and ended before any real one: its
+        answer is trusted only because no learner code has run in it, nor in the zygote it comes from.
+
+        Raises SandboxError, starting with NOT_ISOLATED, when the probe read anything or gave no answer.
+        """
+        paths = _probe_paths()
+        student = self._start_student({})
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            send_command(student, {"fork": ISOLATION_PROBE}, [theirs.fileno()])
+            theirs.close()
+            send_command(ours, {"paths": paths})
+            ours.settimeout(PROBE_SECONDS)
+            answer, fds = receive_command(ours)
+            for fd in fds:
+                os.close(fd)
+        except (OSError, ValueError):
+            answer = None
+        finally:
+            theirs.close(), ours.close(), student.close()
+            self.end_student()
+        if not (isinstance(answer, dict) and isinstance(answer.get("reachable"), list)):
+            raise SandboxError(f"{NOT_ISOLATED} (the isolation probe gave no answer)")
+        if answer["reachable"]:
+            raise SandboxError(f"{NOT_ISOLATED} ({self.confinement.detail}: a worker could open {answer.get('count')} of "
+                               f"{len(paths)} files of {', '.join(HIDDEN_PACKAGES)}: {', '.join(answer['reachable'])})")
+        self._proven = len(paths)
 
     @property
     def alive(self) -> bool:
@@ -163,6 +218,8 @@ class Sandbox:
     def _hello(self) -> dict:
         if self._ready is None:
             self._ready = self._answer(READY_SECONDS, "ready")
+            if self._must_prove:
+                self._prove_isolation()
         return self._ready
 
     def _command(self, command: dict, fds: list[int] = ()) -> None:
@@ -204,7 +261,9 @@ class Sandbox:
                    "submission": str(submission), "scratch": str(scratch), "sandboxed": confined,
                    "scratch_bytes": SCRATCH_BYTES,
                    "landlock": None if confined else _landlock_paths(), "judge": os.getpid(),
-                   "host_folder": None if self._host_folders is None else str(self._host_folders)}
+                   "host_folder": None if self._host_folders is None else str(self._host_folders),
+                   # the folders "nobody" must be able to read before unsandboxed workers may become it
+                   "unprivileged_reads": sorted(_site_folders()) if self._must_prove and not confined else None}
         zygote = [sys.executable, "-P", "-m", "grader.runner.zygote", json.dumps(options)]
         environment = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1", "HOME": str(scratch),
                        "TMPDIR": str(scratch)}
@@ -249,18 +308,44 @@ def _grading_binds(device: str) -> list[str]:
 def _landlock_paths() -> dict:
     """Unsandboxed, what a worker may still read: the system and the Python installation, never the
     references, the checks or the tests, wherever they are installed."""
-    site = {str(Path(entry).resolve()) for entry in sys.path
-            if entry and os.path.isdir(entry) and not REPO.is_relative_to(Path(entry).resolve())}
-    readable = {*SYSTEM_PATHS, "/proc", "/sys", "/dev", *map(str, _python_prefixes()), *site}
+    readable = {*SYSTEM_PATHS, "/proc", "/sys", "/dev", *map(str, _python_prefixes()), *_site_folders()}
     devices = ["/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", *sorted(glob.glob("/dev/nvidia*"))]
     return {"readable": sorted(_without(map(Path, readable), _hidden_paths())), "devices": devices}
 
 
+def _site_folders() -> set[str]:
+    """The folders of the import path (the standard library, site-packages) but the one holding the grader."""
+    return {str(Path(entry).resolve()) for entry in sys.path
+            if entry and os.path.isdir(entry) and not REPO.is_relative_to(Path(entry).resolve())}
+
+
 def _hidden_paths() -> list[Path]:
-    """The grader's own packages: in this checkout, and in any folder on the import path."""
+    """The grader's own packages: in this checkout, in any folder on the import path, and wherever an
+    import finder would load them from (an editable install maps them to its checkout)."""
     folders = [REPO, *(Path(entry) for entry in sys.path if entry and os.path.isdir(entry))]
-    return sorted({Path(folder, package).resolve() for folder in folders for package in HIDDEN_PACKAGES
-                   if Path(folder, package).is_dir()})
+    found = {Path(folder, package).resolve() for folder in folders for package in HIDDEN_PACKAGES
+             if Path(folder, package).is_dir()}
+    for package in HIDDEN_PACKAGES:
+        for finder in sys.meta_path:
+            try:
+                spec = finder.find_spec(package, None)
+            except (ImportError, AttributeError, TypeError, ValueError):
+                continue
+            found |= {Path(location).resolve() for location in (spec and spec.submodule_search_locations) or []}
+    return sorted(found)
+
+
+def _probe_paths() -> list[str]:
+    """What the isolation probe tries to open: each hidden package and up to PROBED_PER_PACKAGE of its files
+    (a folder that cannot be listed may still hold files that can be opened), as many as one command holds."""
+    found = {package: [os.path.join(folder, name) for folder, _, names in os.walk(package) for name in sorted(names)]
+             for package in map(str, _hidden_paths())}
+    per_package = PROBED_PER_PACKAGE
+    while True:
+        paths = [path for package, files in found.items() for path in (package, *files[:per_package])]
+        if per_package <= 1 or len(json.dumps({"paths": paths})) <= MAX_COMMAND_BYTES:
+            return paths
+        per_package //= 2
 
 
 def _without(paths, hidden: list[Path]) -> list[str]:

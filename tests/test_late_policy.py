@@ -210,10 +210,15 @@ def test_a_class_graded_with_submission_times_gets_its_penalties_in_the_gradeboo
     assert report["score"] == 20 and report["late"]["penalty_points"] == 4  # the raw score stays the raw score
     assert report["late"]["stages"][0] == {"id": "stage1", "due": "2025-03-08T04:59:00+00:00", "hours_late": 36.02,
                                            "penalty_percent": 20, "penalty_points": 4}
+    # the student reads it in their feedback; students on time read nothing of it
+    assert "late: handed in 2025-03-09T17:00:00+00:00 (UTC); penalty 4 points (stage1 36.02 h late, -4)" in \
+        (out / "bo.txt").read_text()
+    assert "late:" not in (out / "ed.txt").read_text()
 
     # A due date moved after grading: no one is graded again, and every penalty follows the new date.
     course.write_text('[due]\nassignment = 2025-03-14T23:59:00-05:00\n\n[late_penalty]\npenalty = 10\n')
     result = batch_with_times(times, ["di"], tmp_path / "class", "--out", out, "--course", course)
     assert "0 of 5 to grade; 5 unchanged" in result.stderr
     assert json.loads((out / "bo.json").read_text())["late"]["penalty_points"] == 0
+    assert "late:" not in (out / "bo.txt").read_text()  # the feedback follows the new date too
     assert "2025-03-09T17:00:00+00:00,0,20," in (out / "grades.csv").read_text()

@@ -274,3 +274,33 @@ def test_the_html_page_is_named_last(broken_import):
     result, outputs = broken_import
     assert result.stdout.rstrip("\n").split("\n")[-1].startswith("Heat maps and details: ")
     assert outputs["report.html"].startswith("<!doctype html>")
+
+
+# A student's view -------------------------------------------------------------------------
+
+
+def test_a_students_view_shows_a_hidden_checks_verdict_and_hint_never_its_data():
+    secret = "SelfAttention_v1(2, 7) on 5 token(s): expected 0.639988"
+    with_hint = a_check("random.SelfAttention_v1", evidence=causal_evidence(), printed="tokens 0.123456",
+                        message=secret, hint="missing-scaling")
+    without_hint = a_check("property.attention_rows", message=secret)
+    report = a_report([with_hint, without_hint])
+    text = render_text(report, "work", color=False, student_facing=True)
+    assert secret not in text and "0.123456" not in text and "weights of 4 tokens" not in text
+    assert "stage 4 · random.SelfAttention_v1 (hidden check): 0/2" in text and "hint [missing-scaling]" in text
+    assert "failed: the hidden check's inputs are not shown; see the visible checks and the stage's guide" in text
+    page = render_html(report, "work", REPO / "grade-report.html", student_facing=True)
+    assert secret not in page and "<table class='heat'>" not in page and "hint [missing-scaling]" in page
+    full = render_text(report, "work", color=False)  # the instructor's own view keeps everything
+    assert secret in full and "0.123456" in full and "weights of 4 tokens" in full
+
+
+def test_no_view_points_a_student_at_a_hidden_check_for_a_stage_wide_cause():
+    cause = "your file could not be imported: RuntimeError: boom (stage4_causal_attention.py:3)"
+    hidden = a_check("random.CausalAttention", message=cause, hint="import-error")
+    visible = {**a_check("document.CausalAttention", message=cause, hint="import-error"), "visibility": "visible"}
+    report = a_report([hidden, visible])
+    for student_facing in (False, True):
+        text = render_text(report, "work", color=False, student_facing=student_facing)
+        assert text.count(cause) == 1 and "the same problem as document.CausalAttention: see its message" in text
+        assert "the same problem as random.CausalAttention" not in text

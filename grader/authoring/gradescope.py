@@ -3,11 +3,12 @@
     python -m grader.authoring.gradescope [OUT_ZIP]     (default dist/gradescope-autograder.zip)
 
 Gradescope unpacks the zip into /autograder/source, runs setup.sh once to build its image and
-run_autograder for every submission, which grades /autograder/submission and writes
-/autograder/results/results.json. The zip holds the grader with its checks and the solutions
-(the hidden checks compare against them; students never see the zip) and a requirements.txt
-made from pyproject.toml, so the versions are the repository's. Entries carry a fixed date:
-the same sources give the same zip.
+run_autograder for every submission, which grades /autograder/submission with --sandbox isolated
+and writes /autograder/results/results.json (what students see: grader.report.to_gradescope). The
+zip holds the grader with its checks and the solutions (the hidden checks compare against them;
+neither students nor their code ever read the zip) and a requirements.txt made from
+pyproject.toml, so the versions are the repository's. Entries carry a fixed date: the same
+sources give the same zip.
 """
 
 import sys

@@ -173,6 +173,19 @@ def restrict_files(readable: list[Path], writable: list[Path], devices: list[Pat
         os.close(ruleset)
 
 
+def reachable(paths: list[str]) -> list[str]:
+    """Those of ``paths`` this process can open for reading: a confined worker's answer to the isolation
+    probe (grader.sandbox.Sandbox._prove_isolation), which must be none of the grader's own files."""
+    opened = []
+    for path in paths:
+        try:
+            os.close(os.open(path, os.O_RDONLY | os.O_CLOEXEC))
+        except OSError:
+            continue
+        opened.append(path)
+    return opened
+
+
 # seccomp ------------------------------------------------------------------------------------
 # A classic BPF program over struct seccomp_data {int nr; u32 arch; u64 ip; u64 args[6];}.
 # A deny-list: what learner code must never do is to make processes (threads stay allowed: torch

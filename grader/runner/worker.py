@@ -10,15 +10,21 @@ import torch
 
 from grader.runner import confine
 from grader.runner.capture import PrintCapture
+from grader.runner.commands import ISOLATION_PROBE, receive_command, send_command
 from grader.runner.implementation import STAGE_MODULES, load_stage
 from grader.runner.probes import PROBES
 from grader.runner.protocol import receive, send
 from grader.runner.standins import install_stand_ins
 
 
+REACHABLE_SHOWN = 20  # of the files the isolation probe could open, those it names (its answer is one datagram)
+
+
 def run(stage: int, channel: int, parent: int, submission: Path, scratch: Path, device: str, uid: int | None,
         landlock: dict | None) -> None:
-    """Confine this process (grader.runner.confine), say "ready", import the stage, then serve.
+    """Confine this process (grader.runner.confine), say "ready", import the stage, then serve; for the
+    stage ISOLATION_PROBE, confine it just the same, then answer which of the paths the judge names it can
+    open (grader.sandbox.Sandbox._prove_isolation).
 
     ``channel``: the socket the judge made for this worker; ``parent``: the student's first process;
     ``uid``: the one to become (from root), or None; ``landlock``: without bubblewrap, the paths this
@@ -44,6 +50,11 @@ def run(stage: int, channel: int, parent: int, submission: Path, scratch: Path, 
         confine.restrict_files([*map(Path, landlock["readable"]), submission], [scratch],
                                [*map(Path, landlock["devices"])])
     confine.forbid_new_processes(os.getpid(), sockets=device != "cpu")
+    if stage == ISOLATION_PROBE:  # confined as every worker is, and no learner code will run here
+        request, _ = receive_command(sock)
+        opened = confine.reachable(request["paths"]) if request else []
+        send_command(sock, {"reachable": opened[:REACHABLE_SHOWN], "count": len(opened)})
+        return
     # Sent before any learner code runs in this process: the judge times the import from here.
     send(sock, {"ready": True})
     install_stand_ins(stage)

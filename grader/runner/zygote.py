@@ -90,8 +90,14 @@ class Zygote:
         self.device = options["device"]  # "auto" is resolved once torch is imported
         self.worker = None  # grader.runner.worker, once imported
         # Root in bubblewrap: workers become "nobody". Unsandboxed, the Python installation may not
-        # be readable by another uid (/root/.pyenv): workers keep the uid and Landlock confines them.
-        self.worker_uid = confine.UNPRIVILEGED_UID if options["sandboxed"] and os.geteuid() == 0 else None
+        # be readable by another uid (/root/.pyenv): workers keep the uid and Landlock confines them;
+        # --sandbox isolated has them become "nobody" wherever "nobody" can read that installation.
+        self.worker_uid = None
+        if os.geteuid() == 0 and (self.sandboxed or _readable_as(confine.UNPRIVILEGED_UID,
+                                                                 options["unprivileged_reads"])):
+            self.worker_uid = confine.UNPRIVILEGED_UID
+            if not self.sandboxed:
+                _open_to(self.worker_uid, Path(options["host_folder"]), self.submission, self.scratch)
         # The way back after each student's unshare (the "setns" method); the probe uses it too.
         self.own_pid_namespace = os.open("/proc/self/ns/pid", os.O_RDONLY) if sys.platform == "linux" else None
         self.namespaces, self.private_mounts = self._isolation_method()
@@ -199,6 +205,29 @@ class Zygote:
         if not pid:
             raise OSError("the student's namespace could not be made")
         return pid
+
+
+def _readable_as(uid: int, folders: list[str] | None) -> bool:
+    """Whether ``uid`` can list every one of ``folders`` (False when there are none to check), tried in a child."""
+    if not folders or sys.platform != "linux":
+        return False
+    pid = os.fork()
+    if pid == 0:
+        try:
+            confine.drop_privileges(uid)
+            for folder in folders:
+                os.listdir(folder)
+        except OSError:
+            os._exit(1)
+        os._exit(0)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
+def _open_to(uid: int, host_folder: Path, submission: Path, scratch: Path) -> None:
+    """Unsandboxed workers as ``uid`` reach the stage files (read-only) and a scratch folder of their own."""
+    os.chmod(host_folder, 0o711)
+    os.chmod(submission, 0o755)
+    os.chown(scratch, uid, uid)
 
 
 def _run_student_init(channel: int, parent: Zygote, zygote_is_parent: bool, zygote_pid: int | None = None) -> None:

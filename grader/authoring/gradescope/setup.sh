@@ -3,7 +3,9 @@
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 apt-get update
-# bubblewrap confines learner code; where the image forbids namespaces, reports say "unsandboxed".
+# bubblewrap confines learner code. Where the container forbids the namespaces it needs, run_autograder's
+# --sandbox isolated runs learner code as "nobody" (and under Landlock where the kernel has it) once it has
+# proven that such a process cannot open the reference, or gives every submission 0 and says why.
 apt-get install -y --no-install-recommends python3 python3-venv bubblewrap ca-certificates
 PYTHON=python3
 if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then

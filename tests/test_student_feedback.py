@@ -1,0 +1,122 @@
+"""What a student reads never holds a hidden check's data: not its message (which quotes its inputs, shapes
+and expected values), its heat maps or what the learner's code printed during it. The seeds are fixed, so
+that data would be the same every term. The JSON report keeps all of it, for instructors."""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.feedback import WITHHELD
+from grader.html_report import render_html
+from grader.report import render_text
+from tests.conftest import REPO
+from tests.grading import MUTANTS, batch, learner_copy
+
+# Wrong in one stage each, with hidden checks that fail with numbers, heat maps, or no hint at all.
+WRONG = ["softmax-wrong-dim", "missing-scaling", "mask-not-causal", "heads-split-wrong"]
+# Prints the hidden check's random inputs while it is wrong.
+PRINTER = {"hint": "printer", "stage": 1, "file": "stage1_softmax.py",
+           "find": "    attn_weights = torch.softmax(attn_scores, dim=-1)  # each row sums to 1",
+           "replace": "    print('inputs seen:', inputs.tolist())\n    attn_weights = torch.softmax(attn_scores, dim=0)"}
+DECIMAL = re.compile(r"-?\d+\.\d{3,}")
+
+
+def mutant(hint: str) -> dict:
+    return next(m for m in MUTANTS if m.get("hint") == hint)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory) -> list[tuple[str, dict, dict[str, str]]]:
+    """(student, JSON report, what a student reads of it by where it is shown) for each wrong student: as the
+    batch grades them (.txt), and alone with every student-facing output (their report differs: a batch
+    grades every stage, and a stage's random inputs follow the stages before it)."""
+    folder = tmp_path_factory.mktemp("feedback")
+    students = {hint: (mutant(hint) if hint != "printer" else PRINTER) for hint in [*WRONG, "printer"]}
+    for hint, wrong in students.items():
+        learner_copy(folder / "class" / hint, wrong)
+    batch(folder / "class", folder / "out")
+    graded = []
+    for hint, wrong in students.items():
+        graded.append((hint, json.loads((folder / "out" / f"{hint}.json").read_text()),
+                       {"batch .txt": (folder / "out" / f"{hint}.txt").read_text()}))
+        outputs = {name: folder / f"{hint}.{name}" for name in ("json", "results.json", "classroom.json", "html")}
+        result = subprocess.run(
+            [sys.executable, "-m", "grader", str(folder / "class" / hint), "--stage", str(wrong["stage"]),
+             "--for-students", "--json", str(outputs["json"]), "--gradescope", str(outputs["results.json"]),
+             "--classroom", str(outputs["classroom.json"]), "--html", str(outputs["html"])],
+            cwd=REPO, capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+        gradescope, classroom = (json.loads(outputs[name].read_text()) for name in ("results.json", "classroom.json"))
+        graded.append((hint, json.loads(outputs["json"].read_text()), {
+            "terminal --for-students": result.stdout,
+            "html --for-students": outputs["html"].read_text(),
+            "gradescope": "\n".join([gradescope["output"], *(t["output"] for t in gradescope["tests"])]),
+            "classroom": "\n".join(t["message"] for t in classroom["tests"]),
+        }))
+    return graded
+
+
+def hidden_secrets(report: dict) -> set[str]:
+    """Pieces of the hidden checks' data that no visible check of the report shows."""
+    checks = [c for stage in report["stages"] for c in stage["checks"] if c["status"] != "passed"]
+    shown = set().union(*(_pieces(c) for c in checks if c["visibility"] == "visible"))
+    shown_text = "\n".join(shown)
+    hidden = set().union(*(_pieces(c) for c in checks if c["visibility"] == "hidden"))
+    return {piece for piece in hidden - shown if piece not in shown_text}
+
+
+def _pieces(check: dict) -> set[str]:
+    """The numbers and the start of the message, the longer printed lines, the heat maps' title and cells (as
+    the HTML page shows a cell)."""
+    pieces = {*DECIMAL.findall(check["message"]), check["message"][:40]}
+    pieces |= {line for line in check["printed"].split("\n") if len(line) > 12}
+    if check["evidence"]:
+        evidence = check["evidence"]
+        pieces |= {f"row {i}, column {j}: {value:.4f}" for side in ("expected", "actual")
+                   for i, row in enumerate(evidence[side]) for j, value in enumerate(row) if value is not None}
+        pieces.add(evidence["title"])
+    return pieces - {""}
+
+
+def test_no_hidden_data_reaches_a_student_while_the_json_keeps_it(graded, tmp_path):
+    all_secrets = 0
+    for hint, report, shown in graded:
+        secrets = hidden_secrets(report)
+        all_secrets += len(secrets)
+        # The instructor's full views show every piece: the pieces are real, and a view could leak them.
+        full = render_text(report, hint, color=False) + render_html(report, hint, tmp_path / "page.html")
+        assert not [s for s in secrets if s not in full], hint
+        for name, text in shown.items():
+            leaked = sorted(s for s in secrets if s in text)
+            assert not leaked, f"{hint}: {name} shows hidden data: {leaked[:5]}"
+    assert all_secrets >= 80  # numbers, messages, printed inputs and heat-map cells of many hidden checks
+
+
+def test_each_wrong_student_has_failing_hidden_checks_with_data_in_the_json(graded):
+    reports = {hint: report for hint, report, _ in graded}  # the batch's (the second of each is stage-only)
+    for hint, report, _ in graded:
+        hidden = [c for stage in report["stages"] for c in stage["checks"]
+                  if c["visibility"] == "hidden" and c["status"] == "failed"]
+        assert hidden and all(c["message"] for c in hidden), hint
+    printed = [c["printed"] for stage in reports["printer"]["stages"] for c in stage["checks"]
+               if c["visibility"] == "hidden" and c["printed"]]
+    assert printed and all("inputs seen:" in text for text in printed)
+    assert any(c["evidence"] for stage in reports["mask-not-causal"]["stages"] for c in stage["checks"]
+               if c["visibility"] == "hidden")
+
+
+def test_a_hidden_check_shows_its_verdict_and_hint_or_where_to_look(graded):
+    shown = {}
+    for hint, _, outputs in graded:
+        shown.setdefault(hint, {}).update(outputs)
+    text = shown["mask-not-causal"]["batch .txt"]
+    assert "stage 4 · random.CausalAttention (hidden check): 0/" in text
+    assert "hint [mask-not-causal]" in text
+    # The dropout check fails because the mask does, and names no mistake of its own: a neutral line.
+    assert "stage 4 · property.dropout (hidden check): 0/" in text and f"failed: {WITHHELD}" in text
+    gradescope = shown["mask-not-causal"]["gradescope"]
+    assert f"failed: {WITHHELD}" in gradescope and "hint [mask-not-causal]" in gradescope
