@@ -46,6 +46,15 @@ def batch(submissions: Path, out: Path, *options: str) -> subprocess.CompletedPr
     return result
 
 
+# What only a batch adds to a report: when, from what, and the late penalty its course file sets.
+BATCH_FIELDS = ("graded_at", "fingerprint", "late")
+
+
+def verdicts(report: dict) -> dict:
+    """``report`` without what only a batch adds: what a single grade and a batch must agree on."""
+    return {key: value for key, value in report.items() if key not in BATCH_FIELDS}
+
+
 def stage_scores(report: dict) -> dict[int, float]:
     return {int(s["id"].removeprefix("stage")): s["score"] for s in report["stages"]}
 

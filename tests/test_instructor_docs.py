@@ -149,6 +149,7 @@ def course_folder(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("docs")
     learner_copy(root / "submissions" / "ada")
     learner_copy(root / "submissions" / "bo", stages=[1, 2])
+    learner_copy(root / "their-work", stages=[1])
     for name, number in MOODLE_PARTICIPANTS.items():
         learner_copy(root / "moodle" / f"{name}_{number}_assignsubmission_file_", stages=[1])
     canvas = root / "canvas"

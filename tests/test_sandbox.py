@@ -13,7 +13,7 @@ from grader.learner import LearnerFailure, LearnerWorkers
 from grader.sandbox import Sandbox, confinement
 from grader.submission import stage_submission
 from tests.conftest import REPO
-from tests.grading import batch, grade, learner_copy, stage_scores
+from tests.grading import batch, grade, learner_copy, stage_scores, verdicts
 from tests.hostile import STAGE1, hostile_cases, write_hostile
 
 BUBBLEWRAP = confinement("auto")
@@ -128,7 +128,7 @@ def test_a_hostile_submission_costs_only_what_it_touches(hostile_class, name):
 
 def test_hostile_classmates_change_no_one_elses_result(hostile_class, tmp_path):
     _, out, _ = hostile_class
-    first, last = (json.loads((out / f"{name}.json").read_text()) for name in ("0-correct", "z-correct"))
+    first, last = (verdicts(json.loads((out / f"{name}.json").read_text())) for name in ("0-correct", "z-correct"))
     _, alone = grade(learner_copy(tmp_path / "alone"))
     assert first == last == alone
     assert first["score"] == 100
