@@ -17,7 +17,7 @@ NBGRADER_STAMP := $(VENV)/.nbgrader-installed
 DOCS_STAMP := $(VENV)/.docs-installed
 
 .DEFAULT_GOAL := help
-.PHONY: help grade grade-all gradescope nbgrader nbgrader-demo figures release test stubs bench-grade bench-batch clean
+.PHONY: help grade grade-all gradescope nbgrader nbgrader-demo nbgrader-reconcile figures release test stubs bench-grade bench-batch clean
 
 help:
 	@echo "make grade         grade exercises/ (STAGE=N for one stage, SUBMISSION=folder-or-zip for another); details in $(HTML_REPORT)"
@@ -25,6 +25,7 @@ help:
 	@echo "make gradescope    build dist/gradescope-autograder.zip for a Gradescope programming assignment"
 	@echo "make nbgrader      write the nbgrader course to build/nbgrader (installs nbgrader)"
 	@echo "make nbgrader-demo a whole nbgrader term on two made-up students, then grades.csv"
+	@echo "make nbgrader-reconcile  grade COURSE/autograded (default build/nbgrader) with grade-all; list where nbgrader differs, and why"
 	@echo "make test          run the repository's own test suite (PYTEST_ARGS='-m \"not nbgrader\"' skips the slow nbgrader tests)"
 	@echo "make release      the students' repository: dist/student/ and dist/student.zip (no solutions, no hidden checks)"
 	@echo "make figures       redraw docs/figures from solutions/ (installs matplotlib)"
@@ -74,6 +75,9 @@ nbgrader: $(NBGRADER_STAMP)
 
 nbgrader-demo: $(NBGRADER_STAMP)
 	@$(PY) -m grader.authoring.nbgrader_demo build/nbgrader-demo
+
+nbgrader-reconcile: $(NBGRADER_STAMP) $(INSTRUCTOR_STAMP)
+	@$(PY) -m grader.authoring.nbgrader_reconcile $(or $(COURSE),build/nbgrader)
 
 test: $(DEV_STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
