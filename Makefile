@@ -18,18 +18,19 @@ DOCS_STAMP := $(VENV)/.docs-installed
 SIMILARITY_STAMP := $(VENV)/.similarity-installed
 
 .DEFAULT_GOAL := help
-.PHONY: help grade grade-all gradescope nbgrader nbgrader-demo figures release test stubs bench-grade bench-batch clean
+.PHONY: help grade grade-all gradescope nbgrader nbgrader-demo nbgrader-reconcile figures release test stubs bench-grade bench-batch clean
 .PHONY: similarity canvas-export moodle-export
 
 help:
 	@echo "make grade         grade exercises/ (STAGE=N for one stage, SUBMISSION=folder-or-zip for another); details in $(HTML_REPORT)"
-	@echo "make grade-all     grade a class: SUBMISSIONS=folder (one sub-folder or .zip each) OUT=folder"
+	@echo "make grade-all     grade a class: SUBMISSIONS=folder as the LMS downloaded it (Canvas, Moodle, Gradescope, nbgrader, or a folder or .zip each) OUT=folder"
 	@echo "make similarity    pairs of students whose code is alike: SUBMISSIONS=folder OUT=folder (installs copydetect)"
 	@echo "make canvas-export OUT's grades.csv as a Canvas gradebook import: OUT=folder ROSTER=roster.csv [EXPORT=file]"
 	@echo "make moodle-export OUT's grades.csv as a Moodle grade import: OUT=folder ROSTER=roster.csv [EXPORT=file]"
 	@echo "make gradescope    build dist/gradescope-autograder.zip for a Gradescope programming assignment"
 	@echo "make nbgrader      write the nbgrader course to build/nbgrader (installs nbgrader)"
 	@echo "make nbgrader-demo a whole nbgrader term on two made-up students, then grades.csv"
+	@echo "make nbgrader-reconcile  grade COURSE/autograded (default build/nbgrader) with grade-all; list where nbgrader differs, and why"
 	@echo "make test          run the repository's own test suite (PYTEST_ARGS='-m \"not nbgrader\"' skips the slow nbgrader tests)"
 	@echo "make release      the students' repository: dist/student/ and dist/student.zip (no solutions, no hidden checks)"
 	@echo "make figures       redraw docs/figures from solutions/ (installs matplotlib)"
@@ -92,6 +93,9 @@ nbgrader: $(NBGRADER_STAMP)
 
 nbgrader-demo: $(NBGRADER_STAMP)
 	@$(PY) -m grader.authoring.nbgrader_demo build/nbgrader-demo
+
+nbgrader-reconcile: $(NBGRADER_STAMP) $(INSTRUCTOR_STAMP)
+	@$(PY) -m grader.authoring.nbgrader_reconcile $(or $(COURSE),build/nbgrader)
 
 test: $(DEV_STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -2,15 +2,21 @@
 
     python -m grader.authoring.nbgrader_course [COURSE_DIR]     # default: build/nbgrader
 
-The course is generated, never edited: it is rebuilt from the same sources as exercises/, so the
-notebooks, the .py stubs and `make grade` cannot disagree. Each notebook holds
+The generated parts are rebuilt from the same sources as exercises/, so the notebooks, the .py
+stubs and `make grade` cannot disagree; what the instructor adds is kept:
+  * nbgrader_config_generated.py is rewritten on every run; nbgrader_config.py, which loads it,
+    is the instructor's and is written only when the course has none;
+  * in source/attention/*.ipynb the generated cells (known by their fixed ids) are replaced, so
+    a points change reaches them, and the instructor's own cells stay where they stand.
+Each notebook's generated cells are
   * the stage's explanation and worked example (docs/stage<N>.md), read-only;
   * the answer cell: ``%%writefile stage<N>_<topic>.py`` and the solution module, its solution
     regions between nbgrader's markers (nbgrader clears them for students);
   * a scratch cell that imports what the answer cell saved;
   * two autograder test cells, worth the stage's visible and hidden points (grader/points.toml).
     Both call the grader itself (grader/notebook.py); the hidden one is a hidden-tests region,
-    so the student's copy holds no hidden check at all and the feedback shows no hidden data.
+    so the student's copy holds no hidden check at all and the feedback shows no hidden data;
+    what stays of it in the student's copy says what the cell is for.
 """
 
 import argparse
@@ -19,19 +25,22 @@ import sys
 from pathlib import Path
 
 import nbformat
+from nbformat.corpus.words import generate_corpus_id
 
 from grader.authoring.stubs import learner_imports
 from grader.plugin import planned_checks
 from grader.report import TITLES
-from grader.runner.implementation import STAGE_MODULES
+from grader.runner.implementation import STAGE_MODULES, STAGES
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_COURSE = REPO / "build" / "nbgrader"
 ASSIGNMENT = "attention"
-STAGES = sorted(STAGE_MODULES)
 DOC_SECTIONS = ("The idea", "What to implement", "Worked example")
+GENERATED_CONFIG = "nbgrader_config_generated.py"
+INSTRUCTOR_CONFIG = "nbgrader_config.py"
 
-CONFIG = '''"""nbgrader configuration of the attention course; written by `make nbgrader`, do not edit."""
+GENERATED_SETTINGS = '''"""nbgrader settings of the attention course, from the repository: `make nbgrader` rewrites this
+file every time. Put your own settings in nbgrader_config.py, which loads this one first."""
 
 c = get_config()  # noqa: F821 - nbgrader defines it
 
@@ -40,7 +49,27 @@ c.CourseDirectory.course_id = "attention-exercises"
 # hanging submission is cut off by the grader's own limits first; nbgrader's default is 30 s.
 c.Execute.timeout = 300
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}
+# A test cell the student deleted is put back before grading (nbgrader's own feature): the hidden
+# one looks nearly empty in the students' copy, and grading without it would drop its points.
+c.OverwriteCells.add_missing_cells = True
 '''
+
+INSTRUCTOR_SETTINGS = f'''"""nbgrader configuration of the attention course: yours to edit. `make nbgrader` writes
+this file only when the course has none; its own settings are in {GENERATED_CONFIG},
+which it rewrites."""
+
+c = get_config()  # noqa: F821 - nbgrader defines it
+load_subconfig("{GENERATED_CONFIG}")  # noqa: F821 - first, so that a setting below wins
+
+# Your settings (docs/instructors.md, "An nbgrader course"). For an LMS download and
+# `nbgrader zip_collect`, one of:
+# c.ZipCollectApp.collector_plugin = "grader.authoring.nbgrader_lms.CanvasCollector"
+# c.ZipCollectApp.collector_plugin = "grader.authoring.nbgrader_lms.MoodleCollector"
+'''
+
+
+class CourseError(Exception):
+    """The course folder holds something that cannot be regenerated; the message says what to do."""
 
 
 def _metadata(grade_id: str, *, grade: bool = False, solution: bool = False, locked: bool = True,
@@ -56,7 +85,7 @@ def _metadata(grade_id: str, *, grade: bool = False, solution: bool = False, loc
 def _cell(kind: str, cell_id: str, source: str, metadata: dict | None = None) -> nbformat.NotebookNode:
     make = nbformat.v4.new_markdown_cell if kind == "markdown" else nbformat.v4.new_code_cell
     cell = make(source, metadata=metadata or {})
-    cell.id = cell_id  # fixed ids: regenerating the course changes nothing
+    cell.id = cell_id  # fixed ids: regenerating the course changes nothing, and finds these cells again
     return cell
 
 
@@ -85,33 +114,88 @@ def answer_cell(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("solution"))
 
 
-def stage_notebook(stage: int, points: dict[str, float]) -> nbformat.NotebookNode:
-    """The source notebook of one stage; ``points``: its visible and hidden totals."""
+def autograder_cell_ids(stage: int) -> dict[str, str]:
+    """The grade ids of the stage's two test cells, by visibility."""
+    return {visibility: f"stage{stage}-{visibility}" for visibility in ("visible", "hidden")}
+
+
+def hidden_cell_notice(points: float) -> str:
+    """What the students' copy of the hidden test cell shows: nbgrader removes the rest."""
+    return (f"# Hidden checks ({points:g} points): this cell runs them when your notebook is graded,\n"
+            f"# which is why it looks empty here. Keep it.")
+
+
+def generated_cells(stage: int, points: dict[str, float]) -> list[nbformat.NotebookNode]:
+    """The stage notebook's generated cells, in order; ``points``: its visible and hidden totals."""
     module = STAGE_MODULES[stage]
     name = f"stage{stage}"
+    tests = autograder_cell_ids(stage)
     how = (f"**How this notebook works.** Write your code in the answer cell below, between the lines "
            f"`# YOUR CODE HERE`. Running that cell saves it as `{module}.py` (keep its first line, "
            f"`%%writefile {module}.py`), the same file as the `.py` exercise, so `make grade` and this "
            f"notebook grade the same code. The last two cells run the grader: the visible checks now, "
            f"the hidden ones when your notebook is graded.")
-    cells = [
+    return [
         _cell("markdown", f"{name}-explanation", f"{explanation(stage)}\n\n{how}", _metadata(f"{name}-explanation")),
         _cell("code", f"{name}-answer", answer_source(stage), _metadata(f"{name}-answer", solution=True, locked=False)),
         _cell("code", f"{name}-scratch",
               f"from grader.notebook import load\n\n{name} = load({stage})  # {module}.py, as the cell above saved it\n"
               f"# try it here, e.g. on the worked example: {name}.<name>(...)"),
-        _cell("code", f"{name}-visible",
+        _cell("code", tests["visible"],
               f"# Visible checks: the documents' worked examples ({points['visible']:g} points).\n"
               f"from grader.notebook import check\n\ncheck({stage})",
-              _metadata(f"{name}-visible", grade=True, points=points["visible"])),
-        _cell("code", f"{name}-hidden",
-              f"# Hidden checks ({points['hidden']:g} points): they run when your notebook is graded.\n"
+              _metadata(tests["visible"], grade=True, points=points["visible"])),
+        _cell("code", tests["hidden"],
+              f"{hidden_cell_notice(points['hidden'])}\n"
               f"### BEGIN HIDDEN TESTS\nfrom grader.notebook import check\n\ncheck({stage}, hidden=True)\n"
               f"### END HIDDEN TESTS",
-              _metadata(f"{name}-hidden", grade=True, points=points["hidden"])),
+              _metadata(tests["hidden"], grade=True, points=points["hidden"])),
     ]
-    notebook = nbformat.v4.new_notebook(cells=cells)
+
+
+def _generated_name(cell: nbformat.NotebookNode, names: set[str]) -> str | None:
+    """Which generated cell ``cell`` is, by its id or its nbgrader grade id; None for the instructor's own."""
+    for name in (cell.get("id"), cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")):
+        if name in names:
+            return name
+    return None
+
+
+def merge_cells(generated: list[nbformat.NotebookNode], existing: list[nbformat.NotebookNode]
+                ) -> list[nbformat.NotebookNode]:
+    """``generated`` in its order, with every other cell of ``existing`` kept where it stands.
+
+    A generated cell replaces its old version; one the old notebook lacks goes back right after
+    the generated cell before it; a second copy of one (a duplicated cell) is dropped.
+    """
+    order = [cell.id for cell in generated]
+    by_name = dict(zip(order, generated))
+    present = {_generated_name(cell, set(order)) for cell in existing}
+    cells, placed = [], set()
+    for cell in existing:
+        name = _generated_name(cell, set(order))
+        if name is None:
+            cell.setdefault("id", generate_corpus_id())  # a cell from an older format has none
+            cells.append(cell)
+            continue
+        end = order.index(name) + 1
+        while end < len(order) and order[end] not in present:
+            end += 1
+        for earlier in order[:end]:
+            if earlier not in placed:
+                cells.append(by_name[earlier])
+                placed.add(earlier)
+    return cells + [by_name[name] for name in order if name not in placed]
+
+
+def stage_notebook(stage: int, points: dict[str, float],
+                   existing: nbformat.NotebookNode | None = None) -> nbformat.NotebookNode:
+    """The source notebook of one stage; ``points``: its visible and hidden totals; ``existing``:
+    the notebook as the course holds it, whose own cells and metadata are kept."""
+    generated = generated_cells(stage, points)
+    notebook = nbformat.v4.new_notebook(cells=merge_cells(generated, existing.cells if existing else []))
     notebook.metadata = {
+        **(existing.metadata if existing else {}),
         "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
         "language_info": {"name": "python"},
         "title": f"Stage {stage}: {TITLES[stage]}",
@@ -128,25 +212,60 @@ def stage_points() -> dict[int, dict[str, float]]:
     return totals
 
 
+def _existing_notebook(path: Path) -> nbformat.NotebookNode | None:
+    if not path.exists():
+        return None
+    try:
+        return nbformat.read(path, as_version=4)
+    except Exception as error:  # nbformat raises many kinds for a damaged file; each gets the same advice
+        raise CourseError(f"{path} cannot be read ({type(error).__name__}): repair it, or move it away to have "
+                          f"it generated afresh") from None
+
+
 def write_course(root: Path) -> list[Path]:
-    """Write nbgrader_config.py and source/attention/*.ipynb under ``root``; the paths written."""
+    """Write the generated settings and source/attention/*.ipynb under ``root``, keeping the instructor's
+    settings and cells; the paths written (nbgrader_config.py only when the course had none)."""
     folder = root / "source" / ASSIGNMENT
     folder.mkdir(parents=True, exist_ok=True)
-    (root / "nbgrader_config.py").write_text(CONFIG, encoding="utf-8")
-    written = [root / "nbgrader_config.py"]
+    (root / GENERATED_CONFIG).write_text(GENERATED_SETTINGS, encoding="utf-8")
+    written = [root / GENERATED_CONFIG]
+    if not (root / INSTRUCTOR_CONFIG).exists():
+        (root / INSTRUCTOR_CONFIG).write_text(INSTRUCTOR_SETTINGS, encoding="utf-8")
+        written.append(root / INSTRUCTOR_CONFIG)
     for stage, points in stage_points().items():
         path = folder / f"{STAGE_MODULES[stage]}.ipynb"
-        path.write_text(nbformat.writes(stage_notebook(stage, points)) + "\n", encoding="utf-8")
+        notebook = stage_notebook(stage, points, _existing_notebook(path))
+        path.write_text(nbformat.writes(notebook) + "\n", encoding="utf-8")
         written.append(path)
     return written
+
+
+def instructor_cell_count(root: Path) -> int:
+    """How many cells of the course's source notebooks are the instructor's own."""
+    names = {cell.id for stage, points in stage_points().items() for cell in generated_cells(stage, points)}
+    return sum(_generated_name(cell, names) is None
+               for path in (root / "source" / ASSIGNMENT).glob("*.ipynb")
+               for cell in nbformat.read(path, as_version=4).cells)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("course", nargs="?", type=Path, default=DEFAULT_COURSE)
     args = parser.parse_args(argv)
-    written = write_course(args.course)
-    print(f"nbgrader course written to {args.course}: {len(written) - 1} notebooks in source/{ASSIGNMENT}/")
+    try:
+        written = write_course(args.course)
+    except CourseError as error:
+        print(f"make nbgrader: {error}", file=sys.stderr)
+        return 1
+    config = args.course / INSTRUCTOR_CONFIG
+    notebooks = [p for p in written if p.suffix == ".ipynb"]
+    print(f"nbgrader course written to {args.course}: {len(notebooks)} notebooks in source/{ASSIGNMENT}/ "
+          f"({instructor_cell_count(args.course)} cells of yours kept), {GENERATED_CONFIG}; "
+          f"{INSTRUCTOR_CONFIG} {'written' if config in written else 'kept as it is'}")
+    if GENERATED_CONFIG not in config.read_text(encoding="utf-8"):
+        print(f"make nbgrader: {config} does not load {GENERATED_CONFIG}: add the line "
+              f'load_subconfig("{GENERATED_CONFIG}") after c = get_config(), or move the file away to have it '
+              f"written again", file=sys.stderr)
     return 0
 
 

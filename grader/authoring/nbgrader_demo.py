@@ -24,9 +24,11 @@ class NbgraderFailed(RuntimeError):
 
 
 def nbgrader(course: Path, *args: str) -> str:
-    """Run ``nbgrader ARGS`` in the course folder with this interpreter; its output."""
+    """Run ``nbgrader ARGS`` in the course folder with this interpreter and this checkout's grader
+    (for nbgrader's plugins and the kernels' test cells); its output."""
     bin_dir = str(Path(sys.executable).parent)  # nbgrader calls `alembic` from PATH
-    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    env = {**os.environ, "PATH": os.pathsep.join(filter(None, [bin_dir, os.environ.get("PATH")])),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, env=env,
                           capture_output=True, text=True)
     output = done.stdout + done.stderr
