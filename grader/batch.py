@@ -54,7 +54,7 @@ from grader.output_files import inert, write_atomic
 from grader.points import points_table, rounded, use_points_file
 from grader.runner.implementation import STAGES
 from grader.runner.text import printable
-from grader.submission import NO_STAGE_FILES, StagedSubmission, SubmissionError, stage_submission
+from grader.submission import MISSING, NO_STAGE_FILES, StagedSubmission, SubmissionError, stage_submission
 from grader.submission_times import load_times
 
 # Another tool reads these columns by name (the LMS gradebook exports read `final`): keep them.
@@ -104,8 +104,7 @@ def main(argv: list[str]) -> int:
     except (ValueError, OSError) as error:
         print(f"grader batch: {error}", file=sys.stderr)
         return 2
-    if layout != "folders":
-        print(f"grader batch: layout {layout}, {len(students)} students (--layout to choose another)", file=sys.stderr)
+    print(f"grader batch: layout {layout}, {len(students)} students (--layout to choose another)", file=sys.stderr)
     for name, why in skipped:
         print(f"grader batch: skipped {printable(name, keep_newlines=False)} ({why})", file=sys.stderr)
     from grader.sandbox import SandboxError, confinement
@@ -139,8 +138,8 @@ def main(argv: list[str]) -> int:
         return 130
     flagged = write_gradebook(args.out, students, current, policy)
     print(f"grader batch: {len(students)} students in {args.out / 'grades.csv'}", file=sys.stderr)
-    if empty := no_stage_files_line(args.out, students):
-        print(empty, file=sys.stderr)
+    for line in file_summary_lines(args.out, students):
+        print(line, file=sys.stderr)
     for line in late_summary(flagged):
         print(f"grader batch: {line}", file=sys.stderr)
     return 0
@@ -157,6 +156,10 @@ def _plan(students: list[Student], chosen: set[str] | None, args: argparse.Names
     else:
         todo = {s.id: FORCED if args.force else reasons[s.id] for s in students if args.force or reasons[s.id]}
     print(f"grader batch: {plan_summary(len(students), list(todo.values()), chosen, reasons)}", file=sys.stderr)
+    if 0 < len(todo) < len(students):  # who, when not everyone: a resubmission is checked by name
+        for reason in REASONS:
+            if ids := [student_id for student_id, why in todo.items() if why == reason]:
+                print(f"grader batch:   {reason}: {_named(ids)}", file=sys.stderr)
     return current, [student for student in students if student.id in todo]
 
 
@@ -419,7 +422,8 @@ def _write_feedback(out: Path, student: Student, report: dict) -> None:
     """The .txt the student reads: no hidden check's data (grader.feedback.student_view)."""
     from grader.report import render_text
 
-    write_atomic(out / f"{student.id}.txt", render_text(report, student.id, color=False, student_facing=True) + "\n")
+    text = render_text(report, student.id, color=False, student_facing=True, folder="")  # an id is no folder of theirs
+    write_atomic(out / f"{student.id}.txt", text + "\n")
 
 
 def _write_report(out: Path, student: Student, report: dict) -> None:
@@ -430,8 +434,8 @@ def _with_times(students: list[Student], times: dict[str, dt.datetime], source: 
     """``students`` with the times ``source`` gives them; an id there that is no student here is named, not dropped."""
     strangers = sorted(set(times) - {s.id for s in students})
     if strangers:
-        shown = ", ".join(printable(s, keep_newlines=False) for s in strangers[:MAX_SUMMARY_IDS])
-        print(f"grader batch: {len(strangers)} ids in {source} are no student of the class: {shown}", file=sys.stderr)
+        print(f"grader batch: {source} gives times to {_counted(strangers, 'id')} of no student of the class: "
+              f"{_named(strangers)}", file=sys.stderr)
     return [replace(s, submitted=times[s.id]) if s.id in times else s for s in students]
 
 
@@ -485,17 +489,37 @@ def _row_reason(reason: str) -> str:
     return "no report yet" if reason == NEW else reason
 
 
-def no_stage_files_line(out: Path, students: list[Student]) -> str | None:
-    """The summary line naming the students in whose submission no stage file was found, if any:
-    a zero that is no one's work on the code must not pass as one."""
-    empty = [s.id for s in students
-             if any(flag.startswith(NO_STAGE_FILES) for flag in (_saved_report(out, s)[0] or {}).get("flags", []))]
-    if not empty:
-        return None
-    shown = ", ".join(empty[:MAX_SUMMARY_IDS]) + (f" and {len(empty) - MAX_SUMMARY_IDS} more"
-                                                  if len(empty) > MAX_SUMMARY_IDS else "")
-    had = "submission had" if len(empty) == 1 else "submissions had"
-    return f"grader batch: {len(empty)} {had} no stage file: {shown} (flag {NO_STAGE_FILES})"
+# Flags the batch's last lines count, each with what it means for the grade.
+FILE_FLAGS = {
+    NO_STAGE_FILES: ("had no stage file", "had no stage file"),
+    MISSING: ("lacks some stage files, and scores nothing for those stages",
+              "lack some stage files, and score nothing for those stages"),
+    "renamed": ("had a stage file under a near name, graded as the file it stands for",
+                "had stage files under near names, graded as the files they stand for"),
+}
+
+
+def file_summary_lines(out: Path, students: list[Student]) -> list[str]:
+    """A line for each flag of FILE_FLAGS some student's current report holds, naming them: a zero
+    (or a stage's) that is no one's work on the code must not pass as one."""
+    holders: dict[str, list[str]] = {flag: [] for flag in FILE_FLAGS}
+    for student in students:
+        for flag in (_saved_report(out, student)[0] or {}).get("flags", []):
+            if (name := flag.partition(":")[0]) in holders:
+                holders[name].append(student.id)
+    return [f"grader batch: {_counted(ids, 'submission')} {meaning[len(ids) > 1]}: {_named(ids)} (flag {flag})"
+            for flag, meaning in FILE_FLAGS.items() if (ids := holders[flag])]
+
+
+def _counted(items: list, noun: str) -> str:
+    return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
+
+
+def _named(ids: list[str]) -> str:
+    """The first MAX_SUMMARY_IDS of ``ids``, and how many more."""
+    more = len(ids) - MAX_SUMMARY_IDS
+    return ", ".join(printable(i, keep_newlines=False) for i in ids[:MAX_SUMMARY_IDS]) + \
+        (f" and {more} more" if more > 0 else "")
 
 
 class Progress:

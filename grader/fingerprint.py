@@ -53,7 +53,7 @@ def submission_hash(staged: StagedSubmission) -> str:
     digest = hashlib.sha256()
     for name, data in sorted(staged.files.items()):
         _feed(digest, name.encode(), data)
-    _feed(digest, json.dumps({"ignored": staged.ignored, "problem": staged.problem}).encode())
+    _feed(digest, json.dumps({"ignored": staged.ignored, "renamed": staged.renamed, "problem": staged.problem}).encode())
     return f"sha256:{digest.hexdigest()}"
 
 

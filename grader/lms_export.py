@@ -45,10 +45,16 @@ CANVAS_POSTING_CELL = re.compile(r"\s*(Muted|Manual Posting.*)?\s*", re.IGNORECA
 ROSTER_ID = "student_id"
 
 
+# Flags of grades.csv under which a grade is not the student's work as graded in full: the export
+# writes the grade, and names the student, so no one imports such a number unseen.
+WORTH_A_LOOK = ("no-stage-files", "missing", "unreadable", "incomplete", "renamed", "unsandboxed")
+
+
 @dataclass(frozen=True)
 class Grade:
     points: float | None  # None: grades.csv has the student but no grade (never graded)
     max_points: float | None
+    flags: str = ""
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -107,7 +113,8 @@ def read_grades(path: Path) -> dict[str, Grade]:
         grade_column = "final" if "final" in columns else "score"
         grades = {}
         for row in reader:
-            grades[row["student_id"]] = Grade(_number(row[grade_column], path), _number(row["max_score"], path))
+            grades[row["student_id"]] = Grade(_number(row[grade_column], path), _number(row["max_score"], path),
+                                              row.get("flags") or "")
     return grades
 
 
@@ -202,6 +209,9 @@ def _grade_cell(student: dict[str, str], grades: dict[str, Grade], points_possib
     if grade is None or grade.points is None or not grade.max_points:
         print(f"lms_export: no grade for {_named(student)}: left blank", file=sys.stderr)
         return ""
+    if noted := [flag.strip() for flag in grade.flags.split(";") if flag.strip().startswith(WORTH_A_LOOK)]:
+        print(f"lms_export: {_named(student)} exported with {_points(grade.points)}, flagged "
+              f"{printable('; '.join(noted), keep_newlines=False)[:300]}: check before importing", file=sys.stderr)
     return _points(grade.points / grade.max_points * points_possible)
 
 

@@ -94,20 +94,23 @@ COLOUR_CODES = {"green": "32", "red": "31", "yellow": "33", "dim": "2", "bold": 
 Line = list[tuple[str, str | None]]
 
 
-def render_text(report: dict, submission: str, color: bool | None = None, student_facing: bool = False) -> str:
+def render_text(report: dict, submission: str, color: bool | None = None, student_facing: bool = False,
+                folder: str | None = None) -> str:
     """The report as a person reads it. Every piece of text is escaped before any colour goes in,
     so the grader's colour codes are the only ones that can reach the terminal.
 
     ``student_facing``: hidden checks show their verdict and hint only (feedback.student_view); without
     it, everything, as an instructor (or a learner whose repository holds no hidden checks) reads it.
+    ``folder``: where the learner finds their files, for the next step (default ``submission``; "" names
+    the file alone, as for a class, where ``submission`` is an id).
     """
     colored = sys.stdout.isatty() and "NO_COLOR" not in os.environ if color is None else color
     report = student_view(report) if student_facing else report
     return "\n".join("".join(_paint(printable(text, keep_newlines=False), tone, colored) for text, tone in line)
-                     for line in _lines(report, submission))
+                     for line in _lines(report, submission, submission if folder is None else folder))
 
 
-def _lines(report: dict, submission: str) -> list[Line]:
+def _lines(report: dict, submission: str, folder: str) -> list[Line]:
     lines = [_plain(f"Grading {submission} on {report['device']} (torch {report['torch']})")]
     lines += [_plain(sentence) for sentence in flag_sentences(report)]
     lines.append(_plain(""))
@@ -117,7 +120,7 @@ def _lines(report: dict, submission: str) -> list[Line]:
         lines.append([(f"stage {number}  {TITLES[number]:<38} {score}  {_bar(stage['score'], stage['max_score'])}  ",
                        None), *[(MARKS[c["status"]], _tone(c["status"])) for c in stage["checks"]]])
     lines.extend(_what_to_fix(report))
-    lines.extend(_next_step(report, submission))
+    lines.extend(_next_step(report, folder))
     lines.append(_plain(""))
     total = f"{points_text(report['score'])}/{points_text(report['max_score'])}"
     lines.append([(f"{total_label(report)}: {total}", "bold")])
@@ -149,13 +152,14 @@ def _what_to_fix(report: dict) -> list[Line]:
     return lines
 
 
-def _next_step(report: dict, submission: str) -> list[Line]:
+def _next_step(report: dict, folder: str) -> list[Line]:
     step = next_step(report)
     if step is None:
         return []
     number, message = step
+    where = f"{folder.rstrip('/')}/" if folder else ""
     return [_plain(""), [("Next step", "bold")],
-            _plain(f"    open {submission.rstrip('/')}/{STAGE_MODULES[number]}.py"), _plain(f"    {message}")]
+            _plain(f"    open {where}{STAGE_MODULES[number]}.py"), _plain(f"    {message}")]
 
 
 def _plain(text: str) -> Line:

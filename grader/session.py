@@ -9,7 +9,8 @@ from grader.learner import LearnerWorkers
 from grader.plugin import GradingPlugin, run_checks, staged_sources
 from grader.report import INCOMPLETE, build
 from grader.sandbox import Sandbox
-from grader.submission import NO_STAGE_FILES, StagedSubmission
+from grader.runner.implementation import STAGE_MODULES
+from grader.submission import MISSING, NO_STAGE_FILES, StagedSubmission
 
 
 MAX_LISTED = 20  # names of ignored files a flag lists
@@ -70,12 +71,13 @@ class _StudentLoop:
                     item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
             grading = self.grading
             self.deliver(build(grading.results, grading.stages, self.sandbox.device, torch.__version__,
-                               flags(self.sandbox, staged, grading.visible_only, grading.disrupted),
+                               flags(self.sandbox, staged, grading.stages, grading.visible_only, grading.disrupted),
                                self.sandbox.isolation))
         return True
 
 
-def flags(sandbox: Sandbox, staged: StagedSubmission, visible_only: bool, disrupted: str | None = None) -> list[str]:
+def flags(sandbox: Sandbox, staged: StagedSubmission, stages: list[int], visible_only: bool,
+          disrupted: str | None = None) -> list[str]:
     """What a reader of the score must know: never a silently weaker grade."""
     found = [] if sandbox.confinement.confined else ["unsandboxed"]
     if disrupted:
@@ -87,8 +89,14 @@ def flags(sandbox: Sandbox, staged: StagedSubmission, visible_only: bool, disrup
     elif not staged.files:  # what was there instead says what went wrong: a wrong file, a wrong folder
         found.append(f"{NO_STAGE_FILES}: " + (f"found {_listing(staged.ignored)}" if staged.ignored
                                               else "the submission is empty"))
-    elif staged.ignored:
-        found.append(f"ignored: {_listing(staged.ignored)}")
+    else:
+        # a stage graded without its file scores nothing: say so where the score is read, not only in its checks
+        if missing := [f"{STAGE_MODULES[s]}.py" for s in stages if f"{STAGE_MODULES[s]}.py" not in staged.files]:
+            found.append(f"{MISSING}: {_listing(missing)}")
+        if staged.renamed:
+            found.append(f"renamed: {_listing(staged.renamed)}")
+        if staged.ignored:
+            found.append(f"ignored: {_listing(staged.ignored)}")
     return found
 
 

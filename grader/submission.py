@@ -25,6 +25,7 @@ import errno
 import heapq
 import itertools
 import os
+import re
 import stat
 import zipfile
 import zlib
@@ -41,6 +42,8 @@ from grader.runner.text import printable
 STAGE_FILES = {f"{name}.py" for name in STAGE_MODULES.values()}
 # The flag of a submission in which none of STAGE_FILES was found
 NO_STAGE_FILES = "no-stage-files"
+# The flag of a submission holding some stage files but not every one graded
+MISSING = "missing"
 MAX_STAGE_FILE_BYTES = 1024 * 1024
 MAX_ENTRIES = 10_000  # files and folders, listed before any is read
 MAX_DEPTH = 64  # folders within folders
@@ -55,6 +58,9 @@ ENCRYPTED = 0x1  # bit 0 of a zip member's general purpose flags (APPNOTE 4.4.4)
 UNPACKED_METHODS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED}
 # Folders that tools leave beside the work, whose copies of it are not the work
 LITTER_FOLDERS = ("__MACOSX", ".ipynb_checkpoints")
+LMS_RECORDS = {"timestamp.txt"}  # nbgrader's record of when the work came, beside it
+# What is added to a file's name when a second copy is saved: " (1)", "-1", " copy", " copy 2"
+COPY_MARK = re.compile(r"(\s*\(\d+\)|-\d+|\s+copy(\s+\d+)?)$", re.IGNORECASE)
 
 
 class SubmissionError(Exception):
@@ -76,6 +82,7 @@ Source = Path | tuple[SubmittedPart, ...]
 class StagedSubmission:
     files: dict[str, bytes] = field(default_factory=dict)  # stage file name -> its bytes, held by the judge
     ignored: list[str] = field(default_factory=list)
+    renamed: list[str] = field(default_factory=list)  # "<name as found> as <stage file>", for each near name taken
     problem: str | None = None  # why nothing could be read, when the batch grades it as empty
 
 
@@ -97,12 +104,14 @@ def stage_submission(source: Source) -> StagedSubmission:
     """
     staged = StagedSubmission()
     ignored: list[str] = []
+    renamed: list[str] = []
     try:
         with ExitStack() as opened:  # the zips whose members are listed, open until they are read
-            files = _take(_source_entries(source, opened), ignored, opened)
+            files = _take(_source_entries(source, opened), ignored, renamed, opened)
     except Exception as error:  # parsing untrusted bytes can fail in more ways than any list names
         raise SubmissionError(printable(_reason(error), keep_newlines=False)) from None
     staged.ignored = [printable(name, keep_newlines=False) for name in ignored]
+    staged.renamed = [printable(name, keep_newlines=False) for name in renamed]
     staged.files = dict(sorted(files.items()))
     return staged
 
@@ -163,10 +172,13 @@ def _order(entry: _Entry) -> tuple[int, int, str]:
     return entry.name.count("/"), {".ipynb": 1, ".zip": 2}.get(suffix, 0), entry.name
 
 
-def _take(entries: list[_Entry], ignored: list[str], opened: ExitStack) -> dict[str, bytes]:
+def _take(entries: list[_Entry], ignored: list[str], renamed: list[str], opened: ExitStack) -> dict[str, bytes]:
     """The stage files among ``entries`` by name, each entry visited in _order (a zip's members
-    join the queue when it is opened); every other entry's name goes to ``ignored``."""
+    join the queue when it is opened); every other entry's name goes to ``ignored``. A stage file
+    found under no name of its own but under a near one (see stage_file_meant) is taken from the
+    first such entry, and said in ``renamed``."""
     files: dict[str, bytes] = {}
+    near: dict[str, _Entry] = {}  # stage file -> the first entry named near it
     decided: set[str] = set()  # stage files taken, or whose shallowest copy could not be
     budget = {"zips": MAX_INNER_ZIPS, "notebook bytes": MAX_NOTEBOOK_BYTES, "entries": MAX_ENTRIES - len(entries)}
     arrival = itertools.count()  # ties (a zip may hold one name twice) go in listing order
@@ -178,14 +190,16 @@ def _take(entries: list[_Entry], ignored: list[str], opened: ExitStack) -> dict[
         suffix = PurePosixPath(base).suffix.lower()
         if entry.not_read:
             ignored.append(f"{entry.name} ({entry.not_read})")
-        elif "__pycache__" in entry.name or base == "__init__.py":  # package scaffolding is expected
-            continue
+        elif "__pycache__" in entry.name or base == "__init__.py" or entry.name in LMS_RECORDS:
+            continue  # package scaffolding, and what the LMS itself files beside the work, are expected
         elif any(litter in entry.name.split("/") for litter in LITTER_FOLDERS):
             ignored.append(entry.name)
         elif base in STAGE_FILES and base not in decided:
             decided.add(base)
             if (data := _read_bounded(entry, MAX_STAGE_FILE_BYTES, ignored)) is not None:
                 files[base] = data
+        elif (meant := stage_file_meant(base)) and meant not in decided and meant not in near:
+            near[meant] = entry
         elif decided >= STAGE_FILES or suffix not in (".ipynb", ".zip"):
             ignored.append(entry.name)
         elif suffix == ".ipynb":
@@ -208,7 +222,25 @@ def _take(entries: list[_Entry], ignored: list[str], opened: ExitStack) -> dict[
             budget["entries"] -= len(members)
             for member in members:
                 heapq.heappush(queue, (_order(member), next(arrival), member))
+    for meant, entry in near.items():
+        if meant in decided:  # the file under its own name wins, wherever it was
+            ignored.append(entry.name)
+        elif (data := _read_bounded(entry, MAX_STAGE_FILE_BYTES, ignored)) is not None:
+            files[meant] = data
+            renamed.append(f"{entry.name} as {meant}")
     return files
+
+
+def stage_file_meant(name: str) -> str | None:
+    """The stage file a ``.py`` file named ``name`` stands for when it has not that name itself:
+    the same letters in another case, with spaces or hyphens for underscores, or with the mark a
+    browser, an operating system or an LMS adds to a second copy (``stage3_weight_transfer (1).py``,
+    ``-1``, `` copy``). None for any other name."""
+    stem, dot, suffix = name.rpartition(".")
+    if not dot or suffix.lower() != "py":
+        return None
+    meant = re.sub(r"[\s-]+", "_", COPY_MARK.sub("", stem.strip()).strip()).lower() + ".py"
+    return meant if meant in STAGE_FILES and meant != name else None
 
 
 def _read_bounded(entry: _Entry, limit: int, ignored: list[str], own_failure: bool = False) -> bytes | None:

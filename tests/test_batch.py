@@ -64,8 +64,9 @@ def test_every_student_gets_a_report_a_feedback_file_and_a_row(graded):
     for student in rows:
         report = json.loads((out / f"{student}.json").read_text())
         jsonschema.validate(report, SCHEMA)
-        feedback = render_text(report, student, color=False, student_facing=True)
+        feedback = render_text(report, student, color=False, student_facing=True, folder="")
         assert (out / f"{student}.txt").read_text() == feedback + "\n"
+        assert f"open {student}/" not in feedback  # the id names no folder of the student's
         assert float(rows[student]["score"]) == report["score"]
         assert [float(rows[student][f"stage{n}"]) for n in range(1, 6)] == [s["score"] for s in report["stages"]]
     assert rows["ada"]["score"] == rows["fay"]["score"] == "100"

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.runner.implementation import STAGES
 from tests.grading import REPO, learner_copy
 from tests.test_readme import PROVEN_BY_CI, PROVEN_BY_TESTS, RUN_HERE, STUDENT_REPOSITORY
 
@@ -208,3 +209,19 @@ def test_the_pages_show_commands_of_each_kind():
     """The parsing above finds what the pages hold (a change of fence or prefix would make it see nothing)."""
     assert len(commands("runnable")) >= 5 and len(commands("synopsis")) >= 3 and commands("nbgrader")
     assert all(command.strip() == command for _, command in shown_commands())
+
+
+def test_the_grading_policy_table_gives_each_stage_its_points_as_graded():
+    from grader.plugin import planned_checks
+
+    text = (REPO / "docs" / "instructors.md").read_text(encoding="utf-8")
+    shown = {int(stage): (float(visible), float(hidden), float(total))
+             for stage, visible, hidden, total in re.findall(r"^\| (\d) [^|]+\| (\d+) \| (\d+) \| (\d+) \|$", text,
+                                                             re.MULTILINE)}
+    assert sorted(shown) == STAGES, "the table has a row per stage"
+    graded: dict[int, list[float]] = {}
+    for check in planned_checks(STAGES):
+        points = graded.setdefault(check.stage, [0.0, 0.0, 0.0])
+        points[check.visibility == "hidden"] += check.points
+        points[2] += check.points
+    assert shown == {stage: tuple(points) for stage, points in graded.items()}

@@ -15,7 +15,7 @@ import pytest
 
 from grader.intake import Student, detect_layout, list_students, parse_time
 from grader.runner.implementation import STAGE_MODULES
-from grader.submission import STAGE_FILES, SubmittedPart, stage_submission
+from grader.submission import STAGE_FILES, SubmittedPart, stage_file_meant, stage_submission
 from tests.grading import batch, learner_copy
 
 STAGE2 = f"{STAGE_MODULES[2]}.py"
@@ -366,3 +366,51 @@ def test_a_canvas_download_grades_complete_work_in_full_and_names_the_submission
     assert rows["56789"]["score"] == "0" and rows["56789"]["flags"] == "no-stage-files: found report.pdf"
     assert "grader batch: layout canvas, 4 students" in result.stderr
     assert "grader batch: 1 submission had no stage file: 56789 (flag no-stage-files)" in result.stderr
+
+
+@pytest.mark.parametrize("name, meant", [
+    ("stage3_weight_transfer (1).py", "stage3_weight_transfer.py"),  # a browser's second download
+    ("Stage4_Causal_Attention.py", "stage4_causal_attention.py"),
+    ("stage1-softmax.py", "stage1_softmax.py"),
+    ("stage2_self_attention copy 2.py", "stage2_self_attention.py"),
+    ("stage5_multihead_attention-1.py", "stage5_multihead_attention.py"),
+    ("stage1_softmax.py", None),  # its own name: no renaming
+    ("stage1_softmax.py.txt", None),
+    ("stage1_softmax_old.py", None),  # another file, not a copy
+    ("softmax.py", None),
+])
+def test_a_stage_file_under_a_near_name_is_known_for_what_it_stands_for(name, meant):
+    assert stage_file_meant(name) == meant
+
+
+def test_a_near_name_is_graded_as_its_stage_file_only_where_the_file_itself_is_missing(tmp_path, correct):
+    submission = tmp_path / "work"
+    submission.mkdir()
+    (submission / "stage3_weight_transfer (1).py").write_bytes(correct["stage3_weight_transfer.py"])
+    (submission / "Stage4_Causal_Attention.py").write_bytes(correct["stage4_causal_attention.py"])
+    (submission / "stage1_softmax (1).py").write_bytes(BROKEN)  # the file itself is there, deeper: it wins
+    (submission / "sub").mkdir()
+    (submission / "sub" / "stage1_softmax.py").write_bytes(correct["stage1_softmax.py"])
+    staged = stage_submission(submission)
+    assert staged.files == {name: correct[name] for name in
+                            ("stage1_softmax.py", "stage3_weight_transfer.py", "stage4_causal_attention.py")}
+    assert staged.renamed == ["Stage4_Causal_Attention.py as stage4_causal_attention.py",
+                              "stage3_weight_transfer (1).py as stage3_weight_transfer.py"]
+    assert staged.ignored == ["stage1_softmax (1).py"]
+
+
+def test_a_class_is_told_who_lacks_stage_files_and_whose_were_renamed(tmp_path):
+    submissions = tmp_path / "submissions"
+    renamed = learner_copy(submissions / "ada")
+    (renamed / "stage3_weight_transfer.py").rename(renamed / "stage3_weight_transfer (1).py")
+    learner_copy(submissions / "bo", stages=[1, 2])
+    result = batch(submissions, tmp_path / "out", "--workers", "2")
+    with open(tmp_path / "out" / "grades.csv", newline="") as handle:
+        rows = {row["student_id"]: row for row in csv.DictReader(handle)}
+    assert rows["ada"]["score"] == "100"
+    assert rows["ada"]["flags"] == "renamed: stage3_weight_transfer (1).py as stage3_weight_transfer.py"
+    assert rows["bo"]["score"] == "40" and rows["bo"]["flags"] == (
+        "missing: stage3_weight_transfer.py, stage4_causal_attention.py, stage5_multihead_attention.py")
+    assert "grader batch: 1 submission lacks some stage files, and scores nothing for those stages: bo " \
+           "(flag missing)" in result.stderr
+    assert "had a stage file under a near name, graded as the file it stands for: ada (flag renamed)" in result.stderr

@@ -159,3 +159,12 @@ def test_make_targets_run_this_module_on_outs_grades(lms):
     assert dry_run.returncode == 0
     assert (f"-m grader.lms_export {lms} --grades grades/grades.csv --roster roster.csv "
             f"--out grades/{lms}-import.csv") in dry_run.stdout
+
+
+def test_a_grade_under_a_flag_that_questions_it_is_exported_and_named(tmp_path, capsys):
+    flagged = GRADES.replace("99999,50.0,100,10,10,10,10,10,\n", "99999,95.0,100,20,20,20,20,15,ignored: notes.md\n") + \
+        "56789,0,100,0,0,0,0,0,no-stage-files: found report.pdf\n"
+    status, data, said = export(tmp_path, "canvas", grades=flagged, capsys=capsys)
+    assert status == 0 and [row[5] for row in rows(data) if row[1] == "56789"] == ["0"]
+    assert "56789 (No Show) exported with 0, flagged no-stage-files: found report.pdf: check before importing" in said
+    assert "notes.md" not in said  # a file left out beside complete work questions nothing

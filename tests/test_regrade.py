@@ -78,6 +78,7 @@ def test_a_changed_file_regrades_exactly_its_student(term):
     learner_copy(submissions / "bo", STAGE1_MUTANT, stages=[1])
     result = batch(submissions, out, "--workers", "2")
     assert "1 of 3 to grade (1 resubmitted); 2 unchanged" in result.stderr
+    assert "grader batch:   resubmitted: bo\n" in result.stderr
     after = written(out)
     assert after["bo"] != before["bo"] and {n: after[n] for n in ("ada", "cy")} == {n: before[n] for n in ("ada", "cy")}
     assert rows(out)["bo"]["score"] == rows(out)["cy"]["score"] != rows(out)["ada"]["score"]
