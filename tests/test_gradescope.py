@@ -190,6 +190,24 @@ def test_until_grades_are_published_a_student_sees_the_visible_score_alone(root)
     assert "checked before grading: a worker could open none of" in results["extra_data"]["sandbox"]
 
 
+@pytest.mark.parametrize("upload", ["a zip", "notebooks"])
+def test_a_zip_or_notebooks_uploaded_as_they_are_earn_full_marks(root, tmp_path, upload):
+    """Gradescope leaves an uploaded .zip zipped and a notebook course's .ipynb files as they are."""
+    files = sorted(learner_copy(tmp_path / "work").iterdir())
+    if upload == "a zip":  # what `make submit` writes
+        with zipfile.ZipFile(root / "submission" / "ada.zip", "w", zipfile.ZIP_DEFLATED) as archive:
+            for path in files:
+                archive.write(path, path.name)
+    else:  # one notebook per stage, its answer cell writing the stage file
+        for path in files:
+            cell = {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                    "source": f"%%writefile {path.name}\n{path.read_text()}"}
+            notebook = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+            (root / "submission" / f"{path.stem}.ipynb").write_text(json.dumps(notebook))
+    results, _ = run_autograder(root)
+    assert results["score"] == 100, results["output"]
+
+
 def test_the_stubs_get_zero_and_a_hint_per_check(root):
     for stub in (REPO / "exercises").glob("stage*.py"):
         shutil.copy(stub, root / "submission")
