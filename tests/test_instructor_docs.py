@@ -8,6 +8,7 @@ tests/test_nbgrader.py; a make target named alone is accounted for as the README
 """
 
 import csv
+import os
 import re
 import shlex
 import shutil
@@ -91,12 +92,19 @@ def module_of(command: str) -> list[str]:
     """The `python -m` words a command runs (`grader batch`, `grader.similarity`), a make target's from `make -n`."""
     words = shlex.split(PLACEHOLDER.sub("x", command.replace("|", " ")))
     if words[0] == "make":
-        dry = subprocess.run(["make", "-n", *words[1:]], cwd=REPO, capture_output=True, text=True)
+        dry = subprocess.run(["make", "-s", "-n", *words[1:]], cwd=REPO, capture_output=True, text=True,
+                             env=as_typed())
         assert dry.returncode == 0, f"{command}: {dry.stderr}"
-        words = shlex.split(dry.stdout.splitlines()[-1])
+        words = shlex.split([line for line in dry.stdout.splitlines() if " -m " in line][-1])
     start = words.index("-m") + 1
     return words[start:start + 2] if words[start] == "grader" and words[start + 1:start + 2] == ["batch"] \
         else words[start:start + 1]
+
+
+def as_typed() -> dict[str, str]:
+    """The environment of a command a user types: not a sub-make of `make test`, which would print
+    the folders it enters and pass its own flags on."""
+    return {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
 
 
 @cache
@@ -200,7 +208,7 @@ def _pointed(assignment: str, folder: Path) -> str:
 @pytest.mark.parametrize("command", commands("runnable"))
 def test_every_command_written_out_runs(command, course_folder):
     argv, cwd = runnable(command, course_folder)
-    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=600, env=as_typed())
     assert done.returncode == 0, f"{command}:\n{done.stderr[-2000:]}"
     assert "Traceback" not in done.stderr, done.stderr
 
