@@ -167,8 +167,9 @@ def course_folder(tmp_path_factory) -> Path:
     for name, user in CANVAS_STUDENTS.items():
         for file in learner_copy(root / f"{name}-files", stages=[1]).iterdir():
             shutil.copy(file, canvas / f"{name}_{user}_{user}0_{file.name}")
-    for step in ("course/submitted", "build/nbgrader/autograded"):
-        learner_copy(root / step / "ada" / "attention", stages=[1])
+    for step in ("course/submitted", "build/nbgrader/submitted", "build/nbgrader/autograded"):
+        work = learner_copy(root / step / "ada" / "attention", stages=[1])
+        (work / "timestamp.txt").write_text("2025-03-08 04:00:00.000000 UTC")
     (root / "course.toml").write_text(_page_block("docs/grading-a-class.md", "toml"), encoding="utf-8")
     shutil.copy(REPO / "grader" / "points.toml", root / "my-points.toml")
     with open(root / "worksheet.csv", "w", newline="", encoding="utf-8-sig") as handle:
