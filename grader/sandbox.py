@@ -332,7 +332,8 @@ def _hidden_paths() -> list[Path]:
             except (ImportError, AttributeError, TypeError, ValueError):
                 continue
             found |= {Path(location).resolve() for location in (spec and spec.submodule_search_locations) or []}
-    return sorted(found)
+    # The copy grading now comes first, so that a failed probe names the reference in use, wherever other copies lie.
+    return sorted(found, key=lambda folder: (not folder.is_relative_to(REPO.resolve()), str(folder)))
 
 
 def _probe_paths() -> list[str]:

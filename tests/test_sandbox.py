@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from grader import sandbox as sandbox_module
 from grader.learner import LearnerFailure, LearnerWorkers
 from grader.sandbox import Sandbox, confinement
 from grader.submission import stage_submission
@@ -244,3 +245,17 @@ def test_a_sandbox_for_a_class_forks_its_workers_from_huge_pages(tmp_path):
     if "[always]" not in Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text():
         with Sandbox() as for_one:  # one submission forks five workers: not worth the move
             assert import_report(for_one, tmp_path / "class" / "probe")["huge_kib"] < 16 * 1024
+
+
+def test_the_copy_of_the_grader_in_use_is_probed_first(tmp_path, monkeypatch):
+    # Another copy whose path sorts first (as a checkout in /a would before /tmp/autograder/source): a failed
+    # probe names at most a few files, and those must be of the reference that grades.
+    other = tmp_path / "aaa"
+    for package in sandbox_module.HIDDEN_PACKAGES:
+        (other / package).mkdir(parents=True)
+        (other / package / "x.py").write_text("")
+    monkeypatch.syspath_prepend(str(other))
+    hidden = sandbox_module._hidden_paths()
+    assert any(path.is_relative_to(other) for path in hidden)
+    assert hidden[0].is_relative_to(sandbox_module.REPO.resolve())
+    assert sandbox_module._probe_paths()[0].startswith(str(sandbox_module.REPO.resolve()))
