@@ -1,6 +1,6 @@
 """python -m grader SUBMISSION [--device cpu|cuda|auto] [--json FILE] [--html FILE] [--gradescope FILE]
-                            [--classroom FILE] [--for-students] [--visible-only] [--stage N] [--timeout S]
-                            [--sandbox auto|bwrap|isolated|none]
+                            [--classroom FILE] [--for-students] [--visible-only] [--stage N] [--course FILE]
+                            [--timeout S] [--sandbox auto|bwrap|isolated|none]
    python -m grader batch SUBMISSIONS_DIR --out OUT_DIR [...]   (see grader/batch.py)
 
 Grades a folder or .zip of stage files. Exit status 0 whenever grading ran, whatever the score;
@@ -14,7 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from grader.runner.implementation import STAGES
+from grader.course import CourseError, course_stages
+from grader.stages import STAGES
 from grader.sandbox import MODES, Sandbox, SandboxError
 from grader.submission import SubmissionError, stage_submission
 
@@ -36,7 +37,7 @@ def add_grading_options(parser: argparse.ArgumentParser) -> None:
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m grader", description="Grade the attention exercises.",
                                      epilog="To grade a whole class: python -m grader batch --help")
-    parser.add_argument("submission", type=Path, help="a folder or .zip holding some or all of the five stage files")
+    parser.add_argument("submission", type=Path, help="a folder or .zip holding some or all of the stage files")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the report as JSON")
     parser.add_argument("--html", type=Path, metavar="FILE",
                         help="also write the report as one HTML page, with heat maps of the attention a check compared")
@@ -47,7 +48,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
                         help="the terminal report and --html as a student may read them: hidden checks show their "
                              "verdict and hint only, never their inputs or expected values (the --json report keeps "
                              "everything; Gradescope's and GitHub Classroom's results are always so)")
-    parser.add_argument("--stage", type=int, choices=STAGES, help="grade one stage only")
+    parser.add_argument("--stage", type=int, choices=STAGES,
+                        help="grade one stage only: any stage, bonus ones included, whatever the course says")
+    parser.add_argument("--course", type=Path, metavar="FILE",
+                        help="the course settings (default: course.toml beside grader/, if there is one); "
+                             "[stages] bonus = true grades the bonus stages too")
     add_grading_options(parser)
     return parser.parse_args(argv)
 
@@ -60,6 +65,11 @@ def main(argv: list[str] | None = None) -> int:
         return batch(argv[1:])
     args = parse(argv)
     started = time.monotonic()
+    try:
+        args.stages = [args.stage] if args.stage else course_stages(args.course)
+    except CourseError as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
     try:
         sandbox = Sandbox(args.device, args.sandbox)  # its torch import overlaps ours
     except SandboxError as error:
@@ -86,7 +96,7 @@ def grade(args, sandbox: Sandbox, staged, started: float) -> int:
         device = sandbox.device
         if args.device == "cuda" and device != "cuda":
             raise SandboxError("--device cuda was asked for, but torch sees no CUDA GPU")
-        report = grade_staged(sandbox, staged, [args.stage] if args.stage else STAGES, args.visible_only,
+        report = grade_staged(sandbox, staged, args.stages, args.visible_only,
                               args.timeout)
     except (SandboxError, GradingError) as error:
         print(f"grader: {error}", file=sys.stderr)

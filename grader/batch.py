@@ -52,14 +52,18 @@ from grader.late_policy import (
 )
 from grader.output_files import inert, write_atomic
 from grader.points import points_table, rounded, use_points_file
-from grader.runner.implementation import STAGES
+from grader.course import course_stages
 from grader.runner.text import printable
 from grader.submission import MISSING, NO_STAGE_FILES, StagedSubmission, SubmissionError, stage_submission
 from grader.submission_times import load_times
 
 # Another tool reads these columns by name (the LMS gradebook exports read `final`): keep them.
-CSV_COLUMNS = ["student_id", "score", "max_score", *[f"stage{n}" for n in STAGES], "submitted",
-               "late_penalty", "final", "flags"]
+def csv_columns(stages: list[int]) -> list[str]:
+    """grades.csv's header: a column per graded stage (the course's tracks)."""
+    return ["student_id", "score", "max_score", *[f"stage{n}" for n in stages], "submitted", "late_penalty", "final",
+            "flags"]
+
+
 MAX_SUMMARY_IDS = 50  # ids the summary line names
 
 
@@ -76,14 +80,16 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--student", action="append", metavar="ID",
                         help="grade only this student, changed or not (repeatable); the others are left as they are")
     parser.add_argument("--course", type=Path, metavar="FILE",
-                        help="due dates and late penalty (course.toml, see docs/grading-a-class.md); "
-                             "without it: no due date, no penalty")
+                        help="the course settings: due dates, late penalty, bonus stages (default: course.toml "
+                             "beside grader/, if any; see docs/grading-a-class.md); without one: no due date, no "
+                             "penalty, the core stages")
     parser.add_argument("--times", type=Path, metavar="FILE",
                         help="submission times for a download that holds none: Moodle's grading worksheet, or a CSV "
                              "of student_id,submitted (see grader/submission_times.py)")
     parser.add_argument("--times-zone", metavar="ZONE", help="the zone of a Moodle worksheet's times, e.g. Europe/London")
     parser.add_argument("--points", type=Path, metavar="FILE",
-                        help="grade with this points table instead of grader/points.toml (same checks)")
+                        help="grade with this points table instead of the registry's (grader/stages.toml): "
+                             "[stage<N>] tables, each pricing exactly that stage's checks")
     parser.add_argument("--student-timeout", type=float, default=300.0,
                         help="seconds one student's grading may take in all before it is stopped")
     add_grading_options(parser)
@@ -98,6 +104,7 @@ def main(argv: list[str]) -> int:
         if args.times:
             students = _with_times(students, load_times(args.times, args.times_zone), args.times)
         policy = load_course(args.course)
+        args.stages = course_stages(args.course)
         if args.points:
             use_points_file(args.points)
         chosen = _chosen(students, args.student, args.submissions)
@@ -126,7 +133,8 @@ def main(argv: list[str]) -> int:
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
     run = RunFingerprint(grader_hash(), points_hash(points_table()), args.device,
-                         {"visible_only": args.visible_only, "timeout": args.timeout, "sandboxed": sandbox.confined})
+                         {"visible_only": args.visible_only, "timeout": args.timeout, "sandboxed": sandbox.confined,
+                          "stages": args.stages})
     current, todo = _plan(students, chosen, args, run)
     try:
         _grade_all(todo, args, run, current, policy)
@@ -136,7 +144,7 @@ def main(argv: list[str]) -> int:
     except KeyboardInterrupt:
         print("grader batch: interrupted; what was graded is kept, run again to go on", file=sys.stderr)
         return 130
-    flagged = write_gradebook(args.out, students, current, policy)
+    flagged = write_gradebook(args.out, students, current, policy, args.stages)
     print(f"grader batch: {len(students)} students in {args.out / 'grades.csv'}", file=sys.stderr)
     for line in file_summary_lines(args.out, students):
         print(line, file=sys.stderr)
@@ -260,7 +268,7 @@ def _lane(connection: Connection, args: argparse.Namespace, cores: set[int] | No
     connection.send(("ready", None))
     with sandbox:  # each student as the coordinator staged them, until it sends None
         grade_each(sandbox, iter(connection.recv, None), lambda report: connection.send(("done", report)),
-                   STAGES, args.visible_only, args.timeout)
+                   args.stages, args.visible_only, args.timeout)
 
 
 @dataclass
@@ -382,7 +390,7 @@ def _failed_report(args: argparse.Namespace, reason: str) -> dict:
     from grader.report import INCOMPLETE, TITLES
 
     stages = [{"id": f"stage{n}", "title": TITLES[n], "score": 0,
-               "max_score": sum(points_table()[f"stage{n}"].values()), "checks": []} for n in STAGES]
+               "max_score": sum(points_table()[f"stage{n}"].values()), "checks": []} for n in args.stages]
     return {"score": 0, "max_score": sum(s["max_score"] for s in stages), "device": args.device, "torch": "",
             "sandbox": "", "stages": stages, "flags": [f"{INCOMPLETE}: not graded: {reason}"], "complete": False}
 
@@ -444,7 +452,8 @@ def _late(policy: LatePolicy, student: Student, report: dict) -> dict:
     return late_record(policy, student.submitted, student.late_marked, report["stages"])
 
 
-def write_gradebook(out: Path, students: list[Student], current: dict[str, dict], policy: LatePolicy) -> Counter:
+def write_gradebook(out: Path, students: list[Student], current: dict[str, dict], policy: LatePolicy,
+                    stages_graded: list[int]) -> Counter:
     """grades.csv from the reports on disk whose fingerprint is ``current``'s, in student order: the same
     reports give the same bytes. Any other student's row says why they have no grade, never an old score.
 
@@ -453,7 +462,7 @@ def write_gradebook(out: Path, students: list[Student], current: dict[str, dict]
     """
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
+    writer.writerow(csv_columns(stages_graded))
     flagged: Counter = Counter()
     for student in students:
         report, exists = _saved_report(out, student)
@@ -461,7 +470,7 @@ def write_gradebook(out: Path, students: list[Student], current: dict[str, dict]
         submitted = utc_text(student.submitted) or ""
         if reason is not None:
             why = "; ".join(report["flags"]) if reason == INCOMPLETE else f"not graded: {_row_reason(reason)}"
-            writer.writerow(inert([student.id, "", "", *[""] * len(STAGES), submitted, "", "", why]))
+            writer.writerow(inert([student.id, "", "", *[""] * len(stages_graded), submitted, "", "", why]))
             continue
         late = _late(policy, student, report)
         if report.get("late") != late:
@@ -476,7 +485,7 @@ def write_gradebook(out: Path, students: list[Student], current: dict[str, dict]
         flagged["penalised"] += late["penalty_points"] > 0
         stages = {s["id"]: s["score"] for s in report["stages"]}
         writer.writerow(inert([student.id, report["score"], report["max_score"],
-                                *[stages.get(f"stage{n}", "") for n in STAGES],
+                                *[stages.get(f"stage{n}", "") for n in stages_graded],
                                 submitted, late["penalty_points"],
                                 rounded(max(0, report["score"] - late["penalty_points"])),
                                 "; ".join([*report["flags"], *late["flags"]])]))

@@ -9,15 +9,16 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from grader.stages import registry
 from grader.submission import StagedSubmission
 
 GRADER_DIR = Path(__file__).parent
-# Files of the grader that never shape a report: the release, Gradescope and nbgrader builders, and
-# the default points table (hashed apart, from the table actually in use).
-NOT_GRADING = ("authoring", "points.toml")
+# Files of the grader that never shape a report (the release, Gradescope and nbgrader builders), and the
+# stage registry, hashed apart: its points as the points table in use, the rest as the grader's.
+NOT_GRADING = ("authoring", "stages.toml")
 
 # Why a student is graded, in the order a summary lists them; each label also ends a gradebook row's
 # "not graded: ..." when the student could not be graded this run.
@@ -59,7 +60,7 @@ def submission_hash(staged: StagedSubmission) -> str:
 
 def grader_hash() -> str:
     """sha256 of every file the grader grades with (its code, checks, hints, document values and schemas,
-    and the reference solutions) and of the torch version: any change to one may change a grade.
+    and the reference solutions), of the stage registry but its points, and of the torch version: any change to one may change a grade.
 
     Taken from the files on disk, not from a version number that a change may leave as it was.
     """
@@ -67,6 +68,8 @@ def grader_hash() -> str:
     for root, label in ((GRADER_DIR, "grader"), (_solutions_dir(), "solutions")):
         for path in sorted(_grading_files(root)):
             _feed(digest, f"{label}/{path.relative_to(root).as_posix()}".encode(), path.read_bytes())
+    stages = [{**asdict(stage), "points": None} for stage in registry().values()]
+    _feed(digest, json.dumps(stages, sort_keys=True).encode())
     _feed(digest, f"torch {importlib.metadata.version('torch')}".encode())
     return f"sha256:{digest.hexdigest()}"
 

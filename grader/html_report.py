@@ -23,7 +23,7 @@ from grader.feedback import (
     total_label,
 )
 from grader.hints import catalog, docs_link
-from grader.runner.implementation import STAGE_MODULES
+from grader.stages import STAGE_MODULES
 from grader.runner.text import printable
 
 REPO = Path(__file__).resolve().parents[1]  # where docs/ is, in this repository and in the students'

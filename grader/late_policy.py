@@ -1,4 +1,4 @@
-"""A course's due dates and what lateness costs (course.toml), and the late penalty of one report.
+"""A course's due dates and what lateness costs (course.toml, grader/course.py), and the late penalty of one report.
 
 The judge computes the penalty from the time the LMS says the work was handed in and from this
 file: never from anything a submission holds. A penalty is a percentage of a late stage's points
@@ -7,21 +7,17 @@ to a cap; a late stage never loses more than it earned, and on-time stages lose 
 """
 
 import datetime as dt
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.course import COURSE_FILE, CourseError, read_course, tracks  # noqa: F401 - CourseError re-exported
 from grader.points import rounded
-from grader.runner.implementation import STAGES
+from grader.stages import STAGES
 
 UNITS = {"day": dt.timedelta(days=1), "hour": dt.timedelta(hours=1)}
 STAGE_KEYS = {f"stage{n}" for n in STAGES}
 NO_SUBMISSION_TIME = "no-submission-time"
 MARKED_LATE_WITHOUT_TIME = "late (marked by Canvas, no time)"
-
-
-class CourseError(ValueError):
-    """The course file cannot be used; its message is one line."""
 
 
 @dataclass(frozen=True)
@@ -53,14 +49,12 @@ class LatePolicy:
 
 
 def load_course(path: Path | None) -> LatePolicy:
-    """The late policy of the course file at ``path`` (None: the defaults). CourseError says what is wrong."""
-    if path is None:
-        return LatePolicy()
-    try:
-        course = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-        raise CourseError(f"{path}: {getattr(error, 'strerror', None) or error}") from None
-    _known_keys(path, "", course, {"due", "late_penalty"})
+    """The late policy of the course file at ``path`` (None: this tree's course.toml, if any; without
+    one, the defaults). CourseError says what is wrong."""
+    course = read_course(path)
+    path = path or COURSE_FILE
+    tracks(course, path)  # the file's other setting is checked here too: one bad line, one message
+    _known_keys(path, "", course, {"due", "late_penalty", "stages"})
     due = course.get("due", {})
     rule = course.get("late_penalty", {})
     _known_keys(path, "due.", due, {"assignment", *STAGE_KEYS})

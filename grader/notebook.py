@@ -18,7 +18,8 @@ from pathlib import Path
 from types import ModuleType
 
 from grader.hints import explain
-from grader.runner.implementation import STAGE_MODULES, SUBMISSION_PACKAGE, register_package
+from grader.runner.implementation import SUBMISSION_PACKAGE, register_package
+from grader.stages import STAGE_MODULES
 from grader.runner.text import printable
 
 GRADING_SECONDS = 240  # the whole grader run for one stage; a correct one takes about 3 s

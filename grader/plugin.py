@@ -12,7 +12,8 @@ from grader.evidence import bounded_evidence
 from grader.learner import LearnerFailure, LearnerWorkers
 from grader.sandbox import SandboxError
 from grader.points import points
-from grader.runner.implementation import STAGE_MODULES, Implementation, load_package
+from grader.runner.implementation import Implementation, load_package
+from grader.stages import STAGE_MODULES
 from grader.submission import StagedSubmission
 from grader.verdict import CheckFailed
 
@@ -180,7 +181,7 @@ def learner(request) -> LearnerWorkers:
 
 @pytest.fixture(scope="session")
 def reference() -> Implementation:
-    return load_package("solutions")
+    return load_package("solutions", STAGE_MODULES)
 
 
 @pytest.fixture(scope="session")

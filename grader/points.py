@@ -1,25 +1,34 @@
-"""The points table (points.toml): what each check is worth."""
+"""What each check is worth: the registry's points (grader/stages.toml), or a points file's."""
 
 import math
 import tomllib
 from functools import cache
 from pathlib import Path
 
-DEFAULT_POINTS_FILE = Path(__file__).with_name("points.toml")
-POINTS_FILE = DEFAULT_POINTS_FILE  # the table in use: use_points_file changes it
-STAGE_POINTS = 20
+from grader.stages import REGISTRY_FILE, registry
+
+STAGE_POINTS = 20  # each core stage's total, which a test keeps
+POINTS_FILE: Path | None = None  # a table given with --points: use_points_file sets it
+
+
+def registry_points() -> dict[str, dict[str, float]]:
+    return {stage.id: dict(stage.points) for stage in registry().values()}
 
 
 @cache
 def points_table() -> dict[str, dict[str, float]]:
-    return tomllib.loads(POINTS_FILE.read_text(encoding="utf-8"))
+    """stage id -> check id -> points: the registry's, with the stages a points file lists replaced."""
+    table = registry_points()
+    if POINTS_FILE is not None:
+        table.update(tomllib.loads(POINTS_FILE.read_text(encoding="utf-8")))
+    return table
 
 
 def points(stage: int, check: str) -> float:
     try:
         return points_table()[f"stage{stage}"][check]
     except KeyError:
-        raise KeyError(f"{POINTS_FILE} gives no points to stage{stage} check {check!r}") from None
+        raise KeyError(f"{POINTS_FILE or REGISTRY_FILE} gives no points to stage{stage} check {check!r}") from None
 
 
 def rounded(value: float) -> float | int:
@@ -30,24 +39,29 @@ def rounded(value: float) -> float | int:
 def use_points_file(path: Path) -> None:
     """Grade with the points of ``path`` from now on, here and in the processes forked from here.
 
-    Its checks must be those of grader/points.toml, each worth a number of points, so that no check
-    of a grade is missing or silently priced at a typo; ValueError (one line) says what is wrong.
+    Each stage it lists ([stage<N>]) must price exactly that stage's checks, each with a number of
+    points, so that no check of a grade is missing or silently priced at a typo; stages it leaves out
+    keep the registry's points. ValueError (one line) says what is wrong.
     """
     global POINTS_FILE
     try:
         table = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise ValueError(f"{path}: {getattr(error, 'strerror', None) or error}") from None
-    expected = tomllib.loads(DEFAULT_POINTS_FILE.read_text(encoding="utf-8"))
+    expected = registry_points()
+    unknown = sorted(set(table) - set(expected))
+    if unknown:
+        raise ValueError(f"{path}: [{unknown[0]}] is no stage of {REGISTRY_FILE.name} "
+                         f"(stages: {', '.join(expected)})")
     listed = {(stage, check) for stage, checks in table.items()
               for check in (checks if isinstance(checks, dict) else [""])}
-    known = {(stage, check) for stage, checks in expected.items() for check in checks}
+    known = {(stage, check) for stage in table for check in expected[stage]}
     for what, ids in (("has no check", listed - known), ("gives no points to", known - listed)):
         if ids:
             stage, check = min(ids)
             more = f" (and {len(ids) - 1} more)" if len(ids) > 1 else ""
-            raise ValueError(f"{path} {what} {stage} {check!r}{more}; its checks must be those of "
-                             f"{DEFAULT_POINTS_FILE.name}")
+            raise ValueError(f"{path} {what} {stage} {check!r}{more}; a stage's checks must be those of "
+                             f"[{stage}.points] in {REGISTRY_FILE.name}")
     priced = [(stage, check) for stage, check in known if not _is_points(table[stage][check])]
     if priced:
         stage, check = min(priced)

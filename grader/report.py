@@ -21,16 +21,11 @@ from grader.heatmap import heat_map_lines
 from grader.hints import explain
 from grader.plugin import CheckResult
 from grader.points import rounded as _round
-from grader.runner.implementation import STAGE_MODULES
+from grader.stages import STAGE_MODULES
+from grader.stages import registry
 from grader.runner.text import printable
 
-TITLES = {
-    1: "simple attention and a naive softmax",
-    2: "SelfAttention_v1 / SelfAttention_v2",
-    3: "weight transfer v2 -> v1",
-    4: "CausalAttention: mask and dropout",
-    5: "multi-head attention",
-}
+TITLES = {number: stage.title for number, stage in registry().items()}
 
 
 # A flag that starts with this marks a report whose grading the grader itself could not finish:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.runner import folders
+from grader.stages import runner_stages
 from grader.runner.commands import ISOLATION_PROBE, MAX_COMMAND_BYTES, receive_command, send_command
 
 REPO = Path(__file__).resolve().parents[1]
@@ -259,7 +260,7 @@ class Sandbox:
             submission.mkdir(), scratch.mkdir()
         options = {"control": control.fileno(), "device": device, "many_students": many_students,
                    "submission": str(submission), "scratch": str(scratch), "sandboxed": confined,
-                   "scratch_bytes": SCRATCH_BYTES,
+                   "scratch_bytes": SCRATCH_BYTES, "stages": runner_stages(),
                    "landlock": None if confined else _landlock_paths(), "judge": os.getpid(),
                    "host_folder": None if self._host_folders is None else str(self._host_folders),
                    # the folders "nobody" must be able to read before unsandboxed workers may become it

@@ -9,7 +9,7 @@ from grader.learner import LearnerWorkers
 from grader.plugin import GradingPlugin, run_checks, staged_sources
 from grader.report import INCOMPLETE, build
 from grader.sandbox import Sandbox
-from grader.runner.implementation import STAGE_MODULES
+from grader.stages import STAGE_MODULES
 from grader.submission import MISSING, NO_STAGE_FILES, StagedSubmission
 
 

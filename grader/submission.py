@@ -36,7 +36,7 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from grader.notebook_files import NotANotebook, written_files
-from grader.runner.implementation import STAGE_MODULES
+from grader.stages import STAGE_MODULES
 from grader.runner.text import printable
 
 STAGE_FILES = {f"{name}.py" for name in STAGE_MODULES.values()}

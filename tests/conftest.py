@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 from grader.runner.implementation import Implementation, load_package
+from grader.stages import STAGE_MODULES
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -15,13 +16,13 @@ def seeds_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def solutions() -> Implementation:
-    implementation = load_package("solutions")
+    implementation = load_package("solutions", STAGE_MODULES)
     assert not implementation.problems, implementation.problems
     return implementation
 
 
 @pytest.fixture(scope="session")
 def exercises() -> Implementation:
-    implementation = load_package("exercises")
+    implementation = load_package("exercises", STAGE_MODULES)
     assert not implementation.problems, implementation.problems
     return implementation

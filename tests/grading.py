@@ -8,7 +8,7 @@ import tomllib
 from pathlib import Path
 
 from grader.authoring.stubs import learner_imports
-from grader.runner.implementation import STAGE_MODULES
+from grader.stages import STAGE_MODULES
 from tests.conftest import REPO
 
 MUTANTS = tomllib.loads((REPO / "tests" / "mutants.toml").read_text())["mutant"]

@@ -9,7 +9,7 @@ import sys
 import jsonschema
 import pytest
 
-from grader.runner.implementation import STAGES
+from grader.stages import STAGES
 from grader.plugin import planned_checks
 
 from tests.conftest import REPO

@@ -5,7 +5,7 @@ import re
 import pytest
 
 from grader.hints import catalog, explain
-from grader.runner.implementation import STAGES
+from grader.stages import STAGES
 from tests.grading import MUTANTS, REPO
 from tests.mutation import truthful
 

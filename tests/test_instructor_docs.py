@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.runner.implementation import STAGES
+from grader.stages import STAGES
 from tests.grading import REPO, learner_copy
 from tests.test_readme import PROVEN_BY_CI, PROVEN_BY_TESTS, RUN_HERE, STUDENT_REPOSITORY
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from grader.intake import Student, detect_layout, list_students, parse_time
-from grader.runner.implementation import STAGE_MODULES
+from grader.stages import STAGE_MODULES
 from grader.submission import STAGE_FILES, SubmittedPart, stage_file_meant, stage_submission
 from tests.grading import batch, learner_copy
 

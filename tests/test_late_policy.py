@@ -21,7 +21,7 @@ from grader.late_policy import (
     load_course,
 )
 from grader.points import rounded
-from grader.runner.implementation import STAGE_MODULES
+from grader.stages import STAGE_MODULES
 from tests.conftest import REPO
 from tests.grading import learner_copy
 

@@ -30,7 +30,7 @@ from grader.authoring.nbgrader_reconcile import (
 from grader.authoring.stubs import BEGIN, END
 from grader.plugin import planned_checks
 from grader.points import STAGE_POINTS
-from grader.runner.implementation import STAGE_MODULES
+from grader.stages import STAGE_MODULES
 from tests.grading import MUTANTS, REPO, grade as grade_folder, learner_copy, stage_scores
 
 pytestmark = pytest.mark.nbgrader

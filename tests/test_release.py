@@ -13,7 +13,7 @@ import pytest
 from grader.authoring.release import build_release
 from grader.authoring.stubs import BEGIN, END
 from grader.plugin import planned_checks
-from grader.runner.implementation import STAGE_MODULES
+from grader.stages import STAGE_MODULES
 from tests.grading import REPO, batch, learner_copy
 from tests.grading import make as run_make
 

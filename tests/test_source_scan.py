@@ -6,7 +6,7 @@ import tomllib
 import pytest
 
 from grader.checks.shortcut import ATTENTION_BY_HAND, SOFTMAX_BY_HAND, TRANSFER_BY_COPY
-from grader.runner.implementation import STAGE_MODULES
+from grader.stages import STAGE_MODULES
 from grader.source_scan import MODULE_LEVEL, SourceScan
 from tests.conftest import REPO
 from tests.grading import MUTANTS, batch, learner_copy

@@ -30,7 +30,7 @@ from nbformat.corpus.words import generate_corpus_id
 from grader.authoring.stubs import learner_imports
 from grader.plugin import planned_checks
 from grader.report import TITLES
-from grader.runner.implementation import STAGE_MODULES, STAGES
+from grader.stages import STAGE_MODULES, STAGES
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_COURSE = REPO / "build" / "nbgrader"

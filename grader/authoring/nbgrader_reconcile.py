@@ -35,7 +35,7 @@ from traitlets.config import Config
 from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
 
 from grader.authoring.nbgrader_course import ASSIGNMENT, INSTRUCTOR_CONFIG, autograder_cell_ids
-from grader.runner.implementation import STAGE_MODULES
+from grader.stages import STAGE_MODULES
 from grader.runner.text import printable
 
 NO_CAUSE = "differs; no cause found"

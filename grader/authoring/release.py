@@ -19,7 +19,7 @@ from pathlib import Path
 
 from grader.authoring.stubs import expected_exercises
 from grader.plugin import planned_checks
-from grader.runner.implementation import STAGE_MODULES
+from grader.stages import STAGE_MODULES
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = REPO / "dist" / "student"

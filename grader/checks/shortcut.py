@@ -18,7 +18,8 @@ import torch
 
 from grader.checks.support import CheckFailed, build, parameters_only, reference_output, reference_state
 from grader.learner import LearnerWorkers
-from grader.runner.implementation import STAGE_MODULES, Implementation
+from grader.runner.implementation import Implementation
+from grader.stages import STAGE_MODULES
 from grader.runner.shortcuts import ATTENTION, SOFTMAX
 from grader.source_scan import MODULE_LEVEL, Use, scan_source
 from grader.verdict import agrees

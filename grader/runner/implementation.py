@@ -1,4 +1,4 @@
-"""Load the five stage modules of an implementation: the solutions, or a submission folder."""
+"""Load the stage modules of an implementation: the solutions, or a submission folder."""
 
 import importlib
 import importlib.util
@@ -7,14 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-STAGE_MODULES = {
-    1: "stage1_softmax",
-    2: "stage2_self_attention",
-    3: "stage3_weight_transfer",
-    4: "stage4_causal_attention",
-    5: "stage5_multihead_attention",
-}
-STAGES = sorted(STAGE_MODULES)
+# The stages are the judge's to name (grader/stages.py): the runner sees no registry, only the
+# stage number -> module name mapping each call is given.
 
 # Learner code imports its other stages as `exercises.<module>`, wherever the folder lives.
 SUBMISSION_PACKAGE = "exercises"
@@ -43,29 +37,20 @@ class Implementation:
             raise AttributeError(str(missing)) from None
 
 
-def load_package(package: str) -> Implementation:
-    """The stage modules of an importable package, e.g. ``solutions`` or ``exercises``."""
-    return _import_stages(package)
+def load_package(package: str, modules: dict[int, str]) -> Implementation:
+    """The stage modules (stage -> module name) of an importable package, e.g. ``solutions``."""
+    return _import_stages(package, modules)
 
 
-def load_folder(folder: Path) -> Implementation:
-    """The stage files of a submission folder, imported as the package ``exercises``."""
-    folder = Path(folder).resolve()
-    for name in [n for n in sys.modules if n == SUBMISSION_PACKAGE or n.startswith(SUBMISSION_PACKAGE + ".")]:
-        del sys.modules[name]
-    register_package(folder)
-    return _import_stages(SUBMISSION_PACKAGE, folder)
-
-
-def load_stage(folder: Path, stage: int) -> Implementation:
+def load_stage(folder: Path, stage: int, modules: dict[int, str]) -> Implementation:
     """Only stage ``stage`` of a submission folder, the other stages as already-installed stand-ins."""
     register_package(Path(folder).resolve())
     implementation = Implementation()
-    for number, module_name in STAGE_MODULES.items():
+    for number, module_name in modules.items():
         name = f"{SUBMISSION_PACKAGE}.{module_name}"
         if number != stage:
             implementation.modules[number] = sys.modules[name]
-    graded = _import_stages(SUBMISSION_PACKAGE, Path(folder).resolve(), only=stage)
+    graded = _import_stages(SUBMISSION_PACKAGE, modules, Path(folder).resolve(), only=stage)
     implementation.modules.update(graded.modules)
     implementation.problems.update(graded.problems)
     implementation.modules = dict(sorted(implementation.modules.items()))
@@ -80,9 +65,10 @@ def register_package(folder: Path) -> None:
     sys.modules[SUBMISSION_PACKAGE] = package
 
 
-def _import_stages(package: str, folder: Path | None = None, only: int | None = None) -> Implementation:
+def _import_stages(package: str, modules: dict[int, str], folder: Path | None = None,
+                   only: int | None = None) -> Implementation:
     implementation = Implementation()
-    for stage, module_name in STAGE_MODULES.items():
+    for stage, module_name in modules.items():
         if only is not None and stage != only:
             continue
         if folder is not None and not (folder / f"{module_name}.py").is_file():

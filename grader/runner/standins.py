@@ -13,7 +13,7 @@ import types
 import torch
 import torch.nn as nn
 
-from grader.runner.implementation import STAGE_MODULES, SUBMISSION_PACKAGE
+from grader.runner.implementation import SUBMISSION_PACKAGE
 from grader.runner.seeding import manual_seed
 
 
@@ -72,24 +72,19 @@ def _unavailable(name: str, stage: int):
     return stand_in
 
 
-STAND_INS: dict[int, dict[str, object]] = {
-    1: {n: _unavailable(n, 1) for n in ["attention_scores", "softmax_naive", "context_vector", "simple_self_attention"]},
-    2: {"SelfAttention_v1": StandInSelfAttention_v1, "SelfAttention_v2": StandInSelfAttention_v2},
-    3: {"transfer_weights_v2_to_v1": _unavailable("transfer_weights_v2_to_v1", 3)},
-    4: {
-        "mask_and_renormalize": _unavailable("mask_and_renormalize", 4),
-        "causal_softmax": _unavailable("causal_softmax", 4),
-        "CausalAttention": StandInCausalAttention,
-    },
-    5: {n: _unavailable(n, 5) for n in ["MultiHeadAttentionWrapper", "MultiHeadAttention"]},
-}
+def stand_in_names(number: int, stage: dict) -> dict[str, object]:
+    """What stage ``number``'s public names are while another stage is graded: the class of this module
+    the registry names for it in ``stage["stand_ins"]``, else a function that says it is unavailable."""
+    return {name: globals()[stage["stand_ins"][name]] if name in stage["stand_ins"] else _unavailable(name, number)
+            for name in stage["names"]}
 
 
-def install_stand_ins(graded_stage: int) -> None:
-    """Make every stage but ``graded_stage`` importable as stand-ins under the submission package."""
-    for stage, module_name in STAGE_MODULES.items():
-        if stage == graded_stage:
+def install_stand_ins(graded_stage: int, stages: dict[int, dict]) -> None:
+    """Make every stage but ``graded_stage`` importable as stand-ins under the submission package.
+    ``stages``: stage -> {"module", "names", "stand_ins"}, as the judge sends them (grader.stages.runner_stages)."""
+    for number, stage in stages.items():
+        if number == graded_stage:
             continue
-        module = types.ModuleType(f"{SUBMISSION_PACKAGE}.{module_name}", f"stand-in for stage {stage}")
-        module.__dict__.update(STAND_INS[stage])
+        module = types.ModuleType(f"{SUBMISSION_PACKAGE}.{stage['module']}", f"stand-in for stage {number}")
+        module.__dict__.update(stand_in_names(number, stage))
         sys.modules[module.__name__] = module

@@ -11,7 +11,7 @@ import torch
 from grader.runner import confine
 from grader.runner.capture import PrintCapture
 from grader.runner.commands import ISOLATION_PROBE, receive_command, send_command
-from grader.runner.implementation import STAGE_MODULES, load_stage
+from grader.runner.implementation import load_stage
 from grader.runner.probes import PROBES
 from grader.runner.protocol import receive, send
 from grader.runner.standins import install_stand_ins
@@ -21,14 +21,15 @@ REACHABLE_SHOWN = 20  # of the files the isolation probe could open, those it na
 
 
 def run(stage: int, channel: int, parent: int, submission: Path, scratch: Path, device: str, uid: int | None,
-        landlock: dict | None) -> None:
+        landlock: dict | None, stages: dict[int, dict]) -> None:
     """Confine this process (grader.runner.confine), say "ready", import the stage, then serve; for the
     stage ISOLATION_PROBE, confine it just the same, then answer which of the paths the judge names it can
     open (grader.sandbox.Sandbox._prove_isolation).
 
     ``channel``: the socket the judge made for this worker; ``parent``: the student's first process;
     ``uid``: the one to become (from root), or None; ``landlock``: without bubblewrap, the paths this
-    worker keeps ({"readable": [...], "devices": [...]}), or None.
+    worker keeps ({"readable": [...], "devices": [...]}), or None; ``stages``: every stage's module, public
+    names and stand-ins, as the judge sent them (the registry itself stays out of reach).
     """
     confine.die_with_parent(parent)
     confine.close_descriptors(keep=[channel])  # fd 1 and 2 are /dev/null: print at the C level goes nowhere
@@ -57,11 +58,11 @@ def run(stage: int, channel: int, parent: int, submission: Path, scratch: Path, 
         return
     # Sent before any learner code runs in this process: the judge times the import from here.
     send(sock, {"ready": True})
-    install_stand_ins(stage)
+    install_stand_ins(stage, stages)
     guard = confine.guard_imports()
     capture = PrintCapture(sock)
     capture.start()
-    implementation, import_error = _load(submission, stage)
+    implementation, import_error = _load(submission, stage, {number: s["module"] for number, s in stages.items()})
     send(sock, {"loaded": import_error is None, "printed_more": capture.finish()})
     serve(sock, submission, device, guard, capture, implementation, import_error)
 
@@ -93,15 +94,16 @@ def serve(sock: socket.socket, submission: Path, device: str, guard: confine.Imp
         send(sock, {**answer, "printed_more": capture.finish()})
 
 
-def _load(submission: Path, stage: int):
+def _load(submission: Path, stage: int, modules: dict[int, str]):
     try:
-        implementation = load_stage(submission, stage)
+        implementation = load_stage(submission, stage, modules)
     except BaseException as error:  # sys.exit() at import lands here
         return None, {**describe(error, submission), "kind": "import_error"}
     if stage in implementation.problems:
-        missing = not (submission / f"{STAGE_MODULES[stage]}.py").is_file()
+        missing = not (submission / f"{modules[stage]}.py").is_file()
         return None, {"kind": "not_implemented" if missing else "import_error", "type": None,
-                      "message": implementation.problems[stage], "where": _import_where(submission, stage)}
+                      "message": implementation.problems[stage],
+                      "where": _import_where(submission / f"{modules[stage]}.py")}
     return implementation, None
 
 
@@ -127,8 +129,7 @@ def _where(error: BaseException, submission: Path) -> str | None:
     return f"{Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else None
 
 
-def _import_where(submission: Path, stage: int) -> str | None:
-    path = submission / f"{STAGE_MODULES[stage]}.py"
+def _import_where(path: Path) -> str | None:
     if not path.is_file():
         return None
     try:

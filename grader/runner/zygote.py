@@ -88,6 +88,7 @@ class Zygote:
         self.sandboxed = options["sandboxed"]
         self.landlock = options["landlock"]  # unsandboxed: the paths a worker keeps (see worker.run)
         self.device = options["device"]  # "auto" is resolved once torch is imported
+        self.stages = {int(number): stage for number, stage in options["stages"].items()}  # JSON keys are text
         self.worker = None  # grader.runner.worker, once imported
         # Root in bubblewrap: workers become "nobody". Unsandboxed, the Python installation may not
         # be readable by another uid (/root/.pyenv): workers keep the uid and Landlock confines them;
@@ -260,7 +261,7 @@ def _run_student_init(channel: int, parent: Zygote, zygote_is_parent: bool, zygo
                 if pid == 0:
                     try:
                         parent.worker.run(int(command["fork"]), fds[0], me, parent.submission, parent.scratch,
-                                          parent.device, parent.worker_uid, parent.landlock)
+                                          parent.device, parent.worker_uid, parent.landlock, parent.stages)
                     finally:
                         os._exit(0)
                 workers[int(command["fork"])] = pid

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from grader.authoring.nbgrader_course import ASSIGNMENT, answer_cell_source
 from grader.authoring.nbgrader_demo import nbgrader, prepare, submit
-from grader.runner.implementation import STAGE_MODULES
+from grader.stages import STAGE_MODULES
 from grader.sandbox import confinement
 from tests.grading import MUTANTS, learner_copy
 from tests.hostile import hostile_cases, write_hostile
