@@ -388,8 +388,9 @@ def _failed_report(args: argparse.Namespace, reason: str) -> dict:
     """A zero marked incomplete, for a submission whose grading did not finish: graded again next run."""
     from grader.points import points_table
     from grader.report import INCOMPLETE, TITLES
+    from grader.stages import registry
 
-    stages = [{"id": f"stage{n}", "title": TITLES[n], "score": 0,
+    stages = [{"id": f"stage{n}", "title": TITLES[n], "track": registry()[n].track, "score": 0,
                "max_score": sum(points_table()[f"stage{n}"].values()), "checks": []} for n in args.stages]
     return {"score": 0, "max_score": sum(s["max_score"] for s in stages), "device": args.device, "torch": "",
             "sandbox": "", "stages": stages, "flags": [f"{INCOMPLETE}: not graded: {reason}"], "complete": False}

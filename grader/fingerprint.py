@@ -9,10 +9,11 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
-from dataclasses import asdict, dataclass
+import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 
-from grader.stages import registry
+from grader.stages import REGISTRY_FILE
 from grader.submission import StagedSubmission
 
 GRADER_DIR = Path(__file__).parent
@@ -68,8 +69,8 @@ def grader_hash() -> str:
     for root, label in ((GRADER_DIR, "grader"), (_solutions_dir(), "solutions")):
         for path in sorted(_grading_files(root)):
             _feed(digest, f"{label}/{path.relative_to(root).as_posix()}".encode(), path.read_bytes())
-    stages = [{**asdict(stage), "points": None} for stage in registry().values()]
-    _feed(digest, json.dumps(stages, sort_keys=True).encode())
+    stages = tomllib.loads((GRADER_DIR / REGISTRY_FILE.name).read_text(encoding="utf-8"))
+    _feed(digest, json.dumps({stage: {**entry, "points": None} for stage, entry in stages.items()}, sort_keys=True).encode())
     _feed(digest, f"torch {importlib.metadata.version('torch')}".encode())
     return f"sha256:{digest.hexdigest()}"
 

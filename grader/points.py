@@ -1,6 +1,11 @@
-"""What each check is worth: the registry's points (grader/stages.toml), or a points file's."""
+"""What each check is worth: the registry's points (grader/stages.toml), or a points file's.
 
+    python -m grader.points > my-points.toml     # the registry's points as a points file, to edit
+"""
+
+import json
 import math
+import sys
 import tomllib
 from functools import cache
 from pathlib import Path
@@ -70,5 +75,18 @@ def use_points_file(path: Path) -> None:
     points_table.cache_clear()
 
 
+def points_file_text() -> str:
+    """The registry's points as a points file for --points: a [stage<N>] table of its checks per stage."""
+    lines = ["# Points per check (python -m grader.points); grade with them: grade-all GRADE_ARGS='--points FILE'.\n"
+             "# A stage listed here must price each of its checks; stages left out keep grader/stages.toml's.\n"]
+    for stage, checks in registry_points().items():
+        lines.append(f"\n[{stage}]\n" + "".join(f"{json.dumps(check)} = {value:g}\n" for check, value in checks.items()))
+    return "".join(lines)
+
+
 def _is_points(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+
+
+if __name__ == "__main__":
+    sys.stdout.write(points_file_text())

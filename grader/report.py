@@ -22,7 +22,7 @@ from grader.hints import explain
 from grader.plugin import CheckResult
 from grader.points import rounded as _round
 from grader.stages import STAGE_MODULES
-from grader.stages import registry
+from grader.stages import BONUS, CORE, registry
 from grader.runner.text import printable
 
 TITLES = {number: stage.title for number, stage in registry().items()}
@@ -43,6 +43,7 @@ def build(results: Iterable[CheckResult], stages: list[int], device: str, torch_
         report_stages.append({
             "id": f"stage{stage}",
             "title": TITLES[stage],
+            "track": registry()[stage].track,
             "score": _round(sum(c.score for c in checks)),
             "max_score": _round(sum(c.max_score for c in checks)),
             "checks": [
@@ -112,14 +113,26 @@ def _lines(report: dict, submission: str, folder: str) -> list[Line]:
     for stage in report["stages"]:
         number = stage_number(stage)
         score = f"{points_text(stage['score']):>5}/{points_text(stage['max_score'])}"
-        lines.append([(f"stage {number}  {TITLES[number]:<38} {score}  {_bar(stage['score'], stage['max_score'])}  ",
+        title = TITLES[number] + (" (bonus)" if stage.get("track") == BONUS else "")
+        lines.append([(f"stage {number}  {title:<38} {score}  {_bar(stage['score'], stage['max_score'])}  ",
                        None), *[(MARKS[c["status"]], _tone(c["status"])) for c in stage["checks"]]])
     lines.extend(_what_to_fix(report))
     lines.extend(_next_step(report, folder))
     lines.append(_plain(""))
     total = f"{points_text(report['score'])}/{points_text(report['max_score'])}"
-    lines.append([(f"{total_label(report)}: {total}", "bold")])
+    lines.append([(f"{total_label(report)}: {total}{_by_track(report)}", "bold")])
     return lines
+
+
+def _by_track(report: dict) -> str:
+    """" (core 100/100, bonus 45/60)" when bonus stages were graded beside core ones; else nothing."""
+    tracks = {}
+    for stage in report["stages"]:
+        score, max_score = tracks.get(stage.get("track", CORE), (0, 0))
+        tracks[stage.get("track", CORE)] = (score + stage["score"], max_score + stage["max_score"])
+    if len(tracks) < 2:
+        return ""
+    return " (" + ", ".join(f"{track} {points_text(s)}/{points_text(m)}" for track, (s, m) in tracks.items()) + ")"
 
 
 def _what_to_fix(report: dict) -> list[Line]:

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.stages import STAGES
+from grader.points import points_file_text
+from grader.stages import CORE, stages_of
 from tests.grading import REPO, learner_copy
 from tests.test_readme import PROVEN_BY_CI, PROVEN_BY_TESTS, RUN_HERE, STUDENT_REPOSITORY
 
@@ -171,7 +172,7 @@ def course_folder(tmp_path_factory) -> Path:
         work = learner_copy(root / step / "ada" / "attention", stages=[1])
         (work / "timestamp.txt").write_text("2025-03-08 04:00:00.000000 UTC")
     (root / "course.toml").write_text(_page_block("docs/grading-a-class.md", "toml"), encoding="utf-8")
-    shutil.copy(REPO / "grader" / "points.toml", root / "my-points.toml")
+    (root / "my-points.toml").write_text(points_file_text())
     with open(root / "worksheet.csv", "w", newline="", encoding="utf-8-sig") as handle:
         writer = csv.writer(handle)
         writer.writerow(["Identifier", "Full name", "Last modified (submission)"])
@@ -227,9 +228,9 @@ def test_the_grading_policy_table_gives_each_stage_its_points_as_graded():
     shown = {int(stage): (float(visible), float(hidden), float(total))
              for stage, visible, hidden, total in re.findall(r"^\| (\d) [^|]+\| (\d+) \| (\d+) \| (\d+) \|$", text,
                                                              re.MULTILINE)}
-    assert sorted(shown) == STAGES, "the table has a row per stage"
+    assert sorted(shown) == stages_of((CORE,)), "the table has a row per stage"
     graded: dict[int, list[float]] = {}
-    for check in planned_checks(STAGES):
+    for check in planned_checks(stages_of((CORE,))):
         points = graded.setdefault(check.stage, [0.0, 0.0, 0.0])
         points[check.visibility == "hidden"] += check.points
         points[2] += check.points

@@ -12,7 +12,7 @@ import pytest
 
 from grader import fingerprint
 from grader.fingerprint import RunFingerprint, grader_hash, points_hash, submission_hash, why_grade
-from grader.points import DEFAULT_POINTS_FILE
+from grader.points import points_file_text
 from grader.submission import StagedSubmission
 from tests.conftest import REPO
 from tests.grading import MUTANTS, batch, learner_copy
@@ -87,7 +87,7 @@ def test_a_changed_file_regrades_exactly_its_student(term):
 def test_a_new_points_table_regrades_everyone_and_the_gradebook_never_mixes_tables(term, tmp_path):
     submissions, out = term
     points = tmp_path / "points.toml"
-    default = DEFAULT_POINTS_FILE.read_text()
+    default = points_file_text()
     points.write_text(default.replace('"document.attention_scores" = 2', '"document.attention_scores" = 4'))
 
     result = batch(submissions, out, "--points", str(points), "--student", "ada")
@@ -102,7 +102,7 @@ def test_a_new_points_table_regrades_everyone_and_the_gradebook_never_mixes_tabl
     assert "2 of 3 to grade (2 points table changed); 1 unchanged" in result.stderr
     assert {row["max_score"] for row in rows(out).values()} == {"102"}
 
-    result = batch(submissions, out, "--workers", "2")  # back to grader/points.toml
+    result = batch(submissions, out, "--workers", "2")  # back to the registry's points
     assert "3 of 3 to grade (points table changed: all 3)" in result.stderr
     assert {row["max_score"] for row in rows(out).values()} == {"100"}
 
@@ -110,7 +110,7 @@ def test_a_new_points_table_regrades_everyone_and_the_gradebook_never_mixes_tabl
 def test_a_points_table_that_prices_other_checks_is_refused_in_one_line(term, tmp_path):
     submissions, out = term
     points = tmp_path / "points.toml"
-    points.write_text(DEFAULT_POINTS_FILE.read_text().replace('"document.attention_scores"', '"document.atention"'))
+    points.write_text(points_file_text().replace('"document.attention_scores"', '"document.atention"'))
     result = subprocess.run([sys.executable, "-m", "grader", "batch", str(submissions), "--out", str(out),
                              "--points", str(points)], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
@@ -183,8 +183,12 @@ def test_the_grader_hash_follows_the_grading_files_and_not_the_release_tools(mon
     monkeypatch.setattr(fingerprint, "GRADER_DIR", copy)
     original = grader_hash()
     (copy / "authoring" / "release.py").write_text("# the release builder grades nothing\n")
-    (copy / "points.toml").write_text("# hashed apart, from the table in use\n")
-    assert grader_hash() == original
+    registry = (copy / "stages.toml").read_text()
+    (copy / "stages.toml").write_text(registry.replace('"document.attention_scores" = 2', '"document.attention_scores" = 3'))
+    assert grader_hash() == original  # the points are hashed apart, from the table in use
+    (copy / "stages.toml").write_text(registry.replace('title = "weight transfer', 'title = "copying weights'))
+    assert grader_hash() != original
+    (copy / "stages.toml").write_text(registry)
     (copy / "hints.toml").write_text((copy / "hints.toml").read_text() + "\n# a hint reworded\n")
     assert grader_hash() != original
 

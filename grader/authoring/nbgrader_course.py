@@ -1,6 +1,8 @@
 """Write the nbgrader course from solutions/ and docs/: one assignment, one notebook per stage.
 
-    python -m grader.authoring.nbgrader_course [COURSE_DIR]     # default: build/nbgrader
+    python -m grader.authoring.nbgrader_course [COURSE_DIR] [--course FILE]    # default: build/nbgrader
+
+The course's stages are those course.toml grades (the core; the bonus too when it says so).
 
 The generated parts are rebuilt from the same sources as exercises/, so the notebooks, the .py
 stubs and `make grade` cannot disagree; what the instructor adds is kept:
@@ -13,7 +15,7 @@ Each notebook's generated cells are
   * the answer cell: ``%%writefile stage<N>_<topic>.py`` and the solution module, its solution
     regions between nbgrader's markers (nbgrader clears them for students);
   * a scratch cell that imports what the answer cell saved;
-  * two autograder test cells, worth the stage's visible and hidden points (grader/points.toml).
+  * two autograder test cells, worth the stage's visible and hidden points (grader/stages.toml).
     Both call the grader itself (grader/notebook.py); the hidden one is a hidden-tests region,
     so the student's copy holds no hidden check at all and the feedback shows no hidden data;
     what stays of it in the student's copy says what the cell is for.
@@ -30,6 +32,8 @@ from nbformat.corpus.words import generate_corpus_id
 from grader.authoring.stubs import learner_imports
 from grader.plugin import planned_checks
 from grader.report import TITLES
+from grader.course import CourseError as CourseSettingsError
+from grader.course import course_stages
 from grader.stages import STAGE_MODULES, STAGES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -204,10 +208,12 @@ def stage_notebook(stage: int, points: dict[str, float],
     return notebook
 
 
-def stage_points() -> dict[int, dict[str, float]]:
-    """Visible and hidden points per stage, from the grader's own checks and points table."""
-    totals = {stage: {"visible": 0.0, "hidden": 0.0} for stage in STAGES}
-    for check in planned_checks(STAGES):
+def stage_points(stages: list[int] | None = None) -> dict[int, dict[str, float]]:
+    """Visible and hidden points of each of ``stages`` (None: the course's), from the grader's own checks
+    and points table."""
+    stages = course_stages() if stages is None else stages
+    totals = {stage: {"visible": 0.0, "hidden": 0.0} for stage in stages}
+    for check in planned_checks(stages):
         totals[check.stage][check.visibility] += check.points
     return totals
 
@@ -222,9 +228,11 @@ def _existing_notebook(path: Path) -> nbformat.NotebookNode | None:
                           f"it generated afresh") from None
 
 
-def write_course(root: Path) -> list[Path]:
+def write_course(root: Path, course: Path | None = None) -> list[Path]:
     """Write the generated settings and source/attention/*.ipynb under ``root``, keeping the instructor's
-    settings and cells; the paths written (nbgrader_config.py only when the course had none)."""
+    settings and cells; the paths written (nbgrader_config.py only when the course had none). The
+    notebooks are those of the stages the course file at ``course`` grades (None: the repository's)."""
+    stages = course_stages(course)
     folder = root / "source" / ASSIGNMENT
     folder.mkdir(parents=True, exist_ok=True)
     (root / GENERATED_CONFIG).write_text(GENERATED_SETTINGS, encoding="utf-8")
@@ -232,7 +240,7 @@ def write_course(root: Path) -> list[Path]:
     if not (root / INSTRUCTOR_CONFIG).exists():
         (root / INSTRUCTOR_CONFIG).write_text(INSTRUCTOR_SETTINGS, encoding="utf-8")
         written.append(root / INSTRUCTOR_CONFIG)
-    for stage, points in stage_points().items():
+    for stage, points in stage_points(stages).items():
         path = folder / f"{STAGE_MODULES[stage]}.ipynb"
         notebook = stage_notebook(stage, points, _existing_notebook(path))
         path.write_text(nbformat.writes(notebook) + "\n", encoding="utf-8")
@@ -242,7 +250,7 @@ def write_course(root: Path) -> list[Path]:
 
 def instructor_cell_count(root: Path) -> int:
     """How many cells of the course's source notebooks are the instructor's own."""
-    names = {cell.id for stage, points in stage_points().items() for cell in generated_cells(stage, points)}
+    names = {cell.id for stage, points in stage_points(STAGES).items() for cell in generated_cells(stage, points)}
     return sum(_generated_name(cell, names) is None
                for path in (root / "source" / ASSIGNMENT).glob("*.ipynb")
                for cell in nbformat.read(path, as_version=4).cells)
@@ -251,10 +259,12 @@ def instructor_cell_count(root: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("course", nargs="?", type=Path, default=DEFAULT_COURSE)
+    parser.add_argument("--course-file", type=Path, metavar="FILE",
+                        help="the course settings (default: course.toml at the repository's root, if any)")
     args = parser.parse_args(argv)
     try:
-        written = write_course(args.course)
-    except CourseError as error:
+        written = write_course(args.course, args.course_file)
+    except (CourseError, CourseSettingsError) as error:
         print(f"make nbgrader: {error}", file=sys.stderr)
         return 1
     config = args.course / INSTRUCTOR_CONFIG

@@ -35,6 +35,7 @@ from traitlets.config import Config
 from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
 
 from grader.authoring.nbgrader_course import ASSIGNMENT, INSTRUCTOR_CONFIG, autograder_cell_ids
+from grader.course import course_stages
 from grader.stages import STAGE_MODULES
 from grader.runner.text import printable
 
@@ -103,10 +104,16 @@ def nbgrader_side(coursedir: CourseDirectory, assignment: str
                                 f"({error})") from None
 
 
+def course_modules() -> dict[int, str]:
+    """The course's stages (course.toml: the core, and the bonus when on), each with its module: the
+    notebooks make nbgrader writes, and the stages grade-all grades."""
+    return {stage: STAGE_MODULES[stage] for stage in course_stages()}
+
+
 def _nbgrader_side(gradebook: Gradebook, assignment: str
                    ) -> tuple[dict[str, dict[int, NbgraderStage]], dict[int, list[GradedCell]]]:
     cells = {}
-    for stage, module in STAGE_MODULES.items():
+    for stage, module in course_modules().items():
         notebook = gradebook.find_notebook(module, assignment)
         checksums = {cell.name: cell.checksum for cell in notebook.source_cells}
         cells[stage] = [GradedCell(cell.name, cell.max_score, checksums[cell.name])
@@ -115,7 +122,7 @@ def _nbgrader_side(gradebook: Gradebook, assignment: str
     for submission in gradebook.find_assignment(assignment).submissions:
         student = submission.student_id
         scores[student] = {}
-        for stage, module in STAGE_MODULES.items():
+        for stage, module in course_modules().items():
             grades = [g for g in gradebook.find_submission_notebook(module, assignment, student).grades
                       if g.name in autograder_cell_ids(stage).values()]
             scores[student][stage] = NbgraderStage(sum(g.score or 0.0 for g in grades),
@@ -131,7 +138,7 @@ def grade_all_side(autograded: Path, out: Path) -> dict[str, dict[int, float | N
     with (out / "grades.csv").open(encoding="utf-8", newline="") as table:
         rows = list(csv.DictReader(table))
     return {row["student_id"]: {stage: float(row[f"stage{stage}"]) if row[f"stage{stage}"] else None
-                                for stage in STAGE_MODULES} for row in rows}
+                                for stage in course_modules()} for row in rows}
 
 
 # Evidence in the notebooks ---------------------------------------------------------------------
@@ -338,7 +345,7 @@ def reconcile(coursedir: CourseDirectory, assignment: str, out: Path) -> tuple[l
             found.append(Disagreement(student, None, None, sum(filter(None, grade_all[student].values())),
                                       ("nbgrader's gradebook has no submission of this student",)))
             continue
-        for stage in STAGE_MODULES:
+        for stage in course_modules():
             ours, theirs = nbgrader[student][stage], grade_all[student][stage]
             if theirs is not None and math.isclose(ours.score, theirs, abs_tol=1e-6):
                 continue
@@ -364,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     if not found:
         print(f"nbgrader and grade-all agree on every stage of {students} students.")
         return 0
-    stages = sum(len(STAGE_MODULES) if d.stage is None else 1 for d in found)
+    stages = sum(len(course_modules()) if d.stage is None else 1 for d in found)
     print(f"nbgrader and grade-all differ on {stages} stages of {students} students:")
     for disagreement in found:
         print(disagreement.line())

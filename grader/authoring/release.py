@@ -1,8 +1,9 @@
 """make release: the students' repository, with nothing in it that could stand in for the work.
 
-    python -m grader.authoring.release [OUT]      # default: dist/student/ and dist/student.zip
+    python -m grader.authoring.release [OUT] [--course FILE]   # default: dist/student/ and dist/student.zip
 
-It holds the stubs (written from solutions/ as `make stubs` does), the learners' docs, the
+It holds the stages the course grades (course.toml: the core, and the bonus stages when it says so):
+their stubs (written from solutions/ as `make stubs` does), the learners' docs, the
 grader with the visible checks only (each check module rewritten without its hidden checks and
 whatever only they used), the GitHub Classroom workflow, a Makefile whose `make grade` labels its score provisional and whose
 `make submit` zips the stage files as `make grade-all` takes them, and a README. No solutions/,
@@ -11,6 +12,7 @@ no hidden check, no points or data of one, no tests.
 
 import argparse
 import ast
+import json
 import re
 import shutil
 import sys
@@ -18,18 +20,20 @@ import zipfile
 from pathlib import Path
 
 from grader.authoring.stubs import expected_exercises
+from grader.course import course_text, read_course, tracks
 from grader.plugin import planned_checks
-from grader.stages import STAGE_MODULES
+from grader.stages import BONUS, REGISTRY_FILE, Stage, registry, stages_of
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = REPO / "dist" / "student"
 RELEASE_DIR = Path(__file__).with_name("release")  # the student Makefile, README, pyproject
-LEARNER_DOCS = ["errata.md", "troubleshooting.md", *(f"stage{stage}.md" for stage in STAGE_MODULES)]
+TEMPLATES = {"Makefile", "README.md"}  # their @STAGE_FILES@ and @STAGE_TABLE@ are the release's stages
+LEARNER_DOCS = ["errata.md", "troubleshooting.md"]  # and each stage's guide
 # The judge and the runner, whole: none of them holds a solution or a hidden check.
-GRADER_FILES = ["__init__.py", "__main__.py", "batch.py", "document_values.py", "document_values.toml",
+GRADER_FILES = ["__init__.py", "__main__.py", "batch.py", "course.py", "document_values.py", "document_values.toml",
                 "evidence.py", "feedback.py", "heatmap.py", "hints.py", "hints.toml", "html_report.py", "learner.py",
                 "notebook.py", "plugin.py", "points.py", "printed.py", "report.py", "sandbox.py", "session.py",
-                "submission.py", "tensor_diff.py", "verdict.py"]
+                "stages.py", "submission.py", "tensor_diff.py", "verdict.py"]
 CHECK_SUPPORT = ["__init__.py", "conftest.py", "pytest.ini", "support.py", "documented.py"]
 # Used by hidden checks: shipped only when a visible check imports them.
 OPTIONAL_MODULES = {"grader.diagnosis": "diagnosis.py", "grader.checks.causal": "checks/causal.py",
@@ -89,26 +93,50 @@ def visible_only(source: str) -> str:
     return re.sub(r"\n{4,}", "\n\n\n", "".join(out)).rstrip("\n") + "\n"
 
 
-def _visible_points() -> str:
-    visible = [c for c in planned_checks(sorted(STAGE_MODULES)) if c.visibility == "visible"]
-    lines = ["# Points of the visible checks; the rest of each stage's 20 is in the hidden checks.\n"]
-    for stage in sorted(STAGE_MODULES):
-        lines.append(f"\n[stage{stage}]\n")
-        lines += [f'"{c.id}" = {c.points:g}\n' for c in visible if c.stage == stage]
+def _released_registry(stages: list[Stage]) -> str:
+    """stages.toml of the release: the released stages, each priced by its visible checks alone."""
+    visible = [c for c in planned_checks([s.number for s in stages]) if c.visibility == "visible"]
+    lines = [f"# The stages of this repository ({REGISTRY_FILE.name} of the instructor's, as released): the points\n"
+             "# of the visible checks; the rest of each stage's points is in your instructor's hidden checks.\n"]
+    for stage in stages:
+        lines.append(f"\n[{stage.id}]\ntitle = {json.dumps(stage.title)}\nfile = {json.dumps(stage.file)}\n"
+                     f"names = {json.dumps(list(stage.names))}\n")
+        if stage.stand_ins:
+            pairs = ", ".join(f"{name} = {json.dumps(cls)}" for name, cls in stage.stand_ins.items())
+            lines.append(f"stand_ins = {{ {pairs} }}\n")
+        lines.append(f"track = {json.dumps(stage.track)}\n\n[{stage.id}.points]\n")
+        lines += [f'"{c.id}" = {c.points:g}\n' for c in visible if c.stage == stage.number]
     return "".join(lines)
 
 
-def build_release(out: Path) -> Path:
-    """Write the students' repository to ``out`` (replacing it) and ``out``.zip; the zip's path."""
+def _filled(name: str, text: str, stages: list[Stage]) -> str:
+    """A template of release/ with the released stages filled in."""
+    if name not in TEMPLATES:
+        return text
+    table = "".join(f"| {s.number}{' (bonus)' if s.track == BONUS else ''} | `{s.file}` | {s.title} | "
+                    f"[docs/stage{s.number}.md](docs/stage{s.number}.md) |\n" for s in stages)
+    return text.replace("@STAGE_FILES@", " ".join(s.file for s in stages)).replace("@STAGE_TABLE@\n", table)
+
+
+def build_release(out: Path, course: Path | None = None) -> Path:
+    """Write the students' repository to ``out`` (replacing it) and ``out``.zip; the zip's path. It holds
+    the stages of the course file at ``course`` (None: this tree's course.toml, if any)."""
+    course_tracks = tracks(read_course(course), course)
+    stages = [registry()[number] for number in stages_of(course_tracks)]
     shutil.rmtree(out, ignore_errors=True)
     (out / "exercises").mkdir(parents=True)
+    released_files = {"__init__.py", *(s.file for s in stages)}
     for name, text in expected_exercises().items():
-        (out / "exercises" / name).write_text(text, encoding="utf-8")
+        if name in released_files:
+            (out / "exercises" / name).write_text(text, encoding="utf-8")
     (out / "docs" / "figures").mkdir(parents=True)
-    for name in LEARNER_DOCS:
+    guides = [f"stage{s.number}.md" for s in stages]
+    for name in [*LEARNER_DOCS, *guides]:
         shutil.copy2(REPO / "docs" / name, out / "docs" / name)
+    shown = "".join((REPO / "docs" / name).read_text(encoding="utf-8") for name in guides)
     for png in sorted((REPO / "docs" / "figures").glob("*.png")):
-        shutil.copy2(png, out / "docs" / "figures" / png.name)
+        if f"figures/{png.name}" in shown:
+            shutil.copy2(png, out / "docs" / "figures" / png.name)
     grader = out / "grader"
     (grader / "checks").mkdir(parents=True)
     (grader / "runner").mkdir()
@@ -119,7 +147,7 @@ def build_release(out: Path) -> Path:
     for name in CHECK_SUPPORT:
         shutil.copy2(REPO / "grader" / "checks" / name, grader / "checks" / name)
     checks_text = ""
-    for stage in sorted(STAGE_MODULES):
+    for stage in (s.number for s in stages):
         text = visible_only((REPO / "grader" / "checks" / f"test_stage{stage}.py").read_text(encoding="utf-8"))
         compile(text, f"test_stage{stage}.py", "exec")
         (grader / "checks" / f"test_stage{stage}.py").write_text(text, encoding="utf-8")
@@ -133,9 +161,12 @@ def build_release(out: Path) -> Path:
             shutil.copy2(REPO / "grader" / OPTIONAL_MODULES[module], grader / OPTIONAL_MODULES[module])
             checks_text += (REPO / "grader" / OPTIONAL_MODULES[module]).read_text(encoding="utf-8")
         shipped |= wanted
-    (grader / "points.toml").write_text(_visible_points(), encoding="utf-8")
+    (grader / REGISTRY_FILE.name).write_text(_released_registry(stages), encoding="utf-8")
+    (out / "course.toml").write_text(course_text(BONUS in course_tracks), encoding="utf-8")
     for path in sorted(RELEASE_DIR.iterdir()):  # gitignore.release -> .gitignore
-        shutil.copy2(path, out / (f".{path.stem}" if path.suffix == ".release" else path.name))
+        target = out / (f".{path.stem}" if path.suffix == ".release" else path.name)
+        target.write_text(_filled(path.name, path.read_text(encoding="utf-8"), stages), encoding="utf-8")
+        shutil.copymode(path, target)
     (out / ".github" / "workflows").mkdir(parents=True)
     shutil.copy2(REPO / "grader" / "authoring" / "classroom" / "classroom.yml", out / ".github" / "workflows" / "classroom.yml")
     archive = out.with_suffix(".zip")
@@ -150,8 +181,14 @@ def build_release(out: Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", nargs="?", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--course", type=Path, metavar="FILE",
+                        help="the course settings (default: course.toml at the repository's root, if any)")
     args = parser.parse_args(argv)
-    archive = build_release(args.out.resolve())
+    try:
+        archive = build_release(args.out.resolve(), args.course)
+    except ValueError as error:  # CourseError, RegistryError: one line
+        print(f"release: {error}", file=sys.stderr)
+        return 2
     print(f"student repository: {args.out}/ and {archive.name}")
     return 0
 
