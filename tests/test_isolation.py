@@ -487,3 +487,21 @@ def test_the_references_are_covered_wherever_the_sandbox_shows_them(monkeypatch,
     assert str(site / "torch") in readable and str(site / "numpy") in readable
     assert not any(Path(path) in (site, site / "solutions", REPO) or (REPO / "solutions").is_relative_to(path)
                    for path in readable), readable
+
+
+def test_a_judge_killed_while_its_zygote_starts_leaves_no_folder(tmp_path):
+    """Unsandboxed, the zygote removes the judge's folders once the judge is gone, even when the judge is
+    killed in the seconds the zygote spends importing torch."""
+    judge = ("import os, signal, threading\n"
+             "from grader.sandbox import Sandbox\n"
+             "threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGKILL)).start()\n"
+             "Sandbox('cpu', 'none')\n")
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    result = subprocess.run([sys.executable, "-c", judge], cwd=REPO, env={**os.environ, "TMPDIR": str(temporary)},
+                            capture_output=True, timeout=60)
+    assert result.returncode == -signal.SIGKILL, result.stderr
+    deadline = time.monotonic() + 30
+    while list(temporary.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert list(temporary.iterdir()) == []

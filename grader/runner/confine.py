@@ -50,12 +50,14 @@ def die_with_parent(parent: int | None = None, signal_number: int = signal.SIGKI
     """Have the kernel send ``signal_number`` to this process when its parent ends (Linux); elsewhere
     the parent's kill does.
 
-    ``parent``: the pid the caller expects as parent; if it is already gone, exit now.
+    ``parent``: the pid the caller expects as parent; if it is already gone, the signal comes now (so a
+    handler of it still runs).
     """
     if sys.platform == "linux":
         _prctl(_PR_SET_PDEATHSIG, signal_number)
     if parent is not None and os.getppid() != parent:
-        os._exit(1)
+        os.kill(os.getpid(), signal_number)
+        os._exit(1)  # the signal was handled, or ignored: this process ends all the same
 
 
 def become_reaper() -> None:

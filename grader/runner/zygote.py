@@ -45,6 +45,10 @@ _libc = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
 def main() -> None:
     options = json.loads(sys.argv[1])
     control = socket.socket(fileno=options["control"])
+    if options["host_folder"]:  # unsandboxed: if the judge is killed, its folders are this process's to remove
+        # Before torch's import, which takes seconds: a judge killed meanwhile leaves no folder behind.
+        signal.signal(signal.SIGTERM, lambda *_: (folders.remove(Path(options["host_folder"])), os._exit(0)))
+        confine.die_with_parent(options["judge"], signal.SIGTERM)
     zygote = Zygote(options)  # its probes fork: cheap before torch is imported, not after
     # Everything a worker needs, imported once, here.
     import torch
@@ -53,9 +57,6 @@ def main() -> None:
     zygote.worker = worker
     if zygote.device == "auto":
         zygote.device = "cuda" if torch.cuda.is_available() else "cpu"  # does not initialise CUDA
-    if options["host_folder"]:  # unsandboxed: if the judge is killed, its folders are this process's to remove
-        signal.signal(signal.SIGTERM, lambda *_: (folders.remove(Path(options["host_folder"])), os._exit(0)))
-        confine.die_with_parent(options["judge"], signal.SIGTERM)
     confine.make_undumpable()
     confine.become_reaper()  # without namespaces, a student's orphaned workers come here to be reaped
     confine.forget_grader_modules()  # once here, not in every worker: it touches all of sys.modules
