@@ -11,16 +11,33 @@ from grader.authoring.stubs import learner_imports
 from grader.stages import STAGE_MODULES
 from tests.conftest import REPO
 
-MUTANTS = tomllib.loads((REPO / "tests" / "mutants.toml").read_text())["mutant"]
+SUBMISSIONS = REPO / "tests" / "submissions"  # whole stage files written as learners write them
+BONUS_ON = REPO / "tests" / "bonus_course.toml"  # a course.toml that grades the bonus stages too
+
+
+def _written(kind: str) -> list[dict]:
+    """tests/submissions/manifest.toml's entries of ``kind`` ("mutant" or "alternative") in the shape of
+    mutants.toml's: each replaces its stage's file by the one written out (``source``)."""
+    manifest = tomllib.loads((SUBMISSIONS / "manifest.toml").read_text()) if (SUBMISSIONS / "manifest.toml").exists() else {}
+    return [{"stage": entry["stage"], "file": f"{STAGE_MODULES[entry['stage']]}.py", "source": entry["file"],
+             "what": entry["mistake"], **{key: entry[key] for key in ("truthful", "nameable") if key in entry}}
+            for entry in manifest.get("submission", []) if entry["kind"] == kind]
+
+
+MUTANTS = tomllib.loads((REPO / "tests" / "mutants.toml").read_text())["mutant"] + _written("mutant")
+ALTERNATIVES = tomllib.loads((REPO / "tests" / "alternatives.toml").read_text())["alternative"] + _written("alternative")
 
 
 def learner_copy(folder: Path, mutant: dict | None = None, stages=STAGE_MODULES) -> Path:
-    """The solutions as a learner's files (importing from exercises), with one mutant applied."""
+    """The solutions as a learner's files (importing from exercises), with one mutant applied: a
+    find/replace on the solution, or a whole file written as a learner's (``source``)."""
     folder.mkdir(parents=True, exist_ok=True)
     for stage in stages:
         name = f"{STAGE_MODULES[stage]}.py"
         text = (REPO / "solutions" / name).read_text()
-        if mutant and mutant["file"] == name:
+        if mutant and mutant["file"] == name and "source" in mutant:
+            text = (SUBMISSIONS / mutant["source"]).read_text()
+        elif mutant and mutant["file"] == name:
             assert text.count(mutant["find"]) == 1, f"{mutant.get('hint') or mutant['what']} no longer fits {name}"
             text = text.replace(mutant["find"], mutant["replace"])
         (folder / name).write_text(learner_imports(text))

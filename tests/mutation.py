@@ -10,17 +10,13 @@ that set: a hint that would send the learner to fix what they did right.
 import argparse
 import json
 import tempfile
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from tests.conftest import REPO
-from tests.grading import batch, learner_copy
+from tests.grading import ALTERNATIVES, BONUS_ON, MUTANTS, batch, learner_copy  # noqa: F401 - for test_mutants
 
-MUTANTS = tomllib.loads((REPO / "tests" / "mutants.toml").read_text())["mutant"]
-ALTERNATIVES = tomllib.loads((REPO / "tests" / "alternatives.toml").read_text())["alternative"]
 
 
 def truthful(mutant: dict) -> set[str]:
@@ -78,7 +74,7 @@ def grade_mutants(folder: Path, *options: str, mutants: list[dict] = MUTANTS) ->
     chosen = [m for m in mutants if runnable(m)]
     for index, mutant in enumerate(chosen):
         learner_copy(folder / "class" / f"mutant-{index:03d}", mutant)
-    batch(folder / "class", folder / "out", "--timeout", "2", *options)
+    batch(folder / "class", folder / "out", "--timeout", "2", "--course", str(BONUS_ON), *options)
     return [Verdict(m, json.loads((folder / "out" / f"mutant-{i:03d}.json").read_text())) for i, m in enumerate(chosen)]
 
 

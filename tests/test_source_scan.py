@@ -1,19 +1,16 @@
 """The judge's reading of a stage file: shortcuts found where they stand, reaches into the grader however spelt,
 and nothing at all in right answers, however they are written."""
 
-import tomllib
 
 import pytest
 
 from grader.checks.shortcut import ATTENTION_BY_HAND, SOFTMAX_BY_HAND, TRANSFER_BY_COPY
 from grader.stages import STAGE_MODULES
 from grader.source_scan import MODULE_LEVEL, SourceScan
-from tests.conftest import REPO
-from tests.grading import MUTANTS, batch, learner_copy
+from tests.grading import ALTERNATIVES, BONUS_ON, MUTANTS, batch, learner_copy
 from tests.mutation import truthful
 from tests.tampering import ATTACKS, MODES_OFF_BY_BUILT_NAMES
 
-ALTERNATIVES = tomllib.loads((REPO / "tests" / "alternatives.toml").read_text())["alternative"]
 # The functions the shortcut checks watch, stage by stage, and the shortcut each must not take.
 WATCHED = {
     1: {"softmax_naive": SOFTMAX_BY_HAND},
@@ -196,7 +193,7 @@ def test_a_right_answer_written_otherwise_takes_no_shortcut_and_reaches_nothing(
 def test_right_answers_written_otherwise_score_full_marks(tmp_path):
     for index, alternative in enumerate(ALTERNATIVES):
         learner_copy(tmp_path / "class" / f"alternative-{index:02d}", alternative)
-    batch(tmp_path / "class", tmp_path / "out")
+    batch(tmp_path / "class", tmp_path / "out", "--course", str(BONUS_ON))
     rows = (tmp_path / "out" / "grades.csv").read_text().splitlines()[1:]
     assert len(rows) == len(ALTERNATIVES) >= 10
-    assert all(row.split(",")[1] == "100" for row in rows), rows
+    assert all(row.split(",")[1] == row.split(",")[2] for row in rows), rows
