@@ -5,6 +5,7 @@ import torch
 
 from grader.runner.document_examples import run_recipe
 from grader.document_values import document_values
+from tests.grading import BONUS_ON, grade, learner_copy
 
 pytestmark = pytest.mark.cuda
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU on this machine")
@@ -45,3 +46,13 @@ def test_dropout_on_cuda_keeps_its_rate_and_scale(solutions):
     kept = dropped[dropped != 0]
     assert abs((dropped == 0).float().mean().item() - 0.5) < 0.02
     torch.testing.assert_close(kept, torch.full_like(kept, 2.0))
+
+
+@needs_cuda
+def test_the_solutions_score_full_marks_when_graded_on_cuda_bonus_stages_included(tmp_path):
+    """Every check, core and bonus, runs its CUDA path: learner code and reference on the GPU."""
+    _, report = grade(learner_copy(tmp_path / "ada"), "--device", "cuda", "--course", str(BONUS_ON))
+    assert report["device"] == "cuda"
+    lost = {c["id"]: c["message"] for s in report["stages"] for c in s["checks"] if c["status"] != "passed"}
+    assert lost == {} and report["score"] == report["max_score"]
+    assert {s["track"] for s in report["stages"]} == {"core", "bonus"}
