@@ -67,6 +67,8 @@ def test_the_cli_grades_the_new_stage(repo, toy_submission, tmp_path):
     (stage,) = json.loads(report.read_text())["stages"]
     assert (stage["id"], stage["title"], stage["track"]) == (f"stage{NUMBER}", "a toy stage: twice a tensor", BONUS)
     assert (stage["score"], stage["max_score"]) == (4, 4), result.stdout
+    run(repo, "grader", str(toy_submission), "--json", str(report))  # the copy's course.toml turns the bonus on
+    assert f"stage{NUMBER}" in [s["id"] for s in json.loads(report.read_text())["stages"]]
     stub = run(repo, "grader", "exercises", "--stage", str(NUMBER), "--json", str(report))
     (stage,) = json.loads(report.read_text())["stages"]
     assert stage["score"] == 0 and {c["status"] for c in stage["checks"]} == {"not_implemented"}, stub.stdout
