@@ -1,0 +1,36 @@
+"""Stage 6: scaled dot-product attention from primitives, with the semantics of torch's own
+F.scaled_dot_product_attention.
+
+Guide: docs/stage6.md
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    d_k = value.size(-1)
+    scale_factor = 1 / math.sqrt(d_k) if scale is None else scale
+    L, S = query.size(-2), key.size(-2)
+    if enable_gqa:
+        key = key.repeat_interleave(query.size(-3) // key.size(-3), dim=-3)
+        value = value.repeat_interleave(query.size(-3) // value.size(-3), dim=-3)
+
+    attn_bias = torch.zeros(L, S, dtype=query.dtype, device=query.device)
+    if is_causal:
+        attn_bias = attn_bias.masked_fill(
+            torch.ones(L, S, dtype=torch.bool, device=query.device).tril().logical_not(), float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            attn_bias = attn_bias.masked_fill(attn_mask.logical_not(), float("-inf"))
+        else:
+            attn_bias = attn_bias + attn_mask
+
+    attn = F.softmax(query @ key.transpose(-2, -1) * scale_factor + attn_bias, dim=-1)
+    attn = attn.nan_to_num(0.0)
+    if dropout_p > 0:
+        attn = F.dropout(attn, dropout_p, training=True)
+    return attn @ value
