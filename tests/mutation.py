@@ -16,6 +16,8 @@ from pathlib import Path
 
 import torch
 
+from grader.course import course_text
+from grader.stages import BONUS, stage
 from tests.conftest import REPO
 from tests.grading import batch, learner_copy
 
@@ -74,10 +76,14 @@ class Verdict:
 
 
 def grade_mutants(folder: Path, *options: str, mutants: list[dict] = MUTANTS) -> list[Verdict]:
-    """Every runnable mutant as one student of a class, graded in one batch."""
+    """Every runnable mutant as one student of a class, graded in one batch (the bonus stages too when a
+    mutant is in one of them)."""
     chosen = [m for m in mutants if runnable(m)]
     for index, mutant in enumerate(chosen):
         learner_copy(folder / "class" / f"mutant-{index:03d}", mutant)
+    if any(stage(m["stage"]).track == BONUS for m in chosen):
+        (folder / "course.toml").write_text(course_text(bonus=True))
+        options = ("--course", str(folder / "course.toml"), *options)
     batch(folder / "class", folder / "out", "--timeout", "2", *options)
     return [Verdict(m, json.loads((folder / "out" / f"mutant-{i:03d}.json").read_text())) for i, m in enumerate(chosen)]
 
