@@ -41,6 +41,7 @@ DOCUMENTED_ARGS = [3, 8, 6, 0.0, 4, 2]
 DOCUMENTED_SEED = 123
 GPT2_ARGS = [768, 768, 1024, 0.0, 12, 4]
 GPT2_PARAMETERS, GPT2_MULTIHEAD_PARAMETERS = 1_573_632, 2_360_064
+GPT2_CACHED = 2 * 4 * 64  # key and value features per token with 4 groups of head_dim 64
 # The small public example: head_dim = 2, two groups of two heads (so tiling differs from
 # interleaving), fewer tokens than context_length, d_in, d_out and the number of tokens all different.
 EXAMPLE_ARGS, EXAMPLE_SHAPE = [3, 8, 6, 0.0, 4, 2], (2, 5, 3)
@@ -118,18 +119,26 @@ def grouped_variants(x: torch.Tensor, state: dict[str, torch.Tensor], num_heads:
     return variants
 
 
-def _kv_projection_hint(shapes: dict[str, list], d_in: int, d_out: int, kv_width: int) -> str | None:
-    """kv-projection-size when W_key or W_value is sized as in MultiHeadAttention, d_out where
-    num_kv_groups * head_dim belongs."""
-    if kv_width == d_out:
-        return None
-    sized_as_multihead = [shapes.get(f"{name}.weight") == [d_out, d_in] for name in ("W_key", "W_value")]
-    return "kv-projection-size" if any(sized_as_multihead) else None
+def _kv_projection_hint(parameters: list, args: list) -> str | None:
+    """kv-projection-size when a module's parameters ([name, shape] pairs) size W_key or W_value d_out,
+    as in MultiHeadAttention, where ``CLS(*args)`` has num_kv_groups * head_dim."""
+    d_in, d_out, heads, groups = args[0], args[1], args[4], args[5]
+    shapes = {name: list(shape) for name, shape in parameters}
+    sized_as_multihead = [d_out, d_in] in (shapes.get("W_key.weight"), shapes.get("W_value.weight"))
+    return "kv-projection-size" if groups != heads and sized_as_multihead else None
 
 
-def _qkv_biases(structure: dict) -> list[str]:
-    """The biases of W_query, W_key and W_value a module holds."""
-    return [name for name, _ in structure["parameters"] if name.endswith(".bias") and name != "out_proj.bias"]
+def _layout_hint(parameters: list, args: list) -> str | None:
+    """What a module's parameters prove wrong for ``CLS(*args)``: the key/value projections' size, or
+    biases that qkv_bias did not ask for."""
+    qkv_bias = args[6] if len(args) > 6 else False
+    biased = not qkv_bias and _qkv_biases(parameters)
+    return _kv_projection_hint(parameters, args) or ("qkv-bias-ignored" if biased else None)
+
+
+def _qkv_biases(parameters: list) -> list[str]:
+    """The biases of W_query, W_key and W_value among a module's parameters ([name, shape] pairs)."""
+    return [name for name, _ in parameters if name.endswith(".bias") and name != "out_proj.bias"]
 
 
 def _creation_order_hint(learner, args: list, seed: int, learner_state: dict) -> str | None:
@@ -154,18 +163,16 @@ def _example(learner) -> None:
     """The small public example, with random documented weights put in: named mistakes where proven."""
     state = parameters_only(reference_state(DocumentedGroupedQueryAttention, EXAMPLE_ARGS, seed=zlib.crc32(CLS.encode())))
     x = torch.rand(*EXAMPLE_SHAPE, generator=generator(f"example.{CLS}"))
-    reply = build_causal(learner, STAGE, CLS, EXAMPLE_ARGS, state, [x])
-    actual = reply["outputs"][0]
     heads, groups = EXAMPLE_ARGS[4], EXAMPLE_ARGS[5]
     try:
+        actual = build_causal(learner, STAGE, CLS, EXAMPLE_ARGS, state, [x])["outputs"][0]
         expect_close(actual, torch_gqa(x, state, heads, groups),
                      f"{CLS}(3, 8, 6, 0.0, num_heads={heads}, num_kv_groups={groups}) with random weights on a "
                      f"{EXAMPLE_SHAPE} input", lambda: grouped_variants(x, state, heads, groups))
-    except CheckFailed as failed:
-        if failed.hint is None and _qkv_biases(reply["structure"]):  # biases the documented weights do not replace
-            raise CheckFailed(f"{failed.message}\nIts projections have biases {_qkv_biases(reply['structure'])} "
-                              "although qkv_bias is False", "qkv-bias-ignored") from None
-        raise
+    except CheckFailed as failed:  # weights of other shapes, or biases the documented weights do not replace
+        hint = failed.hint or _layout_hint(build(learner, STAGE, CLS, EXAMPLE_ARGS)["structure"]["parameters"],
+                                           EXAMPLE_ARGS)
+        raise CheckFailed(failed.message, hint, failed.evidence) from None
 
 
 @check("document.GroupedQueryAttention", visible=True, target=CLS)
@@ -181,10 +188,8 @@ def test_document(learner):
                      (lambda: grouped_variants(batch, expected_state, 4, 2)) if holds else None)
     except CheckFailed as failed:
         if not holds:
-            shapes = {k: list(v.shape) for k, v in reply["state"].items() if isinstance(v, torch.Tensor)}
             hint = (_creation_order_hint(learner, DOCUMENTED_ARGS, DOCUMENTED_SEED, reply["state"])
-                    or _kv_projection_hint(shapes, 3, 8, 4) or ("qkv-bias-ignored" if _qkv_biases(reply["structure"])
-                                                                 else None))
+                    or _layout_hint(reply["structure"]["parameters"], DOCUMENTED_ARGS))
             raise CheckFailed(f"{failed.message}\nWith seed {DOCUMENTED_SEED} its weights are not the guide's: create "
                               "W_query, W_key, W_value, then out_proj, as nn.Linear each", hint) from None
         if failed.hint is not None:
@@ -195,18 +200,16 @@ def test_document(learner):
             raise CheckFailed(f"{failed.message}\nOn a smaller example: {example.message}", example.hint) from None
         raise CheckFailed(f"{failed.message}\nIts seeded weights are the guide's, and it computes the right output on "
                           "a small example: look at what differs with these arguments") from None
-    shapes = dict(build(learner, STAGE, CLS, GPT2_ARGS)["structure"]["parameters"])
+    parameters = build(learner, STAGE, CLS, GPT2_ARGS)["structure"]["parameters"]
+    shapes = dict(parameters)
     count = sum(math.prod(shape) for shape in shapes.values())
-    if count != GPT2_PARAMETERS:
+    cached = sum(shapes.get(f"{name}.weight", [0])[0] for name in ("W_key", "W_value"))  # per token: a KV cache's share
+    if (count, cached) != (GPT2_PARAMETERS, GPT2_CACHED):
         raise CheckFailed(f"{CLS}(768, 768, 1024, 0.0, num_heads=12, num_kv_groups=4), GPT-2 small's sizes with 4 "
-                          f"key/value groups, has {count:,} parameters; the guide's worked example has "
-                          f"{GPT2_PARAMETERS:,} (MultiHeadAttention: {GPT2_MULTIHEAD_PARAMETERS:,})",
-                          _kv_projection_hint(shapes, 768, 768, 256))
-    cached = sum(shapes.get(f"{name}.weight", [0])[0] for name in ("W_key", "W_value"))
-    if cached != 2 * 256:
-        raise CheckFailed(f"{CLS}(768, 768, 1024, 0.0, num_heads=12, num_kv_groups=4) computes {cached} key and value "
-                          "features per token, what a KV cache keeps; the guide's worked example has 2 x 4 x 64 = 512 "
-                          "(MultiHeadAttention: 2 x 768 = 1536)", _kv_projection_hint(shapes, 768, 768, 256))
+                          f"key/value groups, has {count:,} parameters and computes {cached:,} key and value features "
+                          f"per token, what a KV cache keeps; the guide's worked example has {GPT2_PARAMETERS:,} and "
+                          f"2 x 4 x 64 = {GPT2_CACHED} (MultiHeadAttention: {GPT2_MULTIHEAD_PARAMETERS:,} and "
+                          f"2 x 768 = 1,536)", _layout_hint(parameters, GPT2_ARGS))
 
 
 @check("example.GroupedQueryAttention", visible=True, target=CLS)
@@ -243,7 +246,7 @@ def test_matches_torch_gqa(learner):
         if any(shapes.get(name) != shape for name, shape in documented.items()):
             raise CheckFailed(f"{CLS}{tuple(args)} should hold W_query (d_out x d_in), W_key and W_value "
                               f"(num_kv_groups * head_dim = {kv_width} x d_in) and out_proj (d_out x d_out) weights; "
-                              f"it holds {shapes}", _kv_projection_hint(shapes, d_in, d_out, kv_width))
+                              f"it holds {shapes}", _kv_projection_hint(list(shapes.items()), args))
         expect_close(reply["outputs"][0], torch_gqa(x, state, heads, groups),
                      f"{CLS}{tuple(args)} with its own weights, against torch's F.scaled_dot_product_attention("
                      "..., is_causal=True, enable_gqa=True) of its own projections",
@@ -303,12 +306,12 @@ def test_structure(learner):
     if linears != expected_linears:
         names = [n for n, _ in linears]
         hint = ("missing-out-proj" if "out_proj" not in names else
-                _kv_projection_hint(dict(shape["parameters"]), 4, 8, 4) or
+                _kv_projection_hint(shape["parameters"], args) or
                 ("param-init-order" if sorted(linears) == sorted(expected_linears) else None))
         raise CheckFailed(f"{CLS}(4, 8, 5, 0.1, num_heads=4, num_kv_groups=2) should hold W_query (8 x 4), W_key and "
                           f"W_value (num_kv_groups * head_dim = 4 x 4) and out_proj (8 x 8) weights, in that order; "
                           f"it holds {linears}", hint)
-    biases = _qkv_biases(shape)
+    biases = _qkv_biases(shape["parameters"])
     if biases:
         raise CheckFailed(f"{CLS}(4, 8, 5, 0.1, 4, 2) (qkv_bias=False) holds the biases {biases}", "qkv-bias-ignored")
     if ["out_proj.bias", [8]] not in shape["parameters"]:
