@@ -11,6 +11,7 @@ CONSTRUCTOR_ARGS = {
     "CausalAttention": (3, 2, 6, 0.0),
     "MultiHeadAttentionWrapper": (3, 2, 6, 0.0, 2),
     "MultiHeadAttention": (3, 2, 6, 0.0, 2),
+    "GroupedQueryAttention": (3, 8, 6, 0.0, 4, 2),
 }
 FORWARD_INPUT_SHAPE = {
     "SelfAttention_v1": (6, 3),
@@ -18,6 +19,7 @@ FORWARD_INPUT_SHAPE = {
     "CausalAttention": (2, 6, 3),
     "MultiHeadAttentionWrapper": (2, 6, 3),
     "MultiHeadAttention": (2, 6, 3),
+    "GroupedQueryAttention": (2, 6, 3),
 }
 
 

@@ -70,7 +70,8 @@ class Verdict:
 
 
 def grade_mutants(folder: Path, *options: str, mutants: list[dict] = MUTANTS) -> list[Verdict]:
-    """Every runnable mutant as one student of a class, graded in one batch."""
+    """Every runnable mutant as one student of a class, graded in one batch (the bonus stages too when a
+    mutant is in one of them)."""
     chosen = [m for m in mutants if runnable(m)]
     for index, mutant in enumerate(chosen):
         learner_copy(folder / "class" / f"mutant-{index:03d}", mutant)

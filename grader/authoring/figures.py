@@ -2,8 +2,9 @@
 
     python -m grader.authoring.figures            # docs/figures/*.png and attention_weights.json
 
-Every figure shows the documents' sentence "Your journey starts with one step" (stage 1's
-`inputs`), with the documents' seeds. The numbers behind the pictures are written to
+Every attention map shows the documents' sentence "Your journey starts with one step" (stage 1's
+`inputs`), with the documents' seeds; stage 8's figure shows which key/value group each query head
+reads instead. The numbers behind the pictures are written to
 attention_weights.json, which a test recomputes: a stale figure fails `make test` without
 comparing PNG bytes (which depend on the matplotlib version).
 """
@@ -17,6 +18,7 @@ import torch
 from grader.runner.document_examples import journey
 from grader.runner.seeding import manual_seed
 from solutions import stage1_softmax, stage2_self_attention, stage4_causal_attention, stage5_multihead_attention
+from solutions import stage8_gqa
 
 REPO = Path(__file__).resolve().parents[2]
 FIGURES = REPO / "docs" / "figures"
@@ -50,6 +52,21 @@ def _heads() -> list[torch.Tensor]:
     return list(stage4_causal_attention.causal_softmax(scores, module.head_dim))
 
 
+def _kv_groups(heads: int = 12, groups: int = 4) -> torch.Tensor:
+    """Stage 8's GroupedQueryAttention with 12 query heads and 4 key/value groups (GPT-2 small's heads):
+    which group each head reads, measured. One token, head_dim 1, all scores equal; group g's value
+    is feature g of a one-hot input and out_proj passes each head through, so head h's output is 1
+    exactly where the input lights its group. Rows: query heads; columns: groups."""
+    module = stage8_gqa.GroupedQueryAttention(groups, heads, 1, 0.0, num_heads=heads, num_kv_groups=groups).eval()
+    with torch.no_grad():
+        module.W_query.weight.zero_()
+        module.W_key.weight.zero_()
+        module.W_value.weight.copy_(torch.eye(groups))
+        module.out_proj.weight.copy_(torch.eye(heads))
+        module.out_proj.bias.zero_()
+        return torch.stack([module(torch.eye(groups)[g].view(1, 1, groups))[0, 0] for g in range(groups)], dim=1)
+
+
 def figure_data() -> dict[str, dict]:
     """Figure name -> its title and weights (rows: queries, columns: keys), rounded as written."""
     scores, d_k = _scaled_scores()
@@ -65,8 +82,15 @@ def figure_data() -> dict[str, dict]:
         "dropout": ("Stage 4: causal, then dropout 0.5 (seed 123)", dropped),
         **{f"head{i + 1}": (f"Stage 5: head {i + 1} of 2 (seed 123)", w) for i, w in enumerate(heads)},
     }
-    return {name: {"title": title, "weights": [[round(float(v), DECIMALS) for v in row] for row in weights]}
+    data = {name: {"title": title, "weights": [[round(float(v), DECIMALS) for v in row] for row in weights]}
             for name, (title, weights) in figures.items()}
+    groups = _kv_groups()
+    data["kv_groups"] = {"title": "Stage 8: 12 query heads read 4 key/value groups",
+                         "weights": [[round(float(v), DECIMALS) for v in row] for row in groups],
+                         "rows": [f"head {h + 1}" for h in range(groups.shape[0])],
+                         "columns": [f"group {g + 1}" for g in range(groups.shape[1])],
+                         "xlabel": "key/value group", "ylabel": "query head"}
+    return data
 
 
 def render(data: dict[str, dict], folder: Path) -> list[Path]:
@@ -80,11 +104,13 @@ def render(data: dict[str, dict], folder: Path) -> list[Path]:
     for name, figure in data.items():
         weights = figure["weights"]
         fig, axes = pyplot.subplots(figsize=(4.6, 4.0), dpi=100)
-        image = axes.imshow(weights, cmap="viridis", vmin=0.0, vmax=max(1.0, max(map(max, weights))))
-        axes.set_xticks(range(len(TOKENS)), TOKENS, rotation=45, ha="right")
-        axes.set_yticks(range(len(TOKENS)), TOKENS)
-        axes.set_xlabel("key (attended to)")
-        axes.set_ylabel("query")
+        image = axes.imshow(weights, cmap="viridis", vmin=0.0, vmax=max(1.0, max(map(max, weights))),
+                            aspect="equal" if len(weights) == len(weights[0]) else "auto")
+        columns, rows = figure.get("columns", TOKENS), figure.get("rows", TOKENS)  # attention maps: tokens
+        axes.set_xticks(range(len(columns)), columns, rotation=45, ha="right")
+        axes.set_yticks(range(len(rows)), rows)
+        axes.set_xlabel(figure.get("xlabel", "key (attended to)"))
+        axes.set_ylabel(figure.get("ylabel", "query"))
         axes.set_title(figure["title"], fontsize=9)
         for row, values in enumerate(weights):
             for column, value in enumerate(values):

@@ -5,6 +5,11 @@ to a module built here. Stand-in classes carry only the documented attributes, c
 documented order (so seeded weights are the documents'); their forward is a plain projection,
 x -> W_value(x), which lets a check see what the learner's code does with a head's output
 without running any attention code of ours.
+
+A stage's function that a later stage may call stands in as PyTorch's own function of the same
+semantics: stage 6's scaled_dot_product_attention is torch's F.scaled_dot_product_attention, so a
+later stage that calls it gets the right attention whatever stage 6 holds, and no stage's answer
+is written here.
 """
 
 import sys
@@ -12,6 +17,7 @@ import types
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from grader.runner.implementation import SUBMISSION_PACKAGE
 from grader.runner.seeding import manual_seed
@@ -62,6 +68,15 @@ class StandInCausalAttention(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.W_value(x)
+
+
+def stand_in_scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                                          attn_mask: torch.Tensor | None = None, dropout_p: float = 0.0,
+                                          is_causal: bool = False, scale: float | None = None,
+                                          enable_gqa: bool = False) -> torch.Tensor:
+    """Stage 6's scaled_dot_product_attention while another stage is graded: torch's own, which it reproduces."""
+    return F.scaled_dot_product_attention(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p,
+                                          is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
 
 
 def _unavailable(name: str, stage: int):
