@@ -74,11 +74,13 @@ class Verdict:
 
 
 def grade_mutants(folder: Path, *options: str, mutants: list[dict] = MUTANTS) -> list[Verdict]:
-    """Every runnable mutant as one student of a class, graded in one batch."""
+    """Every runnable mutant as one student of a class, graded in one batch, the bonus stages included."""
     chosen = [m for m in mutants if runnable(m)]
     for index, mutant in enumerate(chosen):
         learner_copy(folder / "class" / f"mutant-{index:03d}", mutant)
-    batch(folder / "class", folder / "out", "--timeout", "2", *options)
+    course = folder / "course.toml"
+    course.write_text("[stages]\nbonus = true\n")
+    batch(folder / "class", folder / "out", "--timeout", "2", "--course", str(course), *options)
     return [Verdict(m, json.loads((folder / "out" / f"mutant-{i:03d}.json").read_text())) for i, m in enumerate(chosen)]
 
 
