@@ -18,7 +18,7 @@ DOCS_STAMP := $(VENV)/.docs-installed
 SIMILARITY_STAMP := $(VENV)/.similarity-installed
 
 .DEFAULT_GOAL := help
-.PHONY: help grade grade-all gradescope nbgrader nbgrader-demo nbgrader-reconcile figures release test stubs bench-grade bench-batch clean
+.PHONY: help grade grade-all gradescope nbgrader nbgrader-demo nbgrader-reconcile figures release test stubs bench-grade bench-batch bench-kv-cache clean
 .PHONY: similarity canvas-export moodle-export
 
 help:
@@ -37,6 +37,7 @@ help:
 	@echo "make stubs         regenerate exercises/ from solutions/ (overwrites your work!)"
 	@echo "make bench-grade   time make grade against a bare 'import torch'"
 	@echo "make bench-batch   time grading 100 submissions against a process per submission"
+	@echo "make bench-kv-cache  time greedy decoding of 256 tokens with stage 7's KV cache against without it"
 	@echo "make clean         remove .venv and caches"
 
 $(VENV)/bin/python:
@@ -114,6 +115,9 @@ bench-grade: $(RUNTIME_STAMP)
 
 bench-batch: $(INSTRUCTOR_STAMP) $(NBGRADER_STAMP)
 	@$(PY) -m tests.benchmarks.bench_batch
+
+bench-kv-cache: $(RUNTIME_STAMP)
+	@$(PY) -m tests.benchmarks.bench_kv_cache
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info dist build $(HTML_REPORT)

@@ -1,4 +1,4 @@
-"""One example use of every public name of the five stages, for any implementation."""
+"""One example use of every public name of the stages, for any implementation."""
 
 import torch
 import torch.nn as nn
@@ -11,6 +11,7 @@ CONSTRUCTOR_ARGS = {
     "CausalAttention": (3, 2, 6, 0.0),
     "MultiHeadAttentionWrapper": (3, 2, 6, 0.0, 2),
     "MultiHeadAttention": (3, 2, 6, 0.0, 2),
+    "MultiHeadAttentionKV": (3, 2, 6, 0.0, 2),
     "GroupedQueryAttention": (3, 8, 6, 0.0, 4, 2),
 }
 FORWARD_INPUT_SHAPE = {
@@ -19,6 +20,7 @@ FORWARD_INPUT_SHAPE = {
     "CausalAttention": (2, 6, 3),
     "MultiHeadAttentionWrapper": (2, 6, 3),
     "MultiHeadAttention": (2, 6, 3),
+    "MultiHeadAttentionKV": (2, 6, 3),
     "GroupedQueryAttention": (2, 6, 3),
 }
 

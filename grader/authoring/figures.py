@@ -18,7 +18,7 @@ import torch
 from grader.runner.document_examples import journey
 from grader.runner.seeding import manual_seed
 from solutions import stage1_softmax, stage2_self_attention, stage4_causal_attention, stage5_multihead_attention
-from solutions import stage8_gqa
+from solutions import stage7_kv_cache, stage8_gqa
 
 REPO = Path(__file__).resolve().parents[2]
 FIGURES = REPO / "docs" / "figures"
@@ -52,6 +52,21 @@ def _heads() -> list[torch.Tensor]:
     return list(stage4_causal_attention.causal_softmax(scores, module.head_dim))
 
 
+def _cached_chunk() -> torch.Tensor:
+    """Stage 7's MultiHeadAttentionKV(3, 2, 6, 0.0, num_heads=2) under seed 123, fed "Your journey starts"
+    then "with one step" with use_cache=True: head 1's weights of the second chunk, (3 queries, 6 keys)."""
+    manual_seed(123)
+    module = stage7_kv_cache.MultiHeadAttentionKV(3, 2, 6, 0.0, num_heads=2)
+    first, chunk = INPUTS[None, :3], INPUTS[None, 3:]
+    with torch.no_grad():
+        module(first, use_cache=True)
+        module(chunk, use_cache=True)  # the cache now holds the keys of all 6 tokens
+        queries = module.W_query(chunk).view(1, 3, module.num_heads, module.head_dim).transpose(1, 2)
+        scores = queries @ module.cache_k.transpose(2, 3)  # (1, heads, 3, 6)
+        scores = scores.masked_fill(module.mask.bool()[3:6, :6], -torch.inf)  # the chunk's rows of the mask
+    return torch.softmax(scores / module.head_dim**0.5, dim=-1)[0, 0]
+
+
 def _kv_groups(heads: int = 12, groups: int = 4) -> torch.Tensor:
     """Stage 8's GroupedQueryAttention with 12 query heads and 4 key/value groups (GPT-2 small's heads):
     which group each head reads, measured. One token, head_dim 1, all scores equal; group g's value
@@ -81,6 +96,7 @@ def figure_data() -> dict[str, dict]:
         "causal": ("Stage 4: causal mask", causal),
         "dropout": ("Stage 4: causal, then dropout 0.5 (seed 123)", dropped),
         **{f"head{i + 1}": (f"Stage 5: head {i + 1} of 2 (seed 123)", w) for i, w in enumerate(heads)},
+        "cached_chunk": ("Stage 7: head 1, a chunk after 3 cached tokens", _cached_chunk()),
     }
     data = {name: {"title": title, "weights": [[round(float(v), DECIMALS) for v in row] for row in weights]}
             for name, (title, weights) in figures.items()}
@@ -94,7 +110,7 @@ def figure_data() -> dict[str, dict]:
 
 
 def render(data: dict[str, dict], folder: Path) -> list[Path]:
-    """One PNG heat map per figure."""
+    """One PNG heat map per figure; a figure of fewer rows than tokens shows the last tokens' queries."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -106,7 +122,8 @@ def render(data: dict[str, dict], folder: Path) -> list[Path]:
         fig, axes = pyplot.subplots(figsize=(4.6, 4.0), dpi=100)
         image = axes.imshow(weights, cmap="viridis", vmin=0.0, vmax=max(1.0, max(map(max, weights))),
                             aspect="equal" if len(weights) == len(weights[0]) else "auto")
-        columns, rows = figure.get("columns", TOKENS), figure.get("rows", TOKENS)  # attention maps: tokens
+        columns, rows = figure.get("columns", TOKENS), figure.get("rows", TOKENS[len(TOKENS) - len(weights):])
+        # attention maps: tokens; a chunk's rows are the last queries
         axes.set_xticks(range(len(columns)), columns, rotation=45, ha="right")
         axes.set_yticks(range(len(rows)), rows)
         axes.set_xlabel(figure.get("xlabel", "key (attended to)"))

@@ -2,8 +2,9 @@
 
 Visible checks ship to students (make release) without solutions/, so they never call reference
 code. A seeded module must hold the documents' weights: the classes here create exactly the
-documented attributes, in the documented order (the stand-ins the workers use, and the two
-multi-head modules), and have no forward. Outputs are computed with torch's own
+documented attributes, in the documented order (the stand-ins the workers use, and the
+wrapper), and their forward is not the documented one. MultiHeadAttentionKV (stage 7) holds
+stage 5's parameters. Outputs are computed with torch's own
 scaled_dot_product_attention, which learners may not use and the grader may.
 """
 
@@ -12,6 +13,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from grader.runner.standins import StandInCausalAttention as CausalAttention
+from grader.runner.standins import StandInMultiHeadAttention as MultiHeadAttention
 from grader.runner.standins import StandInSelfAttention_v1 as SelfAttention_v1
 from grader.runner.standins import StandInSelfAttention_v2 as SelfAttention_v2
 
@@ -24,21 +26,9 @@ class MultiHeadAttentionWrapper(nn.Module):
             [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)])
 
 
-class MultiHeadAttention(nn.Module):
-    def __init__(self, d_in: int, d_out: int, context_length: int, dropout: float, num_heads: int,
-                 qkv_bias: bool = False):
-        super().__init__()
-        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.out_proj = nn.Linear(d_out, d_out)
-        self.dropout = nn.Dropout(dropout)
-        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
-
-
 DOCUMENTED = {"SelfAttention_v1": SelfAttention_v1, "SelfAttention_v2": SelfAttention_v2,
               "CausalAttention": CausalAttention, "MultiHeadAttentionWrapper": MultiHeadAttentionWrapper,
-              "MultiHeadAttention": MultiHeadAttention}
+              "MultiHeadAttention": MultiHeadAttention, "MultiHeadAttentionKV": MultiHeadAttention}
 
 
 def attention(x: torch.Tensor, weights: dict[str, torch.Tensor], prefix: str = "", causal: bool = False,

@@ -82,9 +82,10 @@ def expect_function_on_cases(learner: LearnerWorkers, stage: int, function: str,
                       for args, output in zip(cases, outputs)])
 
 
-def build(learner: LearnerWorkers, stage: int, cls: str, args: list, **options) -> dict:
-    """Build the learner's module ``cls(*args)`` in its worker (see grader.runner.probes.module)."""
-    reply = learner.request(stage, "module", cls=cls, args=list(args), **options)
+def build(learner: LearnerWorkers, stage: int, cls: str, args: list, probe: str = "module", **options) -> dict:
+    """Build the learner's module ``cls(*args)`` in its worker, with grader.runner.probes.module (or
+    another probe that builds one, such as cached_module)."""
+    reply = learner.request(stage, probe, cls=cls, args=list(args), **options)
     mismatched = [_shapes(r) for r in reply.get("rejected", []) if "size mismatch" in r]
     if mismatched:
         raise CheckFailed(f"{cls}{tuple(args)} holds weights of other shapes than documented, so the grader cannot "

@@ -94,6 +94,28 @@ def module(
     ``device_input``: last, run forward on this input watching for tensors made without a device
     that meet the module's tensors (see _FixedDeviceWatch): what fails on a GPU, seen on a CPU.
     """
+    built, report = _built(impl, device, cls, args, kwargs, seed, state, return_state)
+    if built is None:
+        return report
+    built.train(train)
+    outputs, head_outputs = [], []
+    with torch.no_grad(), recording(record) as seen:
+        for x in inputs or []:
+            x = x.to(device)
+            outputs.extend(learner_value(built(x)) for _ in range(repeat))
+            if heads:
+                head_outputs.append([learner_value(head(x)) for head in built.heads])
+    report.update(outputs=outputs, head_outputs=head_outputs, ops=sorted(seen))
+    if device_input is not None:
+        report["fixed_device_use"] = _fixed_device_use(built, device_input.to(device))
+    return report
+
+
+def _built(impl: Implementation, device: str, cls: str, args: list, kwargs: dict | None, seed: int | None,
+           state: dict | None, return_state: bool) -> tuple[nn.Module | None, dict]:
+    """The learner's ``cls(*args, **kwargs)``, built on the CPU (under ``seed``), holding ``state``, on
+    ``device``; and the report of what it holds. None instead of the module when ``state`` holds weights
+    of other shapes: the report's "rejected" lists them."""
     if seed is not None:
         manual_seed(seed)
     built = impl.name(cls)(*args, **(kwargs or {}))
@@ -108,21 +130,10 @@ def module(
             report["rejected"] = [line.strip() for line in str(error).splitlines() if "size mismatch" in line]
             if not report["rejected"]:
                 raise
-            return report
+            return None, report
     built = built.to(device)
     report["buffers_on"] = {name: str(b.device) for name, b in built.named_buffers()}
-    built.train(train)
-    outputs, head_outputs = [], []
-    with torch.no_grad(), recording(record) as seen:
-        for x in inputs or []:
-            x = x.to(device)
-            outputs.extend(learner_value(built(x)) for _ in range(repeat))
-            if heads:
-                head_outputs.append([learner_value(head(x)) for head in built.heads])
-    report.update(outputs=outputs, head_outputs=head_outputs, ops=sorted(seen))
-    if device_input is not None:
-        report["fixed_device_use"] = _fixed_device_use(built, device_input.to(device))
-    return report
+    return built, report
 
 
 # Functions that make a new tensor on the default device unless given one.
@@ -241,3 +252,69 @@ def transfer(
                              == getattr(sa_v2, name).weight.untyped_storage().data_ptr() for name in names),
         "ops": sorted(seen),
     }
+
+
+# What a KV cache holds is read from these attributes after every step (stage 7).
+CACHE_ATTRIBUTES = ("cache_k", "cache_v")
+
+
+@probe
+def cached_module(
+    impl: Implementation,
+    device: str,
+    cls: str,
+    args: list,
+    x: torch.Tensor,
+    steps: list[dict],
+    seed: int | None = None,
+    state: dict | None = None,
+    return_state: bool = False,
+    record: bool = False,
+    watch_device: bool = False,
+) -> dict:
+    """Build a module with a KV cache as ``module`` does (in eval mode), then run ``steps`` on ``x``.
+
+    A step is {"tokens": [start, stop], "use_cache": True, False or None} (forward on x[:, start:stop];
+    None: called without use_cache) or {"reset": True} (reset_cache()). The reply holds, before the
+    steps and after each, what cache_k and cache_v hold ("missing" for an attribute the module lacks),
+    and each step's output, all copied when read: a cache filled in place later must not change
+    what an earlier step showed. A step with "may_raise" that raises ends the steps, its "raised"
+    [type, message] reported with the cache after it; elsewhere what the learner's code raises is
+    its failure. ``watch_device``: the first operation of the steps that combined a tensor made
+    without a device with the module's (see _FixedDeviceWatch).
+    """
+    built, report = _built(impl, device, cls, args, None, seed, state, return_state)
+    if built is None:
+        return report
+    built.eval()
+    x = x.to(device)
+    report["cache_before"] = _cache_of(built)
+    done = report["steps"] = []
+    watch = _FixedDeviceWatch() if watch_device else contextlib.nullcontext()
+    with torch.no_grad(), recording(record) as seen, watch:
+        for step in steps:
+            try:
+                if step.get("reset"):
+                    output = built.reset_cache()
+                else:
+                    start, stop = step["tokens"]
+                    chunk = x[:, start:stop]
+                    output = built(chunk) if step["use_cache"] is None else built(chunk, use_cache=step["use_cache"])
+            except Exception as error:
+                if not step.get("may_raise") or isinstance(error, NotImplementedError):
+                    raise
+                done.append({"raised": [type(error).__name__, str(error)[:300]], "cache": _cache_of(built)})
+                break
+            done.append({"raised": None, "output": learner_value(_copied(output)), "cache": _cache_of(built)})
+    report["ops"] = sorted(seen)
+    report["fixed_device_use"] = watch.mixed if watch_device else None
+    return report
+
+
+def _copied(value: object) -> object:
+    return value.detach().clone() if isinstance(value, torch.Tensor) else value
+
+
+def _cache_of(built: nn.Module) -> dict:
+    return {name: learner_value(_copied(getattr(built, name))) if hasattr(built, name) else "missing"
+            for name in CACHE_ATTRIBUTES}

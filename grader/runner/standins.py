@@ -4,7 +4,9 @@ A worker grading stage N imports the learner's stage N, while `exercises.<other 
 to a module built here. Stand-in classes carry only the documented attributes, created in the
 documented order (so seeded weights are the documents'); their forward is a plain projection,
 x -> W_value(x), which lets a check see what the learner's code does with a head's output
-without running any attention code of ours.
+without running any attention code of ours. Stage 5's MultiHeadAttention is there to be
+subclassed (stage 7): its forward refuses to run, since a projection would pass for a wrong
+stage 5 and attention would be the answer to it.
 
 A stage's function that a later stage may call stands in as PyTorch's own function of the same
 semantics: stage 6's scaled_dot_product_attention is torch's F.scaled_dot_product_attention, so a
@@ -68,6 +70,26 @@ class StandInCausalAttention(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.W_value(x)
+
+
+class StandInMultiHeadAttention(nn.Module):
+    def __init__(self, d_in: int, d_out: int, context_length: int, dropout: float, num_heads: int,
+                 qkv_bias: bool = False):
+        super().__init__()
+        self.d_out = d_out
+        self.num_heads = num_heads
+        self.head_dim = d_out // num_heads
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_out)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        raise RuntimeError("MultiHeadAttention.forward (stage 5) is not run while another stage is graded: a class "
+                           "built on it computes its attention in a forward of its own (docs/stage7.md, "
+                           "'Building on stage 5')")
 
 
 def stand_in_scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
