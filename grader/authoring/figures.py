@@ -16,7 +16,7 @@ import torch
 
 from grader.runner.document_examples import journey
 from grader.runner.seeding import manual_seed
-from solutions import stage1_softmax, stage2_self_attention, stage4_causal_attention, stage5_multihead_attention
+from solutions import stage1_softmax, stage2_self_attention, stage4_causal_attention, stage5_multihead_attention, stage6_sdpa
 
 REPO = Path(__file__).resolve().parents[2]
 FIGURES = REPO / "docs" / "figures"
@@ -50,8 +50,35 @@ def _heads() -> list[torch.Tensor]:
     return list(stage4_causal_attention.causal_softmax(scores, module.head_dim))
 
 
+def _sdpa_weights(**options) -> torch.Tensor:
+    """Stage 6's function on SelfAttention_v2's queries and keys (seed 789), with value = I: its weights.
+
+    ``queries``: how many of the sentence's tokens ask (the first ones); the rest are passed on.
+    """
+    queries = options.pop("queries", len(TOKENS))
+    manual_seed(789)
+    module = stage2_self_attention.SelfAttention_v2(3, 2)
+    with torch.no_grad():
+        q, k = module.W_query(INPUTS[:queries]), module.W_key(INPUTS)
+        return stage6_sdpa.scaled_dot_product_attention(q, k, torch.eye(len(TOKENS)), **options)
+
+
+def _stage6_figures() -> dict[str, tuple]:
+    """(title, weights, query labels) of stage 6's pictures."""
+    hidden = torch.ones(len(TOKENS), len(TOKENS), dtype=torch.bool)
+    hidden[:, TOKENS.index("step")] = False  # a key no query may see, as padding is
+    hidden[TOKENS.index("one")] = False  # a query that may see no key at all
+    return {
+        "sdpa_causal": ("Stage 6: is_causal, 3 queries and 6 keys",
+                        _sdpa_weights(queries=3, is_causal=True), TOKENS[:3]),
+        "sdpa_mask": ("Stage 6: a bool mask hides 'step', and every key from 'one'", _sdpa_weights(attn_mask=hidden),
+                      TOKENS),
+    }
+
+
 def figure_data() -> dict[str, dict]:
-    """Figure name -> its title and weights (rows: queries, columns: keys), rounded as written."""
+    """Figure name -> its title, weights (rows: queries, columns: keys), rounded as written, and the
+    query tokens where they are not the whole sentence."""
     scores, d_k = _scaled_scores()
     scaled = torch.softmax(scores / d_k**0.5, dim=-1)
     causal = stage4_causal_attention.causal_softmax(scores, d_k)
@@ -64,9 +91,14 @@ def figure_data() -> dict[str, dict]:
         "causal": ("Stage 4: causal mask", causal),
         "dropout": ("Stage 4: causal, then dropout 0.5 (seed 123)", dropped),
         **{f"head{i + 1}": (f"Stage 5: head {i + 1} of 2 (seed 123)", w) for i, w in enumerate(heads)},
+        **_stage6_figures(),
     }
-    return {name: {"title": title, "weights": [[round(float(v), DECIMALS) for v in row] for row in weights]}
-            for name, (title, weights) in figures.items()}
+    return {name: _entry(*figure) for name, figure in figures.items()}
+
+
+def _entry(title: str, weights: torch.Tensor, queries: list[str] = TOKENS) -> dict:
+    entry = {"title": title, "weights": [[round(float(v), DECIMALS) for v in row] for row in weights]}
+    return entry if queries == TOKENS else {**entry, "queries": queries}
 
 
 def render(data: dict[str, dict], folder: Path) -> list[Path]:
@@ -78,11 +110,11 @@ def render(data: dict[str, dict], folder: Path) -> list[Path]:
 
     written = []
     for name, figure in data.items():
-        weights = figure["weights"]
+        weights, queries = figure["weights"], figure.get("queries", TOKENS)
         fig, axes = pyplot.subplots(figsize=(4.6, 4.0), dpi=100)
         image = axes.imshow(weights, cmap="viridis", vmin=0.0, vmax=max(1.0, max(map(max, weights))))
         axes.set_xticks(range(len(TOKENS)), TOKENS, rotation=45, ha="right")
-        axes.set_yticks(range(len(TOKENS)), TOKENS)
+        axes.set_yticks(range(len(queries)), queries)
         axes.set_xlabel("key (attended to)")
         axes.set_ylabel("query")
         axes.set_title(figure["title"], fontsize=9)
