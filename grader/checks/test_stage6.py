@@ -1,9 +1,9 @@
 """Stage 6 (bonus): scaled_dot_product_attention, judged against torch's own F.scaled_dot_product_attention.
 
-The judge computes every expected output with torch's function in float64 (bfloat16 inputs are
-widened exactly); the learner's function runs in its worker on float32 or bfloat16 tensors. Each
-call passes only the keyword arguments a case sets, so a missing parameter costs only the checks
-that need it.
+The judge computes the expected outputs with torch's function in float64 (bfloat16 inputs are
+widened exactly), or takes them from the book's printed values; the learner's function runs in its
+worker on float32 or bfloat16 tensors. Each call passes only the keyword arguments a case sets, so
+a missing parameter costs only the checks that need it.
 """
 
 from dataclasses import dataclass, field
@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
+from grader.checks.attention_probe import describe_weights
 from grader.checks.examples import fail_if_example_fails
 from grader.checks.shortcut import ATTENTION_BY_HAND, expect_not_spelled, expect_work_recorded
 from grader.checks.support import (
@@ -28,7 +29,7 @@ from grader.diagnosis import sdpa_variants
 from grader.document_values import document_values
 from grader.learner import LearnerFailure, LearnerWorkers
 from grader.runner.document_examples import journey, journey_batch
-from grader.verdict import agrees
+from grader.verdict import agrees, attention_evidence
 
 STAGE = 6
 FUNCTION = "scaled_dot_product_attention"
@@ -83,8 +84,50 @@ def _shown(value: object) -> str:
 
 
 def expect_cases(learner: LearnerWorkers, cases: list[Case]) -> None:
-    """Each case must give torch's answer; a mistake is named only when every case that can show it does."""
-    expect_all_close([(case.run(learner), case.expected(), str(case), case.variants) for case in cases])
+    """Each case must give torch's answer; a mistake is named only when every case that can show it does.
+
+    A failure shows the learner's attention weights of the first case that fails beside torch's.
+    """
+    outputs = [case.run(learner) for case in cases]
+    try:
+        expect_all_close([(output, case.expected(), str(case), case.variants) for case, output in zip(cases, outputs)])
+    except CheckFailed as failed:
+        failing = next(((c, o) for c, o in zip(cases, outputs) if not agrees(o, c.expected())), None)
+        if failed.evidence is None and failing is not None:
+            failed.evidence = _weights_evidence(learner, *failing)
+        raise
+
+
+def _weights_evidence(learner: LearnerWorkers, case: Case, output: object) -> dict | None:
+    """The learner's attention weights for ``case``, read as its output for value = I, beside torch's.
+
+    Read only when its output for the case's own values is those weights times the values: else
+    the reading would show something the function does not compute, and nothing is shown.
+    """
+    S = case.key.shape[-2]
+    eye = torch.eye(S, dtype=case.value.dtype).expand(*case.value.shape[:-2], S, S).contiguous()
+    try:
+        read = call(learner, STAGE, FUNCTION, case.query, case.key, eye, **case.options)
+    except LearnerFailure:
+        return None
+    L = case.query.shape[-2]
+    if not isinstance(read, torch.Tensor) or tuple(read.shape) != (*case.query.shape[:-1], S):
+        return None
+    values = case.value.to(torch.float64)
+    if case.options.get("enable_gqa"):  # each key/value head serves its group of consecutive query heads
+        values = values.repeat_interleave(case.query.shape[-3] // case.value.shape[-3], dim=-3)
+    if not agrees(output, read.to(torch.float64) @ values):
+        return None
+    expected = Case(case.query, case.key, eye, case.options).expected().reshape(-1, L, S)[0]
+    read = read.to(torch.float64).reshape(-1, L, S)[0]
+    scores = None  # the raw scores, for the divisor that fits the weights: of square maps without masks
+    if L == S and not {"attn_mask", "is_causal", "enable_gqa"} & case.options.keys():
+        scores = (case.query.to(torch.float64) @ case.key.to(torch.float64).transpose(-2, -1)).reshape(-1, L, S)[0]
+    causal = case.options.get("is_causal", False)
+    note = f"yours: {describe_weights(read, scores, causal)}. Expected: {describe_weights(expected, scores, causal)}"
+    first = f" at [{', '.join(['0'] * (case.query.dim() - 2))}] of the leading dimensions" if case.query.dim() > 2 else ""
+    return attention_evidence(f"{FUNCTION}: attention weights{first} (rows: queries, columns: keys), read as the "
+                              "output for value = I", expected, read, note)
 
 
 def qkv(rng: torch.Generator, lead: tuple, L: int, S: int, E: int, Ev: int, spread: float = 1.0) -> list[torch.Tensor]:
@@ -106,8 +149,8 @@ def mixed_mask(rng: torch.Generator, shape: tuple) -> torch.Tensor:
 
 # The visible checks ------------------------------------------------------------------------
 
-def _projections(state: dict, x: torch.Tensor, prefix: str = "") -> list[torch.Tensor]:
-    return [x @ state[f"{prefix}{name}.weight"].T for name in ("W_query", "W_key", "W_value")]
+def _projections(state: dict, x: torch.Tensor) -> list[torch.Tensor]:
+    return [x @ state[f"{name}.weight"].T for name in ("W_query", "W_key", "W_value")]
 
 
 def _document_results(learner: LearnerWorkers) -> dict[str, object]:
