@@ -5,6 +5,7 @@ import torch
 
 from grader.runner.document_examples import run_recipe
 from grader.document_values import document_values
+from tests.grading import grade, learner_copy
 
 pytestmark = pytest.mark.cuda
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU on this machine")
@@ -45,3 +46,11 @@ def test_dropout_on_cuda_keeps_its_rate_and_scale(solutions):
     kept = dropped[dropped != 0]
     assert abs((dropped == 0).float().mean().item() - 0.5) < 0.02
     torch.testing.assert_close(kept, torch.full_like(kept, 2.0))
+
+
+@needs_cuda
+def test_stage6_scores_full_marks_on_cuda(tmp_path):
+    """bfloat16 on a GPU stays within the check's tolerance, and CUDA's dropout keeps rate and scale."""
+    _, report = grade(learner_copy(tmp_path / "submission", stages=[6]), "--stage", "6", "--device", "cuda")
+    [stage] = report["stages"]
+    assert stage["score"] == stage["max_score"] == 20, [c for c in stage["checks"] if c["status"] != "passed"]
