@@ -38,12 +38,13 @@ def call_function(impl: Implementation, name: str, reference: Implementation) ->
         ),
         "mask_and_renormalize": lambda: impl.mask_and_renormalize(torch.rand(6, 6)),
         "causal_softmax": lambda: impl.causal_softmax(torch.rand(6, 6), 2),
+        "scaled_dot_product_attention": lambda: impl.scaled_dot_product_attention(x, x, x, is_causal=True),
     }
     return calls[name]()
 
 
 FUNCTIONS = [
     "attention_scores", "softmax_naive", "context_vector", "simple_self_attention",
-    "transfer_weights_v2_to_v1", "mask_and_renormalize", "causal_softmax",
+    "transfer_weights_v2_to_v1", "mask_and_renormalize", "causal_softmax", "scaled_dot_product_attention",
 ]  # fmt: skip
 CLASSES = list(CONSTRUCTOR_ARGS)

@@ -189,3 +189,13 @@ def test_receive_bounds_values_nesting_and_time():
         receive(right, 0.3)
     assert time.monotonic() - started < 1.0
     left.close(), right.close()
+
+
+def test_a_call_takes_keyword_arguments_and_bfloat16_arrives_as_bfloat16(tmp_path, workers_for):
+    (tmp_path / "stage6_sdpa.py").write_text((REPO / "solutions" / "stage6_sdpa.py").read_text())
+    eye = torch.eye(2, dtype=torch.bfloat16)  # the wire carries it as float64 and names its dtype
+    reply = workers_for(tmp_path).request(6, "call", function="scaled_dot_product_attention", args=[eye, eye, eye],
+                                          kwargs={"is_causal": True})
+    assert reply["result"].learner_dtype == "bfloat16"  # computed in bfloat16: the worker restored the dtype sent
+    torch.testing.assert_close(reply["result"], torch.tensor([[1.0, 0.0], [0.3302, 0.6698]], dtype=torch.float64),
+                               atol=4e-3, rtol=0)

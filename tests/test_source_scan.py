@@ -18,6 +18,7 @@ WATCHED = {
     3: {"transfer_weights_v2_to_v1": TRANSFER_BY_COPY},
     4: {"CausalAttention": ATTENTION_BY_HAND},
     5: {"MultiHeadAttention": ATTENTION_BY_HAND},
+    6: {"scaled_dot_product_attention": ATTENTION_BY_HAND},
     7: {"MultiHeadAttentionKV": ATTENTION_BY_HAND},
     8: {"GroupedQueryAttention": ATTENTION_BY_HAND},
 }

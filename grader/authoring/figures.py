@@ -18,7 +18,7 @@ import torch
 from grader.runner.document_examples import journey
 from grader.runner.seeding import manual_seed
 from solutions import stage1_softmax, stage2_self_attention, stage4_causal_attention, stage5_multihead_attention
-from solutions import stage7_kv_cache, stage8_gqa
+from solutions import stage6_sdpa, stage7_kv_cache, stage8_gqa
 
 REPO = Path(__file__).resolve().parents[2]
 FIGURES = REPO / "docs" / "figures"
@@ -52,6 +52,32 @@ def _heads() -> list[torch.Tensor]:
     return list(stage4_causal_attention.causal_softmax(scores, module.head_dim))
 
 
+def _sdpa_weights(**options) -> torch.Tensor:
+    """Stage 6's function on SelfAttention_v2's queries and keys (seed 789), with value = I: its weights.
+
+    ``queries``: how many of the sentence's tokens ask (the first ones); the rest are passed on.
+    """
+    queries = options.pop("queries", len(TOKENS))
+    manual_seed(789)
+    module = stage2_self_attention.SelfAttention_v2(3, 2)
+    with torch.no_grad():
+        q, k = module.W_query(INPUTS[:queries]), module.W_key(INPUTS)
+        return stage6_sdpa.scaled_dot_product_attention(q, k, torch.eye(len(TOKENS)), **options)
+
+
+def _stage6_figures() -> dict[str, tuple]:
+    """(title, weights, query labels) of stage 6's pictures."""
+    hidden = torch.ones(len(TOKENS), len(TOKENS), dtype=torch.bool)
+    hidden[:, TOKENS.index("step")] = False  # a key no query may see, as padding is
+    hidden[TOKENS.index("one")] = False  # a query that may see no key at all
+    return {
+        "sdpa_causal": ("Stage 6: is_causal, 3 queries and 6 keys",
+                        _sdpa_weights(queries=3, is_causal=True), TOKENS[:3]),
+        "sdpa_mask": ("Stage 6: a bool mask hides 'step', and every key from 'one'", _sdpa_weights(attn_mask=hidden),
+                      TOKENS),
+    }
+
+
 def _cached_chunk() -> torch.Tensor:
     """Stage 7's MultiHeadAttentionKV(3, 2, 6, 0.0, num_heads=2) under seed 123, fed "Your journey starts"
     then "with one step" with use_cache=True: head 1's weights of the second chunk, (3 queries, 6 keys)."""
@@ -83,7 +109,8 @@ def _kv_groups(heads: int = 12, groups: int = 4) -> torch.Tensor:
 
 
 def figure_data() -> dict[str, dict]:
-    """Figure name -> its title and weights (rows: queries, columns: keys), rounded as written."""
+    """Figure name -> its title, weights (rows: queries, columns: keys), rounded as written, and the
+    query tokens where they are not the whole sentence."""
     scores, d_k = _scaled_scores()
     scaled = torch.softmax(scores / d_k**0.5, dim=-1)
     causal = stage4_causal_attention.causal_softmax(scores, d_k)
@@ -96,17 +123,21 @@ def figure_data() -> dict[str, dict]:
         "causal": ("Stage 4: causal mask", causal),
         "dropout": ("Stage 4: causal, then dropout 0.5 (seed 123)", dropped),
         **{f"head{i + 1}": (f"Stage 5: head {i + 1} of 2 (seed 123)", w) for i, w in enumerate(heads)},
-        "cached_chunk": ("Stage 7: head 1, a chunk after 3 cached tokens", _cached_chunk()),
+        "cached_chunk": ("Stage 7: head 1, a chunk after 3 cached tokens", _cached_chunk(), TOKENS[3:]),
+        **_stage6_figures(),
     }
-    data = {name: {"title": title, "weights": [[round(float(v), DECIMALS) for v in row] for row in weights]}
-            for name, (title, weights) in figures.items()}
+    data = {name: _entry(*figure) for name, figure in figures.items()}
     groups = _kv_groups()
-    data["kv_groups"] = {"title": "Stage 8: 12 query heads read 4 key/value groups",
-                         "weights": [[round(float(v), DECIMALS) for v in row] for row in groups],
-                         "rows": [f"head {h + 1}" for h in range(groups.shape[0])],
+    data["kv_groups"] = {**_entry("Stage 8: 12 query heads read 4 key/value groups", groups,
+                                  [f"head {h + 1}" for h in range(groups.shape[0])]),
                          "columns": [f"group {g + 1}" for g in range(groups.shape[1])],
                          "xlabel": "key/value group", "ylabel": "query head"}
     return data
+
+
+def _entry(title: str, weights: torch.Tensor, queries: list[str] = TOKENS) -> dict:
+    entry = {"title": title, "weights": [[round(float(v), DECIMALS) for v in row] for row in weights]}
+    return entry if queries == TOKENS else {**entry, "queries": queries}
 
 
 def render(data: dict[str, dict], folder: Path) -> list[Path]:
@@ -118,14 +149,13 @@ def render(data: dict[str, dict], folder: Path) -> list[Path]:
 
     written = []
     for name, figure in data.items():
-        weights = figure["weights"]
+        weights, queries = figure["weights"], figure.get("queries", TOKENS)
         fig, axes = pyplot.subplots(figsize=(4.6, 4.0), dpi=100)
         image = axes.imshow(weights, cmap="viridis", vmin=0.0, vmax=max(1.0, max(map(max, weights))),
                             aspect="equal" if len(weights) == len(weights[0]) else "auto")
-        columns, rows = figure.get("columns", TOKENS), figure.get("rows", TOKENS[len(TOKENS) - len(weights):])
-        # attention maps: tokens; a chunk's rows are the last queries
+        columns = figure.get("columns", TOKENS)  # attention maps: the sentence's tokens
         axes.set_xticks(range(len(columns)), columns, rotation=45, ha="right")
-        axes.set_yticks(range(len(rows)), rows)
+        axes.set_yticks(range(len(queries)), queries)
         axes.set_xlabel(figure.get("xlabel", "key (attended to)"))
         axes.set_ylabel(figure.get("ylabel", "query"))
         axes.set_title(figure["title"], fontsize=9)

@@ -219,8 +219,8 @@ def expect_inputs_kept(learner: LearnerWorkers, stage: int, cases: dict[str, lis
                               f"({reply['fixed_device_use']}): on a GPU that fails", "fixed-device")
 
 
-def call(learner: LearnerWorkers, stage: int, function: str, *args) -> object:
-    return learner.request(stage, "call", function=function, args=list(args))["result"]
+def call(learner: LearnerWorkers, stage: int, function: str, *args, **kwargs) -> object:
+    return learner.request(stage, "call", function=function, args=list(args), kwargs=kwargs)["result"]
 
 
 def expect_input_dependent(outputs: list, what: str) -> None:

@@ -43,7 +43,12 @@ def _safe_repr(value: object) -> str:
 
 
 def _to(device: str, value: object) -> object:
-    return value.to(device) if isinstance(value, torch.Tensor) else value
+    """A judge's argument on the worker's device, in the dtype the judge sent: the wire widens
+    dtypes numpy lacks (bfloat16) to float64 and names the true one (protocol.learner_dtype)."""
+    if not isinstance(value, torch.Tensor):
+        return value
+    sent = getattr(torch, getattr(value, "learner_dtype", ""), None)
+    return value.to(device, sent if isinstance(sent, torch.dtype) else value.dtype)
 
 
 @probe
@@ -59,14 +64,16 @@ def recipes(impl: Implementation, device: str, names: list[str]) -> list:
 
 @probe
 def call(impl: Implementation, device: str, function: str, args: list, record: bool = False,
-         watch_device: bool = False) -> dict:
-    """Call a learner function; with ``record``, also name the torch operations it reached; with
-    ``watch_device``, the first operation that mixed a tensor it made on a fixed device with its arguments."""
+         watch_device: bool = False, kwargs: dict | None = None) -> dict:
+    """Call a learner function with ``args`` and keyword arguments ``kwargs``; with ``record``, also
+    name the torch operations it reached; with ``watch_device``, the first operation that mixed a
+    tensor it made on a fixed device with its arguments."""
     target = impl.name(function)
     args = [_to(device, a) for a in args]
+    kwargs = {name: _to(device, value) for name, value in (kwargs or {}).items()}
     watch = _FixedDeviceWatch() if watch_device else contextlib.nullcontext()
     with torch.no_grad(), recording(record) as seen, watch:
-        result = target(*args)
+        result = target(*args, **kwargs)
     # The arguments as the call left them: the judge compares them with what it sent.
     return {"result": learner_value(result), "ops": sorted(seen), "args_after": [learner_value(a) for a in args],
             "fixed_device_use": watch.mixed if watch_device else None}

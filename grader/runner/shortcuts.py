@@ -21,6 +21,14 @@ ATTENTION = {
     "_scaled_dot_product_flash_attention_for_cpu",
     "multi_head_attention_forward",
     "_native_multi_head_attention",
+    # the kernels beneath, callable as torch.ops.aten.* on the devices that have them
+    "_scaled_dot_product_fused_attention_overrideable",
+    "_scaled_dot_product_attention_math_for_mps",
+    "_flash_attention_forward",
+    "_flash_attention_forward_no_dropout_inplace",
+    "_efficient_attention_forward",
+    "_triton_scaled_dot_attention",
+    "_triton_multi_head_attention",
 }
 
 
