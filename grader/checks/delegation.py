@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from grader.checks.shortcut import ATTENTION_BY_HAND, SHORTCUT_SEED, expect_not_spelled, expect_work_recorded
+from grader.checks.shortcut import ATTENTION_BY_HAND, SHORTCUT_SEED, Shortcut, expect_not_spelled, expect_work_recorded
 from grader.checks.support import CheckFailed, build, parameters_only, reference_output, reference_state
 from grader.learner import LearnerWorkers
 from grader.runner.implementation import SUBMISSION_PACKAGE, Implementation
@@ -116,6 +116,18 @@ def expect_attention_by_hand_or_delegated(learner: LearnerWorkers, sources: dict
     taken from the learner's own stage files is theirs: the recorder's sight of torch's attention
     is then the stage 6 stand-in at work. Returns the worker's reply.
     """
+    shortcut = delegated_shortcut(sources, stage, cls)
+    state = parameters_only(reference_state(reference.name(cls), args, SHORTCUT_SEED))
+    reply = build(learner, stage, cls, args, state=state, inputs=[x], record=True)
+    right = not reply["rejected"] and agrees(reply["outputs"][0], reference_output(reference.name(cls), args, state, x))
+    expect_work_recorded(reply["ops"], shortcut, right, f"{cls}.forward")
+    return reply
+
+
+def delegated_shortcut(sources: dict[int, bytes | None], stage: int, cls: str) -> Shortcut:
+    """ATTENTION_BY_HAND as it applies to ``cls``, whose file may call the learner's own stage 6 function:
+    torch's attention spelled in the file earns nothing (CheckFailed, banned-api); the stage 6 function
+    taken from the learner's files makes torch's attention ops, which its stand-in runs, count as work."""
     expect_not_spelled(sources, stage, cls, replace(ATTENTION_BY_HAND, spelled=ATTENTION_BY_HAND.spelled - DELEGATED))
     source = sources.get(stage)
     # Without the file the judge cannot tell whose attention ran: it claims nothing of it.
@@ -135,8 +147,4 @@ def expect_attention_by_hand_or_delegated(learner: LearnerWorkers, sources: dict
         shortcut = replace(ATTENTION_BY_HAND, recorded=ATTENTION_BY_HAND.recorded - SDPA_OPS,
                            work=ATTENTION_BY_HAND.work | SDPA_OPS,
                            work_in_words="softmax, exponential or call of your stage 6 function")
-    state = parameters_only(reference_state(reference.name(cls), args, SHORTCUT_SEED))
-    reply = build(learner, stage, cls, args, state=state, inputs=[x], record=True)
-    right = not reply["rejected"] and agrees(reply["outputs"][0], reference_output(reference.name(cls), args, state, x))
-    expect_work_recorded(reply["ops"], shortcut, right, f"{cls}.forward")
-    return reply
+    return shortcut
