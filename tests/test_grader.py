@@ -77,7 +77,7 @@ def test_missing_stage_files_are_not_implemented_not_errors(tmp_path):
 
 
 def test_zip_and_folder_grade_identically(tmp_path):
-    mutant = next(m for m in MUTANTS if m["hint"] == "missing-out-proj")
+    mutant = next(m for m in MUTANTS if m.get("hint") == "missing-out-proj")
     folder = learner_copy(tmp_path / "work", mutant)
     archive = tmp_path / "work.zip"
     with zipfile.ZipFile(archive, "w") as zipped:
@@ -121,7 +121,7 @@ def test_every_code_hint_is_true_of_some_mutant():
 
 
 def test_tampering_in_learner_code_changes_no_verdict(tmp_path):
-    mutant = next(m for m in MUTANTS if m["hint"] == "softmax-not-exponentiated")
+    mutant = next(m for m in MUTANTS if m.get("hint") == "softmax-not-exponentiated")
     folder = learner_copy(tmp_path / "submission", mutant, stages=[1])
     stage1 = folder / "stage1_softmax.py"
     tamper = ("import torch, torch.testing\n"

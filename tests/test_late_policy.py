@@ -132,12 +132,12 @@ def test_a_course_file_sets_due_dates_and_the_penalty_rule(tmp_path):
     ("[due]\nassignment = \"2025-03-14T23:59:00Z\"\n", "due.assignment = '2025-03-14T23:59:00Z' needs a date, a time and a UTC offset "
                                                        "(unquoted: a TOML date-time, not text)"),
     ("[due]\nassignment = 2025-03-14\n", "due.assignment = 2025-03-14 needs a date, a time and a UTC offset"),
-    ("[due]\nstage6 = 2025-03-14T23:59:00Z\n", "unknown setting due.stage6"),
+    ("[due]\nstage9 = 2025-03-14T23:59:00Z\n", "unknown setting due.stage9"),  # the registry has stages 1-8
     ("[late_penalty]\npenalty = 10\npre = \"day\"\n", "unknown setting late_penalty.pre"),
     ("[late_penalty]\nper = \"week\"\n", "late_penalty.per = 'week'; write \"day\" or \"hour\""),
     ("[late_penalty]\npenalty = -5\n", "late_penalty.penalty = -5 must be a number, 0 or more"),
     ("[late_penalty]\ncap = 150\n", "late_penalty.cap = 150 is over 100 percent"),
-    ("[late]\npenalty = 10\n", "unknown setting late (known: due, late_penalty)"),
+    ("[late]\npenalty = 10\n", "unknown setting late (known: due, late_penalty, stages)"),
     ("[due\n", "Expected ']'"),
     ("due = 2025-03-14T23:59:00Z\n", "due must be a table, [due], holding assignment, stage1"),
     ("[late_penalty]\ngrace = 1e300\n", "late_penalty.grace = 1e+300 minutes is longer than any term"),

@@ -30,12 +30,14 @@ from grader.authoring.nbgrader_reconcile import (
 from grader.authoring.stubs import BEGIN, END
 from grader.plugin import planned_checks
 from grader.points import STAGE_POINTS
+from grader.course import course_stages
 from grader.stages import STAGE_MODULES
 from tests.grading import MUTANTS, REPO, grade as grade_folder, learner_copy, stage_scores
 
 pytestmark = pytest.mark.nbgrader
 
-MUTANT = next(m for m in MUTANTS if m["hint"] == "missing-scaling")  # fails hidden checks with numbers
+COURSE_MODULES = {stage: STAGE_MODULES[stage] for stage in course_stages()}  # make nbgrader: the course's stages
+MUTANT = next(m for m in MUTANTS if m.get("hint") == "missing-scaling")  # fails hidden checks with numbers
 
 
 # The Canvas download of the term: file name in the zip -> what the notebook is
@@ -130,7 +132,7 @@ def notebook_scores(course, student: str) -> dict[int, float]:
     """Stage -> the points nbgrader gave that stage's notebook (0 for one not handed in)."""
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         return {stage: gradebook.find_submission_notebook(module, ASSIGNMENT, student).score
-                for stage, module in STAGE_MODULES.items()}
+                for stage, module in COURSE_MODULES.items()}
 
 
 def solution_lines(stage: int) -> set[str]:
@@ -157,7 +159,7 @@ def test_course_regenerates_byte_for_byte(tmp_path):
     assert [p.read_bytes() for p in first] == [p.read_bytes() for p in second]
 
 
-@pytest.mark.parametrize("stage", sorted(STAGE_MODULES))
+@pytest.mark.parametrize("stage", sorted(COURSE_MODULES))
 def test_notebook_follows_solutions_and_nbgrader_schema(tmp_path, stage):
     write_course(tmp_path)
     notebook = nbformat.read(tmp_path / "source" / ASSIGNMENT / f"{STAGE_MODULES[stage]}.ipynb", as_version=4)
@@ -340,8 +342,8 @@ def test_a_module_named_grader_beside_the_notebook_is_a_cause(tmp_path):
 
 def test_release_holds_no_solution_and_no_hidden_check(term):
     course, _, _ = term
-    hidden_ids = {c.id for c in planned_checks(sorted(STAGE_MODULES)) if c.visibility == "hidden"}
-    for stage, module in STAGE_MODULES.items():
+    hidden_ids = {c.id for c in planned_checks(sorted(COURSE_MODULES)) if c.visibility == "hidden"}
+    for stage, module in COURSE_MODULES.items():
         released = (course / "release" / ASSIGNMENT / f"{module}.ipynb").read_text()
         source = (course / "source" / ASSIGNMENT / f"{module}.ipynb").read_text()
         secret_lines = solution_lines(stage) & notebook_lines(course / "source" / ASSIGNMENT / f"{module}.ipynb")
@@ -371,7 +373,7 @@ def test_a_mistake_costs_its_own_notebook_as_make_grade_says(term):
     course, _, _ = term
     scores = notebook_scores(course, "cy")
     _, report = grade_folder(learner_copy(course.parent / "cy-check", MUTANT))
-    assert scores == {stage: stage_scores(report)[2] if stage == 2 else 0 for stage in STAGE_MODULES}
+    assert scores == {stage: stage_scores(report)[2] if stage == 2 else 0 for stage in COURSE_MODULES}
     assert 0 < scores[2] < STAGE_POINTS
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from grader import similarity
+from grader.authoring.stubs import learner_imports
 from tests.grading import ALTERNATIVES, REPO, learner_copy
 from tests.grading import make as run_make
 
@@ -93,8 +94,9 @@ def reference_rewritten(folder: Path, pick: int) -> Path:
     for file in sorted({a["file"] for a in rewrites}):
         alternative = [a for a in rewrites if a["file"] == file][pick]
         text = (folder / file).read_text()
-        assert text.count(alternative["find"]) == 1, alternative["what"]
-        (folder / file).write_text(text.replace(alternative["find"], alternative["replace"]))
+        find, replace = learner_imports(alternative["find"]), learner_imports(alternative["replace"])  # as copied
+        assert text.count(find) == 1, alternative["what"]
+        (folder / file).write_text(text.replace(find, replace))
     return folder
 
 

@@ -4,6 +4,7 @@ and nothing at all in right answers, however they are written."""
 
 import pytest
 
+from grader.checks.delegation import own_spellings
 from grader.checks.shortcut import ATTENTION_BY_HAND, SOFTMAX_BY_HAND, TRANSFER_BY_COPY
 from grader.stages import STAGE_MODULES
 from grader.source_scan import MODULE_LEVEL, SourceScan
@@ -22,22 +23,33 @@ WATCHED = {
     7: {"MultiHeadAttentionKV": ATTENTION_BY_HAND},
     8: {"GroupedQueryAttention": ATTENTION_BY_HAND},
 }
+# Stages whose attention may be the learner's own stage 6 function (grader.checks.delegation): its
+# name, taken from the learner's files, is theirs and no shortcut.
+DELEGATING = {7, 8}
 SOFTMAX = SOFTMAX_BY_HAND.spelled
 
 
-def stage_file(tmp_path, stage: int, change: dict | None = None) -> SourceScan:
+class StageFile(SourceScan):
+    def __init__(self, source: bytes):
+        super().__init__(source)
+        self.source = source
+
+
+def stage_file(tmp_path, stage: int, change: dict | None = None) -> StageFile:
     """The scan of a learner's copy of the solution of ``stage``, with ``change`` (a mutant's shape) applied."""
     folder = learner_copy(tmp_path / "submission", change, stages=[stage])
-    return SourceScan((folder / f"{STAGE_MODULES[stage]}.py").read_bytes())
+    return StageFile((folder / f"{STAGE_MODULES[stage]}.py").read_bytes())
 
 
-def shortcuts_taken(scan: SourceScan, stage: int) -> dict[str, list]:
+def shortcuts_taken(scan: StageFile, stage: int) -> dict[str, list]:
+    mine = own_spellings(scan.source) if stage in DELEGATING else None
     return {target: found for target, shortcut in WATCHED[stage].items()
-            if (found := scan.uses_reached_from(target, shortcut.spelled))}
+            if (found := [use for use in scan.uses_reached_from(target, shortcut.spelled)
+                          if mine is None or not mine.excuses(use)])}
 
 
 def test_a_name_the_compiler_folds_from_pieces_is_found_where_it_stands(tmp_path):
-    folded = next(m for m in MUTANTS if m["hint"] == "banned-api" and m["stage"] == 1)
+    folded = next(m for m in MUTANTS if m.get("hint") == "banned-api" and m["stage"] == 1)
     assert "'soft' + 'max'" in folded["replace"]
     [found] = stage_file(tmp_path, 1, folded).uses_reached_from("softmax_naive", SOFTMAX)
     assert (found.name, found.where, found.how) == ("softmax", "softmax_naive", "string")

@@ -364,9 +364,14 @@ def test_context_length(learner):
                               "tokens: it is full at context_length tokens, and only a chunk that would grow it past "
                               "that raises")
         if raised is None:
+            # The claim needs a full cache: one that never held six tokens' keys misses more than a check.
+            before = done[-2]["cache"]["cache_k"] if len(done) > 1 else torch.empty(x.shape[0], 6, args[1])
+            full = isinstance(before, torch.Tensor) and before.numel() == x.shape[0] * 6 * args[1]
+            held = f"; before the last chunk its cache_k held {tuple(before.shape)}" if isinstance(
+                before, torch.Tensor) and not full else "; before the last chunk its cache_k held no 6 tokens"
             raise CheckFailed(f"{CLS}(3, 4, context_length=6, ...) fed 7 tokens {fed} with use_cache=True raised "
-                              "nothing: a cache that would grow past context_length must raise ValueError",
-                              "cache-past-context")
+                              "nothing: a cache that would grow past context_length must raise ValueError"
+                              + ("" if full else held), "cache-past-context" if full else None)
         kind, message = done[raised]["raised"]
         if kind != "ValueError":
             raise CheckFailed(f"{CLS}(3, 4, context_length=6, ...) fed 7 tokens {fed} with use_cache=True raised "
