@@ -67,7 +67,7 @@ def build(results: Iterable[CheckResult], stages: list[int], device: str, torch_
 
 # Why a shortcut check's verdict voids every check of its target, by the hint it carries.
 VOIDED_BECAUSE = {
-    "banned-api": "no credit: {target} uses the PyTorch function it is meant to replace",
+    "banned-api": "no credit: {target} calls PyTorch's own version of what it is meant to compute",
     "recorder-tampered": "no credit: the grader could not see the operations {target} runs; switching off "
                          "PyTorch's function or dispatch modes, or reaching into the grader, is not allowed",
 }

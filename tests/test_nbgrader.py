@@ -202,7 +202,7 @@ def test_regenerating_keeps_the_instructors_settings_and_cells(tmp_path, monkeyp
     nbformat.write(notebook, path)
     points = {stage: {"visible": split["visible"] + 1, "hidden": split["hidden"] - 1}
               for stage, split in stage_points().items()}
-    monkeypatch.setattr(nbgrader_course, "stage_points", lambda: points)
+    monkeypatch.setattr(nbgrader_course, "stage_points", lambda stages=None: points)
 
     written = write_course(tmp_path)
     assert config not in written and "c.Execute.timeout = 42" in config.read_text()

@@ -14,7 +14,7 @@ import zlib
 import torch
 
 from grader.checks import documented
-from grader.checks.causal import device_hint
+from grader.checks.causal import device_hint, expect_dropout_on_weights
 from grader.checks.examples import SHAPE_ERRORS, fail_if_example_fails
 from grader.checks.delegation import delegated_shortcut
 from grader.checks.shortcut import SHORTCUT_SEED, expect_work_recorded
@@ -373,10 +373,28 @@ def test_context_length(learner):
                               "nothing: a cache that would grow past context_length must raise ValueError"
                               + ("" if full else held), "cache-past-context" if full else None)
         kind, message = done[raised]["raised"]
+        after = done[raised]["cache"]["cache_k"]
+        if kind == "ValueError" and isinstance(after, torch.Tensor) and after.numel() > x.shape[0] * 6 * args[1]:
+            raise CheckFailed(f"{CLS}(3, 4, context_length=6, ...) fed 7 tokens {fed} with use_cache=True raised "
+                              f"ValueError only after its cache grew past 6 tokens (cache_k {tuple(after.shape)}): "
+                              "check before the cache grows, so that a refused chunk leaves it as it was",
+                              "cache-past-context")
         if kind != "ValueError":
             raise CheckFailed(f"{CLS}(3, 4, context_length=6, ...) fed 7 tokens {fed} with use_cache=True raised "
                               f"{kind}: {message}; a cache that would grow past context_length must raise ValueError, "
                               "checked before it grows", "cache-past-context")
+
+
+@check("property.dropout", target=CLS)
+def test_dropout(learner):
+    """Dropout acts on the attention weights in training, as in stage 5 (forward without the cache)."""
+    expect_dropout_on_weights(
+        learner, STAGE, CLS,
+        args_for=lambda n, d_out: [n, d_out, n, 0.5, 1],
+        state_for=lambda n, d_out, value: {"W_query.weight": torch.zeros(d_out, n), "W_key.weight": torch.zeros(d_out, n),
+                                           "W_value.weight": value, "out_proj.weight": torch.eye(d_out),
+                                           "out_proj.bias": torch.zeros(d_out)},
+    )  # fmt: skip
 
 
 @check("structure.MultiHeadAttentionKV", target=CLS)

@@ -168,7 +168,10 @@ class _FixedDeviceWatch(TorchFunctionMode):
         moved = name in ("to", "cuda") and (kwargs.get("device") is not None or name == "cuda" or any(
             isinstance(a, (torch.device, str, torch.Tensor)) for a in args[1:]))
         marked = [t for t in inputs if id(t) in self.fixed and t.numel() > 1]
-        if marked and not moved and len(marked) < len(inputs) and self.mixed is None:
+        # Advanced indexing moves CPU index tensors to the indexed tensor's device (PyTorch's own
+        # test_index_cuda_with_cpu): only the indexed tensor itself must be on the module's device.
+        indexing = name == "__getitem__" and bool(args) and id(args[0]) not in self.fixed
+        if marked and not moved and not indexing and len(marked) < len(inputs) and self.mixed is None:
             self.mixed = name  # noted before the call: on a GPU the call itself raises
         result = func(*args, **kwargs)
         if name in FACTORIES and "device" not in kwargs and not inputs:
