@@ -237,7 +237,8 @@ def sdpa_variants(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, a
         variants[f"wrong-scaling:the scores are divided by E = {E} itself"] = run(scale=1.0 / E)
     else:
         variants["scale-ignored"] = run(scale=None)
-        variants[f"scale-as-divisor:the scores are divided by scale = {scale:g}"] = run(scale=1.0 / scale)
+        if scale != 0:  # dividing by a zero scale is no mistake anyone's code could make and still run
+            variants[f"scale-as-divisor:the scores are divided by scale = {scale:g}"] = run(scale=1.0 / scale)
     variants["scaling-after-softmax"] = run(scale=1.0) * factor
     variants["softmax-wrong-dim"] = _softmax_over_queries(q, k, v, right_mask, factor, enable_gqa)
     if q.shape == k.shape:

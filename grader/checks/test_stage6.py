@@ -226,6 +226,7 @@ def test_random_shapes(learner):
     rng = generator("random.shapes")
     cases = [Case(*qkv(rng, *shape)) for shape in SHAPES]
     cases += [Case(*qkv(rng, (2,), 4, 6, 8, 3), {"scale": 0.3}), Case(*qkv(rng, (), 5, 5, 4, 4), {"scale": 2.0})]
+    cases.append(Case(*qkv(rng, (), 3, 4, 2, 2), {"scale": 0.0}))  # a scale like any other: `scale or ...` misses it
     expect_cases(learner, cases)
 
 
