@@ -110,11 +110,14 @@ def _lines(report: dict, submission: str, folder: str) -> list[Line]:
     lines = [_plain(f"Grading {submission} on {report['device']} (torch {report['torch']})")]
     lines += [_plain(sentence) for sentence in flag_sentences(report)]
     lines.append(_plain(""))
+    titles = {stage["id"]: TITLES[stage_number(stage)] + (" (bonus)" if stage.get("track") == BONUS else "")
+              for stage in report["stages"]}
+    width = max([38, *map(len, titles.values())])  # one column, however long a title
     for stage in report["stages"]:
         number = stage_number(stage)
         score = f"{points_text(stage['score']):>5}/{points_text(stage['max_score'])}"
-        title = TITLES[number] + (" (bonus)" if stage.get("track") == BONUS else "")
-        lines.append([(f"stage {number}  {title:<38} {score}  {_bar(stage['score'], stage['max_score'])}  ",
+        title = titles[stage["id"]]
+        lines.append([(f"stage {number}  {title:<{width}} {score}  {_bar(stage['score'], stage['max_score'])}  ",
                        None), *[(MARKS[c["status"]], _tone(c["status"])) for c in stage["checks"]]])
     lines.extend(_what_to_fix(report))
     lines.extend(_next_step(report, folder))

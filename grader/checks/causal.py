@@ -71,6 +71,13 @@ def _dropout_in_eval(learner, stage: int, cls: str, args: list, state: dict, x: 
     return "dropout-in-eval" if all(isinstance(o, torch.Tensor) for o in outputs) and torch.equal(*outputs) else None
 
 
+def one_head_state(n: int, d_out: int, value: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The weights of a one-head multi-head module (stage 5's layout) for expect_dropout_on_weights:
+    no queries or keys (all scores equal), ``value`` as W_value, out_proj passing the head through."""
+    return {"W_query.weight": torch.zeros(d_out, n), "W_key.weight": torch.zeros(d_out, n), "W_value.weight": value,
+            "out_proj.weight": torch.eye(d_out), "out_proj.bias": torch.zeros(d_out)}
+
+
 def expect_dropout_on_weights(learner, stage: int, cls: str, args_for, state_for) -> None:
     """With x = I, W_query = W_key = 0 and W_value = I, a causal module returns dropout(its weights).
 

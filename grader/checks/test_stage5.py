@@ -10,7 +10,7 @@ import torch
 from grader.checks import documented
 from grader.checks.attention_probe import showing_attention
 from grader.checks.examples import expect_example, explain_with_example
-from grader.checks.causal import device_hint, expect_causal_and_independent, expect_dropout_on_weights, run_injected
+from grader.checks.causal import device_hint, expect_causal_and_independent, expect_dropout_on_weights, one_head_state, run_injected
 from grader.checks.shortcut import expect_attention_by_hand
 from grader.checks.support import (
     CheckFailed,
@@ -132,10 +132,8 @@ def test_multihead_dropout(learner):
     expect_dropout_on_weights(
         learner, STAGE, "MultiHeadAttention",
         args_for=lambda n, d_out: [n, d_out, n, 0.5, 1],
-        state_for=lambda n, d_out, value: {"W_query.weight": torch.zeros(d_out, n), "W_key.weight": torch.zeros(d_out, n),
-                                           "W_value.weight": value, "out_proj.weight": torch.eye(d_out),
-                                           "out_proj.bias": torch.zeros(d_out)},
-    )  # fmt: skip
+        state_for=one_head_state,
+    )
 
 
 @check("structure.MultiHeadAttentionWrapper", target=WRAPPER)

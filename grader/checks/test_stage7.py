@@ -14,7 +14,7 @@ import zlib
 import torch
 
 from grader.checks import documented
-from grader.checks.causal import device_hint, expect_dropout_on_weights
+from grader.checks.causal import device_hint, expect_dropout_on_weights, one_head_state
 from grader.checks.examples import SHAPE_ERRORS, fail_if_example_fails
 from grader.checks.delegation import delegated_shortcut
 from grader.checks.shortcut import SHORTCUT_SEED, expect_work_recorded
@@ -391,10 +391,8 @@ def test_dropout(learner):
     expect_dropout_on_weights(
         learner, STAGE, CLS,
         args_for=lambda n, d_out: [n, d_out, n, 0.5, 1],
-        state_for=lambda n, d_out, value: {"W_query.weight": torch.zeros(d_out, n), "W_key.weight": torch.zeros(d_out, n),
-                                           "W_value.weight": value, "out_proj.weight": torch.eye(d_out),
-                                           "out_proj.bias": torch.zeros(d_out)},
-    )  # fmt: skip
+        state_for=one_head_state,
+    )
 
 
 @check("structure.MultiHeadAttentionKV", target=CLS)

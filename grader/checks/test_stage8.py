@@ -13,7 +13,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from grader.checks.causal import device_hint, expect_causal_and_independent, expect_dropout_on_weights, run_injected
+from grader.checks.causal import device_hint, expect_causal_and_independent, expect_dropout_on_weights, one_head_state, run_injected
 from grader.checks.delegation import expect_attention_by_hand_or_delegated
 from grader.checks.examples import build_causal
 from grader.checks.support import (
@@ -290,10 +290,8 @@ def test_dropout(learner):
     expect_dropout_on_weights(
         learner, STAGE, CLS,
         args_for=lambda n, d_out: [n, d_out, n, 0.5, 1, 1],
-        state_for=lambda n, d_out, value: {"W_query.weight": torch.zeros(d_out, n), "W_key.weight": torch.zeros(d_out, n),
-                                           "W_value.weight": value, "out_proj.weight": torch.eye(d_out),
-                                           "out_proj.bias": torch.zeros(d_out)},
-    )  # fmt: skip
+        state_for=one_head_state,
+    )
 
 
 @check("structure.GroupedQueryAttention", target=CLS)
