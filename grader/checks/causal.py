@@ -86,18 +86,33 @@ def expect_dropout_on_weights(learner, stage: int, cls: str, args_for, state_for
     dropped weights, which is exactly 0 or 2 only if dropout hit the outputs instead. Before any
     verdict, the probe's assumption is checked: in eval mode it reads exactly those weights.
     """
-    n = 40
-    problem = _dropout_problem(learner, stage, cls, args_for, state_for, n, p=0.5)
-    if problem is None:
-        return
+    n, p = 40, 0.5
+    problem = _dropout_problem(learner, stage, cls, args_for, state_for, n, p)
     eye = torch.eye(n).expand(4, n, n).contiguous()
     evaluated = build(learner, stage, cls, args_for(n, n), state=state_for(n, n, torch.eye(n)), inputs=[eye])
+    if problem is None:
+        if _dropped_in_eval(evaluated["outputs"][0], n, p):
+            raise CheckFailed(f"{cls} with dropout={p} in eval mode still drops attention weights and scales the rest "
+                              f"by 1/(1 - p): after .eval() it must give every weight", "dropout-in-eval")
+        return
     if not agrees(evaluated["outputs"][0], _even_causal(n).expand(4, n, n)):
         raise CheckFailed(f"{cls}: the dropout check could not run. It reads the attention weights with "
                           "W_query = W_key = 0, W_value = I and one-hot tokens, where eval mode should return 1/1, "
                           "1/2, ... over each row's tokens so far, and it does not: the other checks' messages say "
                           "what differs; fix that first")
     raise problem
+
+
+def _dropped_in_eval(output, n: int, p: float) -> bool:
+    """Eval mode's reading of the weights (x = I, W_value = I) shows dropout at work: about ``p`` of them zero,
+    the others exactly 1/(1 - p) times the right ones."""
+    if not isinstance(output, torch.Tensor) or output.shape != (4, n, n):
+        return False
+    allowed = torch.ones(n, n, dtype=torch.bool).tril().expand(4, n, n)
+    weights, right = output.double()[allowed], _even_causal(n).expand(4, n, n)[allowed]
+    kept = weights != 0
+    return abs(1 - kept.double().mean().item() - p) < 0.05 and torch.allclose(weights[kept], right[kept] / (1 - p),
+                                                                               atol=1e-5)
 
 
 def _even_causal(n: int) -> torch.Tensor:

@@ -166,9 +166,11 @@ def cache_variants(x: torch.Tensor, state: dict, num_heads: int, sizes: list[int
     return {
         **multihead_variants(x, state, num_heads),
         "cache-mask-not-offset": fed_in_chunks(x, state, num_heads, sizes, top_left_mask),
-        "mask-not-causal:no mask with use_cache=True": fed_in_chunks(x, state, num_heads, sizes, no_mask),
-        "mask-not-causal:no mask once the cache holds tokens": fed_in_chunks(x, state, num_heads, sizes,
-                                                                             unmasked_once_cached),
+        # Named by what the output shows: a mask whose rows hide nothing gives the same as none.
+        "mask-not-causal:with use_cache=True, a chunk's tokens see later ones, as with no mask at all":
+            fed_in_chunks(x, state, num_heads, sizes, no_mask),
+        "mask-not-causal:once the cache holds tokens, a chunk's tokens see later ones, as with no mask":
+            fed_in_chunks(x, state, num_heads, sizes, unmasked_once_cached),
         "cache-not-used": fed_in_chunks(x, state, num_heads, sizes, reads_cache=False),
     }
 

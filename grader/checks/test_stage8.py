@@ -44,7 +44,7 @@ GPT2_PARAMETERS, GPT2_MULTIHEAD_PARAMETERS = 1_573_632, 2_360_064
 GPT2_CACHED = 2 * 4 * 64  # key and value features per token with 4 groups of head_dim 64
 # The small public example: head_dim = 2, two groups of two heads (so tiling differs from
 # interleaving), fewer tokens than context_length, d_in, d_out and the number of tokens all different.
-EXAMPLE_ARGS, EXAMPLE_SHAPE = [3, 8, 6, 0.0, 4, 2], (2, 5, 3)
+EXAMPLE_ARGS, EXAMPLE_SHAPE = [3, 12, 6, 0.0, 6, 2], (2, 5, 3)  # groups of 3 heads: 3 != num_kv_groups
 # (batch, num_tokens, d_in, d_out, context_length, num_heads, num_kv_groups, qkv_bias): one token and
 # one group (multi-query), groups of three, as many groups as heads, a bias, d_in > head_dim.
 RANDOM_SHAPES = [(1, 1, 3, 4, 4, 2, 1, False), (3, 5, 4, 12, 8, 6, 2, False), (2, 6, 3, 8, 6, 4, 4, False),
@@ -167,7 +167,7 @@ def _example(learner) -> None:
     try:
         actual = build_causal(learner, STAGE, CLS, EXAMPLE_ARGS, state, [x])["outputs"][0]
         expect_close(actual, torch_gqa(x, state, heads, groups),
-                     f"{CLS}(3, 8, 6, 0.0, num_heads={heads}, num_kv_groups={groups}) with random weights on a "
+                     f"{CLS}(3, {EXAMPLE_ARGS[1]}, 6, 0.0, num_heads={heads}, num_kv_groups={groups}) with random weights on a "
                      f"{EXAMPLE_SHAPE} input", lambda: grouped_variants(x, state, heads, groups))
     except CheckFailed as failed:  # weights of other shapes, or biases the documented weights do not replace
         hint = failed.hint or _layout_hint(build(learner, STAGE, CLS, EXAMPLE_ARGS)["structure"]["parameters"],
