@@ -27,6 +27,7 @@ from pathlib import Path
 
 from grader.authoring.nbgrader_course import ASSIGNMENT, answer_cell_source
 from grader.authoring.nbgrader_demo import nbgrader, prepare, submit
+from grader.course import course_stages
 from grader.stages import STAGE_MODULES
 from grader.sandbox import confinement
 from tests.grading import MUTANTS, learner_copy
@@ -87,7 +88,8 @@ def time_nbgrader(sample: list[Path], course: Path) -> tuple[float, dict[str, fl
     prepare(course)
     for folder in sample:
         answers = {f"{module}.ipynb": answer_cell_source(stage, (folder / f"{module}.py").read_text())
-                   for stage, module in STAGE_MODULES.items() if (folder / f"{module}.py").is_file()}
+                   for stage, module in STAGE_MODULES.items()
+                   if stage in course_stages() and (folder / f"{module}.py").is_file()}  # the course's notebooks
         submit(course, folder.name, answers)
     started = time.perf_counter()
     nbgrader(course, "autograde", ASSIGNMENT, "--force")
