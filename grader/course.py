@@ -6,7 +6,7 @@ the setting of its tracks along."""
 import tomllib
 from pathlib import Path
 
-from grader.stages import BONUS, CORE, stages_of
+from grader.stages import BONUS, CORE, registry, stages_of
 
 COURSE_FILE = Path(__file__).resolve().parents[1] / "course.toml"
 
@@ -44,7 +44,8 @@ def course_stages(path: Path | None = None) -> list[int]:
     return stages_of(tracks(read_course(path), path))
 
 
-def course_text(bonus: bool) -> str:
-    """The course.toml written into what is built for students: the tracks setting alone."""
+def course_text(stages: list[int]) -> str:
+    """The course.toml written into what is built for students to grade ``stages``: the tracks setting alone."""
+    bonus = any(registry()[number].track == BONUS for number in stages)
     return ("# Written by the instructor's build: the stages graded here. Do not edit.\n"
             f"[stages]\nbonus = {'true' if bonus else 'false'}\n")

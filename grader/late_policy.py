@@ -10,7 +10,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.course import COURSE_FILE, CourseError, read_course, tracks  # noqa: F401 - CourseError re-exported
+from grader.course import COURSE_FILE, CourseError, read_course, tracks
 from grader.points import rounded
 from grader.stages import STAGES
 

@@ -13,7 +13,8 @@ from pathlib import Path
 from grader.stages import REGISTRY_FILE, registry
 
 STAGE_POINTS = 20  # each core stage's total, which a test keeps
-POINTS_FILE: Path | None = None  # a table given with --points: use_points_file sets it
+POINTS_FILE: Path | None = None  # a table given with --points: use_points_file sets it and _POINTS_FILE_TABLE
+_POINTS_FILE_TABLE: dict[str, dict[str, float]] = {}  # that file's stages, as use_points_file checked them
 
 
 def registry_points() -> dict[str, dict[str, float]]:
@@ -23,10 +24,7 @@ def registry_points() -> dict[str, dict[str, float]]:
 @cache
 def points_table() -> dict[str, dict[str, float]]:
     """stage id -> check id -> points: the registry's, with the stages a points file lists replaced."""
-    table = registry_points()
-    if POINTS_FILE is not None:
-        table.update(tomllib.loads(POINTS_FILE.read_text(encoding="utf-8")))
-    return table
+    return {**registry_points(), **_POINTS_FILE_TABLE}
 
 
 def points(stage: int, check: str) -> float:
@@ -48,7 +46,7 @@ def use_points_file(path: Path) -> None:
     points, so that no check of a grade is missing or silently priced at a typo; stages it leaves out
     keep the registry's points. ValueError (one line) says what is wrong.
     """
-    global POINTS_FILE
+    global POINTS_FILE, _POINTS_FILE_TABLE
     try:
         table = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
@@ -71,7 +69,7 @@ def use_points_file(path: Path) -> None:
     if priced:
         stage, check = min(priced)
         raise ValueError(f"{path}: {stage} {check!r} = {table[stage][check]!r} is not a number of points")
-    POINTS_FILE = path
+    POINTS_FILE, _POINTS_FILE_TABLE = path, table
     points_table.cache_clear()
 
 

@@ -21,8 +21,7 @@ from grader.heatmap import heat_map_lines
 from grader.hints import explain
 from grader.plugin import CheckResult
 from grader.points import rounded as _round
-from grader.stages import STAGE_MODULES
-from grader.stages import BONUS, CORE, registry
+from grader.stages import BONUS, CORE, STAGE_MODULES, registry
 from grader.runner.text import printable
 
 TITLES = {number: stage.title for number, stage in registry().items()}

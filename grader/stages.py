@@ -9,7 +9,6 @@ from pathlib import Path
 REGISTRY_FILE = Path(__file__).with_name("stages.toml")
 CORE, BONUS = "core", "bonus"
 TRACKS = (CORE, BONUS)
-CORE_POINTS = 100  # stages 1-5 make the core; bonus stages add their own points on top
 
 
 @dataclass(frozen=True)
@@ -66,14 +65,6 @@ def runner_stages() -> dict[int, dict]:
     """What a worker is told of the stages (it never reads the registry): module, public names, stand-ins."""
     return {number: {"module": entry.module, "names": list(entry.names), "stand_ins": entry.stand_ins}
             for number, entry in registry().items()}
-
-
-def stage(number: int) -> Stage:
-    return registry()[number]
-
-
-def all_stages() -> list[int]:
-    return list(registry())
 
 
 def stages_of(tracks) -> list[int]:

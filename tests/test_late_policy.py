@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 from grader.late_policy import (
     MARKED_LATE_WITHOUT_TIME,
     NO_SUBMISSION_TIME,
-    CourseError,
     LatePolicy,
     late_record,
     load_course,
 )
+from grader.course import CourseError
 from grader.points import rounded
 from grader.stages import STAGE_MODULES
 from tests.conftest import REPO

@@ -18,8 +18,7 @@ import tomllib
 import zipfile
 from pathlib import Path
 
-from grader.course import course_text, read_course, tracks
-from grader.stages import BONUS
+from grader.course import course_stages, course_text
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = Path(__file__).with_name("gradescope")
@@ -37,7 +36,7 @@ def contents(course: Path | None = None) -> dict[str, tuple[bytes, bool]]:
     """Zip entry name -> (bytes, executable), for the course file at ``course`` (None: the repository's)."""
     entries = {name: ((SCRIPTS / name).read_bytes(), True) for name in ("setup.sh", "run_autograder")}
     entries["requirements.txt"] = (requirements().encode(), False)
-    entries["course.toml"] = (course_text(BONUS in tracks(read_course(course), course)).encode(), False)
+    entries["course.toml"] = (course_text(course_stages(course)).encode(), False)
     for package in PACKAGES:
         for path in sorted((REPO / package).rglob("*")):
             relative = path.relative_to(REPO)

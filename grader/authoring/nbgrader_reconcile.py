@@ -112,8 +112,8 @@ def course_modules() -> dict[int, str]:
 
 def _nbgrader_side(gradebook: Gradebook, assignment: str
                    ) -> tuple[dict[str, dict[int, NbgraderStage]], dict[int, list[GradedCell]]]:
-    cells = {}
-    for stage, module in course_modules().items():
+    cells, modules = {}, course_modules()
+    for stage, module in modules.items():
         notebook = gradebook.find_notebook(module, assignment)
         checksums = {cell.name: cell.checksum for cell in notebook.source_cells}
         cells[stage] = [GradedCell(cell.name, cell.max_score, checksums[cell.name])
@@ -122,7 +122,7 @@ def _nbgrader_side(gradebook: Gradebook, assignment: str
     for submission in gradebook.find_assignment(assignment).submissions:
         student = submission.student_id
         scores[student] = {}
-        for stage, module in course_modules().items():
+        for stage, module in modules.items():
             grades = [g for g in gradebook.find_submission_notebook(module, assignment, student).grades
                       if g.name in autograder_cell_ids(stage).values()]
             scores[student][stage] = NbgraderStage(sum(g.score or 0.0 for g in grades),
@@ -137,8 +137,9 @@ def grade_all_side(autograded: Path, out: Path) -> dict[str, dict[int, float | N
         raise CannotCompare(f"grade-all failed on {autograded} (its message is above)")
     with (out / "grades.csv").open(encoding="utf-8", newline="") as table:
         rows = list(csv.DictReader(table))
+    stages = course_modules()
     return {row["student_id"]: {stage: float(row[f"stage{stage}"]) if row[f"stage{stage}"] else None
-                                for stage in course_modules()} for row in rows}
+                                for stage in stages} for row in rows}
 
 
 # Evidence in the notebooks ---------------------------------------------------------------------
@@ -345,7 +346,7 @@ def reconcile(coursedir: CourseDirectory, assignment: str, out: Path) -> tuple[l
             found.append(Disagreement(student, None, None, sum(filter(None, grade_all[student].values())),
                                       ("nbgrader's gradebook has no submission of this student",)))
             continue
-        for stage in course_modules():
+        for stage in cells:  # the course's stages, as nbgrader_side read them
             ours, theirs = nbgrader[student][stage], grade_all[student][stage]
             if theirs is not None and math.isclose(ours.score, theirs, abs_tol=1e-6):
                 continue
@@ -371,7 +372,8 @@ def main(argv: list[str] | None = None) -> int:
     if not found:
         print(f"nbgrader and grade-all agree on every stage of {students} students.")
         return 0
-    stages = sum(len(course_modules()) if d.stage is None else 1 for d in found)
+    per_student = len(course_modules())
+    stages = sum(per_student if d.stage is None else 1 for d in found)
     print(f"nbgrader and grade-all differ on {stages} stages of {students} students:")
     for disagreement in found:
         print(disagreement.line())

@@ -20,9 +20,9 @@ import zipfile
 from pathlib import Path
 
 from grader.authoring.stubs import expected_exercises
-from grader.course import course_text, read_course, tracks
+from grader.course import course_stages, course_text
 from grader.plugin import planned_checks
-from grader.stages import BONUS, REGISTRY_FILE, Stage, registry, stages_of
+from grader.stages import BONUS, REGISTRY_FILE, Stage, registry
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = REPO / "dist" / "student"
@@ -121,8 +121,7 @@ def _filled(name: str, text: str, stages: list[Stage]) -> str:
 def build_release(out: Path, course: Path | None = None) -> Path:
     """Write the students' repository to ``out`` (replacing it) and ``out``.zip; the zip's path. It holds
     the stages of the course file at ``course`` (None: this tree's course.toml, if any)."""
-    course_tracks = tracks(read_course(course), course)
-    stages = [registry()[number] for number in stages_of(course_tracks)]
+    stages = [registry()[number] for number in course_stages(course)]
     shutil.rmtree(out, ignore_errors=True)
     (out / "exercises").mkdir(parents=True)
     released_files = {"__init__.py", *(s.file for s in stages)}
@@ -162,7 +161,7 @@ def build_release(out: Path, course: Path | None = None) -> Path:
             checks_text += (REPO / "grader" / OPTIONAL_MODULES[module]).read_text(encoding="utf-8")
         shipped |= wanted
     (grader / REGISTRY_FILE.name).write_text(_released_registry(stages), encoding="utf-8")
-    (out / "course.toml").write_text(course_text(BONUS in course_tracks), encoding="utf-8")
+    (out / "course.toml").write_text(course_text([s.number for s in stages]), encoding="utf-8")
     for path in sorted(RELEASE_DIR.iterdir()):  # gitignore.release -> .gitignore
         target = out / (f".{path.stem}" if path.suffix == ".release" else path.name)
         target.write_text(_filled(path.name, path.read_text(encoding="utf-8"), stages), encoding="utf-8")
