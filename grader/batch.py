@@ -53,7 +53,7 @@ from grader.late_policy import (
 from grader.output_files import inert, write_atomic
 from grader.points import points_table, rounded, use_points_file
 from grader.course import course_stages
-from grader.runner.text import printable
+from grader.runner.text import listing, printable
 from grader.submission import MISSING, NO_STAGE_FILES, StagedSubmission, SubmissionError, stage_submission
 from grader.submission_times import load_times
 
@@ -167,7 +167,7 @@ def _plan(students: list[Student], chosen: set[str] | None, args: argparse.Names
     if 0 < len(todo) < len(students):  # who, when not everyone: a resubmission is checked by name
         for reason in REASONS:
             if ids := [student_id for student_id, why in todo.items() if why == reason]:
-                print(f"grader batch:   {reason}: {_named(ids)}", file=sys.stderr)
+                print(f"grader batch:   {reason}: {listing(ids, MAX_SUMMARY_IDS)}", file=sys.stderr)
     return current, [student for student in students if student.id in todo]
 
 
@@ -444,7 +444,7 @@ def _with_times(students: list[Student], times: dict[str, dt.datetime], source: 
     strangers = sorted(set(times) - {s.id for s in students})
     if strangers:
         print(f"grader batch: {source} gives times to {_counted(strangers, 'id')} of no student of the class: "
-              f"{_named(strangers)}", file=sys.stderr)
+              f"{listing(strangers, MAX_SUMMARY_IDS)}", file=sys.stderr)
     return [replace(s, submitted=times[s.id]) if s.id in times else s for s in students]
 
 
@@ -517,19 +517,12 @@ def file_summary_lines(out: Path, students: list[Student]) -> list[str]:
         for flag in (_saved_report(out, student)[0] or {}).get("flags", []):
             if (name := flag.partition(":")[0]) in holders:
                 holders[name].append(student.id)
-    return [f"grader batch: {_counted(ids, 'submission')} {meaning[len(ids) > 1]}: {_named(ids)} (flag {flag})"
+    return [f"grader batch: {_counted(ids, 'submission')} {meaning[len(ids) > 1]}: {listing(ids, MAX_SUMMARY_IDS)} (flag {flag})"
             for flag, meaning in FILE_FLAGS.items() if (ids := holders[flag])]
 
 
 def _counted(items: list, noun: str) -> str:
     return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
-
-
-def _named(ids: list[str]) -> str:
-    """The first MAX_SUMMARY_IDS of ``ids``, and how many more."""
-    more = len(ids) - MAX_SUMMARY_IDS
-    return ", ".join(printable(i, keep_newlines=False) for i in ids[:MAX_SUMMARY_IDS]) + \
-        (f" and {more} more" if more > 0 else "")
 
 
 class Progress:

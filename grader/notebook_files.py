@@ -14,7 +14,7 @@ import json
 import shlex
 from pathlib import PurePosixPath
 
-WRITEFILE = "%%writefile"
+WRITEFILE_MAGICS = {"%%writefile", "%%file"}  # IPython's %%file is an alias of %%writefile
 APPEND_OPTIONS = {"-a", "--append"}
 
 
@@ -36,7 +36,9 @@ def written_files(notebook: bytes) -> dict[str, str]:
     written: dict[str, str] = {}
     for cell in cells:
         if isinstance(cell, dict) and cell.get("cell_type") == "code" and (text := _source(cell)) is not None:
-            _write(text, written)
+            if (write := cell_write(text)) is not None:
+                name, body, appends = write
+                written[name] = (written.get(name, "") if appends else "") + body
     return written
 
 
@@ -50,23 +52,23 @@ def _source(cell: dict) -> str | None:
     return None
 
 
-def _write(text: str, written: dict[str, str]) -> None:
-    """Apply one code cell: if it is a ``%%writefile`` cell, what IPython would write."""
+def cell_write(text: str) -> tuple[str, str, bool] | None:
+    """What a code cell's ``%%writefile`` writes, as IPython would: (file name, text, appends); None
+    if the cell writes no file."""
     magic, _, body = text.lstrip("\n").partition("\n")  # IPython drops leading blank lines
     try:
         words = shlex.split(magic)
     except ValueError:  # an unclosed quote: IPython refuses the cell too
-        return
-    if not words or words[0] != WRITEFILE:
-        return
+        return None
+    if not words or words[0] not in WRITEFILE_MAGICS:
+        return None
     options = [word for word in words[1:] if word in APPEND_OPTIONS]
     names = [word for word in words[1:] if word not in APPEND_OPTIONS]
     if len(names) != 1:
-        return
+        return None
     if body and not body.endswith("\n"):
         body += "\n"  # IPython ends every cell it runs with a newline
-    name = PurePosixPath(names[0]).name
-    written[name] = (written.get(name, "") if options else "") + body
+    return PurePosixPath(names[0]).name, body, bool(options)
 
 
 def _first_line(error: Exception) -> str:

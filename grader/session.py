@@ -8,13 +8,13 @@ import torch
 from grader.learner import LearnerWorkers
 from grader.plugin import GradingPlugin, run_checks, staged_sources
 from grader.report import INCOMPLETE, build
+from grader.runner.text import listing
 from grader.sandbox import Sandbox
 from grader.stages import STAGE_MODULES
 from grader.submission import MISSING, NO_STAGE_FILES, StagedSubmission
 
 
 MAX_LISTED = 20  # names of ignored files a flag lists
-MAX_LISTED_NAME = 200  # characters of each
 
 
 class GradingError(RuntimeError):
@@ -87,22 +87,14 @@ def flags(sandbox: Sandbox, staged: StagedSubmission, stages: list[int], visible
     if staged.problem:
         found.append(f"unreadable: {staged.problem}")
     elif not staged.files:  # what was there instead says what went wrong: a wrong file, a wrong folder
-        found.append(f"{NO_STAGE_FILES}: " + (f"found {_listing(staged.ignored)}" if staged.ignored
+        found.append(f"{NO_STAGE_FILES}: " + (f"found {listing(staged.ignored, MAX_LISTED)}" if staged.ignored
                                               else "the submission is empty"))
     else:
         # a stage graded without its file scores nothing: say so where the score is read, not only in its checks
         if missing := [f"{STAGE_MODULES[s]}.py" for s in stages if f"{STAGE_MODULES[s]}.py" not in staged.files]:
-            found.append(f"{MISSING}: {_listing(missing)}")
+            found.append(f"{MISSING}: {listing(missing, MAX_LISTED)}")
         if staged.renamed:
-            found.append(f"renamed: {_listing(staged.renamed)}")
+            found.append(f"renamed: {listing(staged.renamed, MAX_LISTED)}")
         if staged.ignored:
-            found.append(f"ignored: {_listing(staged.ignored)}")
+            found.append(f"ignored: {listing(staged.ignored, MAX_LISTED)}")
     return found
-
-
-def _listing(names: list[str]) -> str:
-    """The first of ``names``, each shortened, and how many more: a submission may hold thousands,
-    each with a long path, and the flag ends up in a cell of the gradebook."""
-    shown = [name if len(name) <= MAX_LISTED_NAME else name[:MAX_LISTED_NAME] + "…" for name in names[:MAX_LISTED]]
-    more = len(names) - len(shown)
-    return ", ".join(shown) + (f" and {more} more" if more else "")

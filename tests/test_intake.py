@@ -280,6 +280,14 @@ def test_a_py_file_at_a_notebooks_depth_or_shallower_wins_over_its_writefile_cel
     assert result.ignored == [f"deeper/{STAGE2}"]
 
 
+def test_ipythons_file_alias_writes_as_writefile_does(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / STAGE2.replace(".py", ".ipynb")).write_text(notebook(f"%%file {STAGE2}\nfirst = 1\n",
+                                                                 f"%%file --append {STAGE2}\nsecond = 2"))
+    assert stage_submission(work).files == {STAGE2: b"first = 1\nsecond = 2\n"}
+
+
 def test_a_broken_notebook_or_zip_inside_a_submission_costs_only_itself_in_one_line(tmp_path, correct):
     work = learner_copy(tmp_path / "work", stages=[1])
     (work / "answers.ipynb").write_text('{"cells": [')

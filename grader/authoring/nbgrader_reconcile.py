@@ -20,7 +20,6 @@ import argparse
 import ast
 import csv
 import math
-import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
 
 from grader.authoring.nbgrader_course import ASSIGNMENT, INSTRUCTOR_CONFIG, autograder_cell_ids
 from grader.course import course_stages
+from grader.notebook_files import cell_write
 from grader.stages import STAGE_MODULES
 from grader.runner.text import printable
 
@@ -267,18 +267,9 @@ def shadowing_causes(folder: Path) -> list[str]:
             for name in ("grader.py", "grader") if (folder / name).exists()]
 
 
-def _written_files(cell) -> list[tuple[str, str, bool]]:
-    """(file name, text, appends) for each %%writefile of a code cell."""
-    tree = _python(cell.source) if cell.cell_type == "code" else None
-    writes = []
-    for node in ast.walk(tree) if tree else ():
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "run_cell_magic"
-                and len(node.args) == 3 and all(isinstance(a, ast.Constant) for a in node.args)
-                and node.args[0].value in ("writefile", "file")):
-            words = shlex.split(node.args[1].value)
-            if words:
-                writes.append((words[-1], node.args[2].value, "-a" in words or "--append" in words))
-    return writes
+def _written_file(cell) -> tuple[str, str, bool] | None:
+    """(file name, text, appends) of a code cell's %%writefile, read as the submission's intake reads it."""
+    return cell_write(cell.source) if cell.cell_type == "code" else None
 
 
 def _names_file(cell, name: str) -> bool:
@@ -292,10 +283,10 @@ def stage_file_causes(ran, folder: Path, stage: int) -> list[str]:
     answer_index = next((i for i, c in enumerate(ran.cells) if _grade_id(c) == f"stage{stage}-answer"), None)
     if answer_index is None:
         return [f"the answer cell stage{stage}-answer is missing from the handed-in notebook"]
-    writes = [w for w in _written_files(ran.cells[answer_index]) if w[0] == name]
-    if not writes:
+    write = _written_file(ran.cells[answer_index])
+    if write is None or write[0] != name:
         return [f"the answer cell does not start with %%writefile {name}, so it never saved the stage file"]
-    _, text, appends = writes[-1]
+    _, text, appends = write
     path = folder / name
     if appends:
         return []  # what an appending cell leaves depends on what came before: no claim
@@ -304,7 +295,7 @@ def stage_file_causes(ran, folder: Path, stage: int) -> list[str]:
     if path.read_bytes() == text.encode("utf-8"):
         return []
     others = [_label(i, c) for i, c in enumerate(ran.cells)
-              if i != answer_index and (any(w[0] == name for w in _written_files(c)) or _names_file(c, name))]
+              if i != answer_index and ((w := _written_file(c)) and w[0] == name or _names_file(c, name))]
     return [f"{name} beside the notebook is not what the answer cell's %%writefile wrote"
             + (f" ({', '.join(others)} also name{'s' if len(others) == 1 else ''} it)" if others else "")]
 

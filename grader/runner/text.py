@@ -42,3 +42,12 @@ def _escape(character: str, keep_newlines: bool) -> str:
     if code < 0x100:
         return f"\\x{code:02x}"
     return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def listing(names: list[str], shown: int, width: int = 200) -> str:
+    """The first ``shown`` of ``names``, each escaped and cut at ``width`` characters, and how many
+    more: a submission may hold thousands of files, a class thousands of ids, and the line ends up
+    in a terminal or a cell of the gradebook."""
+    cut = [printable(name if len(name) <= width else name[:width] + "…", keep_newlines=False) for name in names[:shown]]
+    more = len(names) - len(cut)
+    return ", ".join(cut) + (f" and {more} more" if more else "")
