@@ -1,4 +1,4 @@
-"""python -m grader SUBMISSION [--device cpu|cuda|auto] [--json FILE] [--html FILE] [--gradescope FILE]
+"""python -m grader SUBMISSION [--device cpu|cuda|auto] [--json FILE] [--student-json FILE] [--html FILE] [--gradescope FILE]
                             [--classroom FILE] [--for-students] [--visible-only] [--stage N] [--course FILE]
                             [--timeout S] [--sandbox auto|bwrap|isolated|none]
    python -m grader batch SUBMISSIONS_DIR --out OUT_DIR [...]   (see grader/batch.py)
@@ -11,7 +11,6 @@ import argparse
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 from grader.course import CourseError, course_stages
@@ -39,6 +38,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
                                      epilog="To grade a whole class: python -m grader batch --help")
     parser.add_argument("submission", type=Path, help="a folder or .zip holding some or all of the stage files")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the report as JSON")
+    parser.add_argument("--student-json", type=Path, metavar="FILE",
+                        help="also write the report as JSON as a student may read it: hidden checks keep their "
+                             "verdict, points and hint only (what the nbgrader course's notebooks read)")
     parser.add_argument("--html", type=Path, metavar="FILE",
                         help="also write the report as one HTML page, with heat maps of the attention a check compared")
     parser.add_argument("--gradescope", type=Path, metavar="FILE", help="also write Gradescope's results.json")
@@ -64,7 +66,6 @@ def main(argv: list[str] | None = None) -> int:
 
         return batch(argv[1:])
     args = parse(argv)
-    started = time.monotonic()
     try:
         args.stages = [args.stage] if args.stage else course_stages(args.course)
     except CourseError as error:
@@ -84,10 +85,11 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as error:
             print(f"grader: {error}", file=sys.stderr)
             return 2
-        return grade(args, sandbox, staged, started)
+        return grade(args, sandbox, staged)
 
 
-def grade(args, sandbox: Sandbox, staged, started: float) -> int:
+def grade(args, sandbox: Sandbox, staged) -> int:
+    from grader.feedback import student_view
     from grader.html_report import render_html
     from grader.report import render_text, to_classroom, to_gradescope
     from grader.session import GradingError, grade_staged
@@ -103,8 +105,10 @@ def grade(args, sandbox: Sandbox, staged, started: float) -> int:
         return 2
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
+    if args.student_json:
+        args.student_json.write_text(json.dumps(student_view(report), indent=2) + "\n")
     if args.gradescope:
-        args.gradescope.write_text(json.dumps(to_gradescope(report, time.monotonic() - started), indent=2) + "\n")
+        args.gradescope.write_text(json.dumps(to_gradescope(report), indent=2) + "\n")
     if args.classroom:
         args.classroom.write_text(json.dumps(to_classroom(report)) + "\n")
     if args.html:

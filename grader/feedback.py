@@ -43,23 +43,20 @@ def late_sentence(late: dict | None) -> str | None:
 
 def student_view(report: dict) -> dict:
     """``report`` as a student may read it. A hidden check keeps its id, status, score and hint (a view
-    explains the hint from the public catalog), never its evidence or what the learner's code printed
-    during it, and its message only where a visible check of its stage has the very same one (a stage-wide
-    cause such as an import error, already shown): otherwise a message, a heat map or printed output
-    could quote the hidden inputs, shapes and expected values, which fixed seeds keep the same every term.
+    explains the hint from the public catalog), never its message, evidence or what the learner's code
+    printed during it: a message, a heat map or printed output could quote the hidden inputs, shapes and
+    expected values, which fixed seeds keep the same every term. Not even a message a visible check shares:
+    the learner's code picks its own exception's words, and could pick them by what a hidden input holds.
     A hidden check without a hint says only its status and where to look instead."""
     stages = []
     for stage in report["stages"]:
-        shown = {c["message"] for c in stage["checks"] if c["visibility"] == "visible"}
-        checks = [c if c["visibility"] == "visible" else _withheld(c, shown) for c in stage["checks"]]
+        checks = [c if c["visibility"] == "visible" else _withheld(c) for c in stage["checks"]]
         stages.append({**stage, "checks": checks})
     return {**report, "stages": stages}
 
 
-def _withheld(check: dict, shown: set[str]) -> dict:
-    if check["message"] and check["message"] in shown:
-        message = check["message"]
-    elif check["hint"] or check["status"] == "passed":
+def _withheld(check: dict) -> dict:
+    if check["hint"] or check["status"] == "passed":
         message = ""
     else:
         message = f"{STATUS_WORDS[check['status']]}: {WITHHELD}"
@@ -125,8 +122,8 @@ def _visible_first(checks: list[dict]) -> list[dict]:
 
 
 def _stage_wide_cause(check: dict) -> tuple | None:
-    if check["hint"] in ("import-error", "forbidden-import"):
-        return check["hint"], check["message"]
+    if check["hint"] in ("import-error", "forbidden-import"):  # by the hint: a student's view withholds a hidden check's message
+        return (check["hint"],)
     if "importing your file" in check["message"] and check["status"] in ("timeout", "error"):
         return "import", check["status"]
     return None

@@ -4,8 +4,9 @@ Each stage notebook's answer cell starts with ``%%writefile stage<N>_<topic>.py`
 the cell as the same file the ``.py`` exercise is. ``load`` imports that file into the notebook;
 ``check`` grades it with ``python -m grader`` in a separate, sandboxed process (the notebook's
 kernel never judges anything), prints one line per check and returns the points earned, which
-nbgrader takes as the test cell's partial credit. Hidden checks print their verdict and the
-catalog's explanation, never their data, so nbgrader's feedback cannot leak it.
+nbgrader takes as the test cell's partial credit. The kernel runs the student's cells too, so it
+only ever receives the report as a student may read it (``--student-json``): hidden checks' verdicts
+and hints, never their data, which nothing in the kernel could then print into nbgrader's feedback.
 """
 
 import importlib
@@ -72,7 +73,7 @@ def _grade(stage: int, name: str, content: bytes) -> dict:
         report_path = Path(folder) / "report.json"
         try:
             finished = subprocess.run(
-                [sys.executable, "-m", "grader", str(submission), "--stage", str(stage), "--json", str(report_path)],
+                [sys.executable, "-m", "grader", str(submission), "--stage", str(stage), "--student-json", str(report_path)],
                 capture_output=True, text=True, timeout=GRADING_SECONDS)
         except subprocess.TimeoutExpired:
             raise NotebookGradingError(f"grading stage {stage} took over {GRADING_SECONDS} s") from None
@@ -87,7 +88,7 @@ def _verdict_line(c: dict, stage: int, hidden: bool) -> str:
     line = f"{mark} {c['id']}: {c['score']:g}/{c['max_score']:g}"
     if c["status"] == "passed":
         return line
-    # A hidden check's message may quote its reference data: only the catalog speaks for it.
+    # The student view withholds a hidden check's message: only the catalog speaks for it.
     detail = [] if hidden else [f"    {printable(text, keep_newlines=False)}" for text in c["message"].split("\n")]
     if c["hint"]:
         detail.append(f"    hint [{c['hint']}]: {explain(c['hint'], stage)}")

@@ -60,6 +60,8 @@ class CheckResult:
     hint: str | None
     evidence: dict | None  # grader.evidence.bounded_evidence: two attention maps for the heat maps
     printed: str  # what the learner's code printed during the check (grader.printed), "" if nothing
+    from_source: bool = False  # the verdict rests on the source alone (CheckFailed.from_source)
+    visible_verdict: dict | None = None  # set by grader.report where a hidden input's shortcut voided a visible check
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,11 @@ class GradingPlugin:
                                                  points(stage, marker.kwargs["name"])))
             else:
                 dropped.append(item)
+        # Every visible check of every stage runs before any hidden one, so that nothing a hidden check gave
+        # the learner's code (an input it kept, a file it wrote, a worker it hung) can reach a visible
+        # check's message, printed output or score, which students read before hidden results are shown.
+        kept.sort(key=lambda item: item.get_closest_marker("check").kwargs["visibility"] != "visible")
+        self.planned.sort(key=lambda check: check.visibility != "visible")
         items[:] = kept
         config.hook.pytest_deselected(items=dropped)
 
@@ -132,7 +139,7 @@ class GradingPlugin:
         printed = self.learner.printed if status in SHOWS_PRINTED else None
         if status == "timeout" and printed.a_lot:
             message += f"\n{PRINTING_IS_SLOW}"
-        evidence = excinfo.value.evidence if excinfo is not None and isinstance(excinfo.value, CheckFailed) else None
+        verdict = excinfo.value if excinfo is not None and isinstance(excinfo.value, CheckFailed) else None
         return CheckResult(
             stage=stage,
             id=marker["name"],
@@ -143,8 +150,9 @@ class GradingPlugin:
             max_score=worth,
             message=message,
             hint=hint,
-            evidence=bounded_evidence(evidence),
+            evidence=bounded_evidence(verdict and verdict.evidence),
             printed="" if printed is None else printed.text(),
+            from_source=verdict is not None and verdict.from_source,
         )
 
 

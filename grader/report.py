@@ -48,7 +48,7 @@ def build(results: Iterable[CheckResult], stages: list[int], device: str, torch_
             "checks": [
                 {"id": c.id, "visibility": c.visibility, "status": c.status, "score": _round(c.score),
                  "max_score": _round(c.max_score), "message": c.message, "hint": c.hint, "evidence": c.evidence,
-                 "printed": c.printed}
+                 "printed": c.printed, **({"visible_verdict": c.visible_verdict} if c.visible_verdict else {})}
                 for c in checks
             ],
         })
@@ -73,12 +73,22 @@ VOIDED_BECAUSE = {
 
 
 def _void_shortcut_targets(checks: list[CheckResult]) -> None:
-    """A function that calls what it should build, or hides what it runs, earns nothing for it, in any check."""
-    voided = {c.target: c.hint for c in checks if c.id.startswith("shortcut.") and c.hint in VOIDED_BECAUSE}
+    """A function that calls what it should build, or hides what it runs, earns nothing for it, in any check.
+
+    A visible check voided by what the code did with a hidden input keeps the verdict its own inputs
+    earned as ``visible_verdict``: students read visible checks before hidden results are published
+    (Gradescope), and a score that moved there would tell them what the hidden input held, since the
+    code can choose whether to take the shortcut by it. What the source shows voids them outright."""
+    voided = {c.target: (c.hint, c.from_source) for c in checks
+              if c.id.startswith("shortcut.") and c.hint in VOIDED_BECAUSE}
     for c in checks:
-        if c.target in voided and c.score:
-            c.score, c.status, c.hint = 0, "failed", voided[c.target]
-            c.message = VOIDED_BECAUSE[c.hint].format(target=c.target)
+        if c.target not in voided or not c.score:
+            continue
+        hint, from_source = voided[c.target]
+        if c.visibility == "visible" and not from_source:
+            c.visible_verdict = {"status": c.status, "score": _round(c.score), "message": c.message, "hint": c.hint}
+        c.score, c.status, c.hint = 0, "failed", hint
+        c.message = VOIDED_BECAUSE[hint].format(target=c.target)
 
 
 # Terminal ---------------------------------------------------------------------------------
@@ -231,17 +241,28 @@ def _checks_with_feedback(report: dict):
 # - "extra_data" is stored, not shown: what kept the learner's code in, for the instructor.
 
 
-def to_gradescope(report: dict, execution_time: float) -> dict:
+def to_gradescope(report: dict) -> dict:
     """Gradescope's results.json: until grades are published a student sees the visible checks alone, and
-    their score; the hidden checks appear after publishing, with their verdicts and hints only."""
+    their score; the hidden checks appear after publishing, with their verdicts and hints only. No
+    execution time: the hidden checks' share of it depends on what their inputs made the learner's code do."""
+    shown = _before_publishing(report)
     tests = [{"name": f"stage {number}: {c['id']}", "score": c["score"], "max_score": c["max_score"],
               "status": "passed" if c["status"] == "passed" else "failed", "output": output,
               "visibility": "visible" if c["visibility"] == "visible" else "after_published"}
-             for number, c, output in _checks_with_feedback(report)]
-    summary = "\n".join([_visible_score(report), *flag_sentences(report)])
-    return _printable_strings({"score": report["score"], "execution_time": round(execution_time, 3),
+             for number, c, output in _checks_with_feedback(shown)]
+    summary = "\n".join([_visible_score(shown), *flag_sentences(report)])
+    return _printable_strings({"score": report["score"],
                                "output": summary, "visibility": "visible", "stdout_visibility": "hidden",
                                "extra_data": {"sandbox": report["sandbox"]}, "tests": tests})
+
+
+def _before_publishing(report: dict) -> dict:
+    """``report`` with each visible check as its own inputs judged it (its ``visible_verdict``, where a
+    shortcut seen on a hidden input voided it): what students may read before grades are published. The
+    top-level score, hidden until then, stays the report's."""
+    def own(check: dict) -> dict:
+        return {**check, **check["visible_verdict"]} if check.get("visible_verdict") else check
+    return {**report, "stages": [{**stage, "checks": [own(c) for c in stage["checks"]]} for stage in report["stages"]]}
 
 
 def _visible_score(report: dict) -> str:

@@ -15,15 +15,18 @@ RTOL = 1e-4
 
 class CheckFailed(AssertionError):
     """A check's verdict: ``message`` says what differs, ``hint`` names the mistake (a catalog id),
-    ``evidence`` (see ``attention_evidence``) shows the learner's attention next to the expected one."""
+    ``evidence`` (see ``attention_evidence``) shows the learner's attention next to the expected one.
+    ``from_source``: the verdict rests on the submitted source alone, on no input the code was given."""
 
-    def __init__(self, message: str, hint: str | None = None, evidence: dict | None = None):
+    def __init__(self, message: str, hint: str | None = None, evidence: dict | None = None,
+                 from_source: bool = False):
         if hint is not None and hint not in catalog():
             raise ValueError(f"unknown hint id {hint!r}")
         super().__init__(message)
         self.message = message
         self.hint = hint
         self.evidence = evidence
+        self.from_source = from_source
 
 
 def attention_evidence(title: str, expected: torch.Tensor, actual: torch.Tensor, note: str = "") -> dict:

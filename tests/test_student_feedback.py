@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from grader.feedback import WITHHELD
+from grader.feedback import WITHHELD, student_view
 from grader.html_report import render_html
 from grader.report import render_text
 from tests.conftest import REPO
-from tests.grading import MUTANTS, batch, learner_copy
+from tests.grading import MUTANTS, batch, grade, learner_copy
 
 # Wrong in one stage each, with hidden checks that fail with numbers, heat maps, or no hint at all.
 WRONG = ["softmax-wrong-dim", "missing-scaling", "mask-not-causal", "heads-split-wrong"]
@@ -120,3 +120,85 @@ def test_a_hidden_check_shows_its_verdict_and_hint_or_where_to_look(graded):
     assert "stage 4 · property.dropout (hidden check): 0/" in text and f"failed: {WITHHELD}" in text
     gradescope = shown["mask-not-causal"]["gradescope"]
     assert f"failed: {WITHHELD}" in gradescope and "hint [mask-not-causal]" in gradescope
+
+
+# What a hidden check gives the learner's code, the code can keep: in a file of the student's scratch folder
+# (shared by their stage workers), or in memory. This student replays every input softmax_naive was ever
+# given into visible checks' messages: softmax_naive's own on the documented input, and stage 2's.
+RELAY_STAGE1 = {"file": "stage1_softmax.py", "find": "    exp_x = torch.exp(x)\n",
+                "replace": "    with open('seen.txt', 'a') as seen:\n"
+                           "        seen.write(repr([round(v, 4) for v in x.flatten().tolist()]) + '\\n')\n"
+                           "    if x.numel() == 6 and abs(float(x.flatten()[0]) - 0.9544) < 1e-3:  # the documented input\n"
+                           "        raise ValueError('seen ' + open('seen.txt').read()[-700:])\n"
+                           "    exp_x = torch.exp(x)\n"}
+RELAY_STAGE2 = ("    def forward(self, x: torch.Tensor) -> torch.Tensor:\n",
+                "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
+                "        import os\n"
+                "        if os.path.exists('seen.txt'):\n"
+                "            raise ValueError('seen ' + open('seen.txt').read()[-700:])\n")
+
+
+def visible_checks(report: dict) -> dict[str, tuple]:
+    return {c["id"]: (c["status"], c["score"], c["message"], c["printed"])
+            for stage in report["stages"] for c in stage["checks"] if c["visibility"] == "visible"}
+
+
+def test_what_a_hidden_check_gave_the_code_never_reaches_a_visible_check(tmp_path):
+    """Visible checks read the same whether hidden checks ran or not: every visible check of every stage runs
+    before any hidden one, so nothing a hidden input gave the code can be replayed where students read it."""
+    folder = learner_copy(tmp_path / "relay", RELAY_STAGE1, stages=[1, 2])
+    stage2 = folder / "stage2_self_attention.py"
+    stage2.write_text(stage2.read_text().replace(*RELAY_STAGE2, 1))  # SelfAttention_v1's forward
+    _, full = grade(folder, report=tmp_path / "full.json")
+    _, visible_only = grade(folder, "--visible-only", report=tmp_path / "visible.json")
+    assert any(c["visibility"] == "hidden" for stage in full["stages"] for c in stage["checks"])
+    replayed = [message for _, _, message, _ in visible_checks(full).values() if message.startswith("your code raised ValueError: seen [")]
+    assert len(replayed) >= 2  # softmax_naive's document check and stage 2's replay what the code kept
+    assert visible_checks(full) == visible_checks(visible_only)
+
+
+# softmax_naive takes torch's own softmax, by a name the source does not spell, on any input but the
+# documented one: what it does with a hidden input must not move what a student sees before publishing.
+SHORTCUT_ON_HIDDEN_INPUTS = {"file": "stage1_softmax.py", "find": "    exp_x = torch.exp(x)\n",
+                             "replace": "    if abs(float(x.flatten()[0]) - 0.9544) > 1e-3 and x.numel() == 6:\n"
+                                        "        return vars(torch.nn.functional)[''.join(['soft', 'max'])](x, dim=0)\n"
+                                        "    exp_x = torch.exp(x)\n"}
+
+
+def test_a_shortcut_taken_on_a_hidden_input_moves_no_score_a_student_sees_before_publishing(tmp_path):
+    def graded(name: str, mutant: dict | None) -> tuple[dict, dict, dict]:
+        folder = learner_copy(tmp_path / name, mutant, stages=[1])
+        _, report = grade(folder, "--stage", "1", "--gradescope", str(tmp_path / f"{name}-results.json"),
+                          "--student-json", str(tmp_path / f"{name}-student.json"), report=tmp_path / f"{name}.json")
+        return (report, json.loads((tmp_path / f"{name}-results.json").read_text()),
+                json.loads((tmp_path / f"{name}-student.json").read_text()))
+
+    honest, honest_results, _ = graded("honest", None)
+    cheat, cheat_results, cheat_student = graded("cheat", SHORTCUT_ON_HIDDEN_INPUTS)
+    checks = {c["id"]: c for c in cheat["stages"][0]["checks"]}
+    assert checks["shortcut.softmax_naive"]["hint"] == "banned-api"
+    # The published grade voids the function everywhere; the visible check keeps what its own input earned.
+    assert checks["document.softmax_naive"]["score"] == 0
+    assert checks["document.softmax_naive"]["visible_verdict"]["status"] == "passed"
+    assert cheat["score"] < honest["score"]
+
+    def before_publishing(results: dict) -> tuple:
+        return results["output"], [t for t in results["tests"] if t["visibility"] == "visible"]
+
+    assert before_publishing(cheat_results) == before_publishing(honest_results)
+    assert cheat_results["score"] == cheat["score"]  # hidden from students until published
+    assert "execution_time" not in cheat_results
+    # --student-json, what the nbgrader notebooks read: no hidden check's message or evidence
+    hidden = [c for c in cheat_student["stages"][0]["checks"] if c["visibility"] == "hidden"]
+    assert hidden and all(c["message"] in ("", f"{c['status']}: {WITHHELD}") and c["evidence"] is None for c in hidden)
+
+
+def test_a_hidden_check_keeps_its_message_even_when_a_visible_one_has_the_same():
+    """The code picks its exceptions' words: showing a hidden check's message where it equals a visible one's
+    would tell the student which way a hidden input fell."""
+    checks = [{"id": "document.f", "visibility": "visible", "status": "error", "message": "your code raised same words",
+               "hint": None, "evidence": None, "printed": ""},
+              {"id": "random.f", "visibility": "hidden", "status": "error", "message": "your code raised same words",
+               "hint": None, "evidence": None, "printed": ""}]
+    view = student_view({"stages": [{"id": "stage1", "checks": checks}]})
+    assert view["stages"][0]["checks"][1]["message"] == f"error: {WITHHELD}"

@@ -85,14 +85,16 @@ def expect_not_spelled(sources: dict[int, bytes | None], stage: int, target: str
         scan = scan_source(source)
     except RecursionError:
         raise CheckFailed(f"{target} earns nothing: {STAGE_MODULES[stage]}.py nests its code deeper than the grader "
-                          "reads, which only hides it", "recorder-tampered") from None
+                          "reads, which only hides it", "recorder-tampered",
+                          from_source=True) from None
     if scan.tampering:
         raise CheckFailed(f"{target} earns nothing: {STAGE_MODULES[stage]}.py reaches into what the grader sees of "
                           f"your code ({_listed(scan.tampering)}). Switching off PyTorch's function or dispatch "
-                          "modes, or reading the grader's frames and objects, is not allowed", "recorder-tampered")
+                          "modes, or reading the grader's frames and objects, is not allowed", "recorder-tampered",
+                          from_source=True)
     spelled = scan.uses_reached_from(target, shortcut.spelled)
     if spelled:
-        raise CheckFailed(f"{target} uses torch's own {_listed(spelled)}: {shortcut.why}", "banned-api")
+        raise CheckFailed(f"{target} uses torch's own {_listed(spelled)}: {shortcut.why}", "banned-api", from_source=True)
 
 
 def expect_work_recorded(ops: Sequence[str], shortcut: Shortcut, right: bool, what: str) -> None:
