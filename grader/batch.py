@@ -181,7 +181,7 @@ def check_class_record(out: Path, layout: str, submissions: Path) -> str | None:
     (a fresh download of the same class is graded into the same ``out``: that is how a regrade goes)."""
     try:
         record = tomllib.loads((out / CLASS_RECORD).read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None  # a new OUT, or one graded before it held a record
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise ValueError(f"{out / CLASS_RECORD} cannot be read ({error}): delete it if {out} holds this "
