@@ -3,9 +3,11 @@
 Grades a class: SUBMISSIONS_DIR as the LMS downloaded it (--layout, see grader/intake.py), or a
 sub-folder or .zip per student, named after it.
 Writes OUT_DIR/<student>.json (the report), OUT_DIR/<student>.txt (the feedback the student
-reads) and OUT_DIR/grades.csv. Each file is written whole or not at all. A re-run grades only the
-students whose fingerprint changed (grader.fingerprint): new or changed files, another grader,
-points table, device or options, or a report missing or incomplete; --force grades everyone again.
+reads) and OUT_DIR/grades.csv. Each file is written whole or not at all. OUT_DIR holds one class:
+OUT_DIR/class.toml names its layout and folder, and a class of another layout is refused. A re-run
+grades only the students whose fingerprint changed (grader.fingerprint): new or changed files,
+another grader, points table, device or options, or a report missing or incomplete; --force grades
+everyone again.
 
 This process is the judge of the class: it stages every submission, hashes it, decides who is
 graded, and sends the staged files (never a path) to the lanes; it alone writes what they report.
