@@ -3,9 +3,11 @@
 Grades a class: SUBMISSIONS_DIR as the LMS downloaded it (--layout, see grader/intake.py), or a
 sub-folder or .zip per student, named after it.
 Writes OUT_DIR/<student>.json (the report), OUT_DIR/<student>.txt (the feedback the student
-reads) and OUT_DIR/grades.csv. Each file is written whole or not at all. A re-run grades only the
-students whose fingerprint changed (grader.fingerprint): new or changed files, another grader,
-points table, device or options, or a report missing or incomplete; --force grades everyone again.
+reads) and OUT_DIR/grades.csv. Each file is written whole or not at all. OUT_DIR holds one class:
+OUT_DIR/class.toml names its layout and folder, and a class of another layout is refused. A re-run
+grades only the students whose fingerprint changed (grader.fingerprint): new or changed files,
+another grader, points table, device or options, or a report missing or incomplete; --force grades
+everyone again.
 
 This process is the judge of the class: it stages every submission, hashes it, decides who is
 graded, and sends the staged files (never a path) to the lanes; it alone writes what they report.
@@ -25,6 +27,7 @@ import os
 import signal
 import sys
 import time
+import tomllib
 from collections import Counter
 from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection, wait
@@ -54,7 +57,15 @@ from grader.output_files import inert, write_atomic
 from grader.points import points_table, rounded, use_points_file
 from grader.course import course_stages
 from grader.runner.text import listing, printable
-from grader.submission import MISSING, NO_STAGE_FILES, StagedSubmission, SubmissionError, stage_submission
+from grader.submission import (
+    COPY_MARK,
+    MISSING,
+    NO_STAGE_FILES,
+    UNREADABLE,
+    StagedSubmission,
+    SubmissionError,
+    stage_submission,
+)
 from grader.submission_times import load_times
 
 # Another tool reads these columns by name (the LMS gradebook exports read `final`): keep them.
@@ -65,6 +76,8 @@ def csv_columns(stages: list[int]) -> list[str]:
 
 
 MAX_SUMMARY_IDS = 50  # ids the summary line names
+# In OUT: which class its reports are of (a file no student's report or feedback can be named)
+CLASS_RECORD = "class.toml"
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -108,12 +121,21 @@ def main(argv: list[str]) -> int:
         if args.points:
             use_points_file(args.points)
         chosen = _chosen(students, args.student, args.submissions)
+        earlier_folder = check_class_record(args.out, layout, args.submissions)
     except (ValueError, OSError) as error:
         print(f"grader batch: {error}", file=sys.stderr)
         return 2
-    print(f"grader batch: layout {layout}, {len(students)} students (--layout to choose another)", file=sys.stderr)
+    print(f"grader batch: layout {layout}, {_counted(students, 'student')} (--layout to choose another)",
+          file=sys.stderr)
     for name, why in skipped:
         print(f"grader batch: skipped {printable(name, keep_newlines=False)} ({why})", file=sys.stderr)
+    if copies := second_copies([student.id for student in students]):
+        print(f"grader batch: {_counted(copies, 'submission')} named as a second download of another, graded "
+              f"apart: {listing([f'{copy} beside {first}' for copy, first in copies], MAX_SUMMARY_IDS)}; check "
+              "whether they are one student's", file=sys.stderr)
+    if earlier_folder:
+        print(f"grader batch: {args.out} was graded from {earlier_folder} before, from {args.submissions} now: "
+              "right for a new download of the same class; another class needs its own --out", file=sys.stderr)
     from grader.sandbox import SandboxError, confinement
 
     try:
@@ -132,6 +154,7 @@ def main(argv: list[str]) -> int:
         print(f"grader batch: {error}", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
+    write_class_record(args.out, layout, args.submissions)
     run = RunFingerprint(grader_hash(), points_hash(points_table()), args.device,
                          {"visible_only": args.visible_only, "timeout": args.timeout, "sandboxed": sandbox.confined,
                           "stages": args.stages})
@@ -145,12 +168,51 @@ def main(argv: list[str]) -> int:
         print("grader batch: interrupted; what was graded is kept, run again to go on", file=sys.stderr)
         return 130
     flagged = write_gradebook(args.out, students, current, policy, args.stages)
-    print(f"grader batch: {len(students)} students in {args.out / 'grades.csv'}", file=sys.stderr)
+    print(f"grader batch: {_counted(students, 'student')} in {args.out / 'grades.csv'}", file=sys.stderr)
     for line in file_summary_lines(args.out, students):
         print(line, file=sys.stderr)
     for line in late_summary(flagged):
         print(f"grader batch: {line}", file=sys.stderr)
     return 0
+
+
+def check_class_record(out: Path, layout: str, submissions: Path) -> str | None:
+    """Refuse (ValueError, one line) to grade a ``layout`` class into an ``out`` that holds the reports of a
+    class of another layout: ids of two LMSs can meet (a Gradescope SID that is a Canvas user id), and one
+    report would replace the other's. The folder ``out`` was last graded from, when that was another one
+    (a fresh download of the same class is graded into the same ``out``: that is how a regrade goes)."""
+    try:
+        record = tomllib.loads((out / CLASS_RECORD).read_text(encoding="utf-8"))
+    except (FileNotFoundError, NotADirectoryError):
+        return None  # a new OUT, or one graded before it held a record
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise ValueError(f"{out / CLASS_RECORD} cannot be read ({error}): delete it if {out} holds this "
+                         "class's reports, or give this class its own --out") from None
+    if record.get("layout") != layout:
+        raise ValueError(f"{out} holds the reports of a {printable(str(record.get('layout')), keep_newlines=False)} "
+                         f"class (graded from {printable(str(record.get('folder')), keep_newlines=False)}), and "
+                         f"{submissions} is a {layout} class: give each class its own --out")
+    earlier = printable(str(record.get("folder")), keep_newlines=False)
+    return earlier if earlier != _folder_text(submissions) else None
+
+
+def write_class_record(out: Path, layout: str, submissions: Path) -> None:
+    """Say in ``out`` which class its reports are of (check_class_record reads it)."""
+    folder = json.dumps(_folder_text(submissions), ensure_ascii=False)  # a TOML basic string, as JSON writes one
+    write_atomic(out / CLASS_RECORD, "# The class whose reports this folder holds: grader batch refuses another\n"
+                                     f"layout = {json.dumps(layout)}\nfolder = {folder}\n")
+
+
+def _folder_text(submissions: Path) -> str:
+    """The class folder, absolute and printable: TOML and a terminal both take it as it is."""
+    return printable(str(submissions.resolve()), keep_newlines=False)
+
+
+def second_copies(ids: list[str]) -> list[tuple[str, str]]:
+    """Each id named as a browser or an operating system names a second copy of another id's file
+    (``ada (1)`` beside ``ada``), with that id."""
+    known = set(ids)
+    return [(id, first) for id in ids if (first := COPY_MARK.sub("", id)) != id and first in known]
 
 
 def _plan(students: list[Student], chosen: set[str] | None, args: argparse.Namespace,
@@ -450,7 +512,7 @@ def _with_times(students: list[Student], times: dict[str, dt.datetime], source: 
 
 def _late(policy: LatePolicy, student: Student, report: dict) -> dict:
     # Canvas marks a submission LATE though its download gives no time: the mark is kept apart from a time.
-    return late_record(policy, student.submitted, student.late_marked, report["stages"])
+    return late_record(policy, student.submitted, student.late_marked, report["stages"], student.time_unread)
 
 
 def write_gradebook(out: Path, students: list[Student], current: dict[str, dict], policy: LatePolicy,
@@ -482,7 +544,7 @@ def write_gradebook(out: Path, students: list[Student], current: dict[str, dict]
             except OSError as error:  # the row has it; the report keeps the old one until a later run
                 print(f"grader batch: cannot update the late penalty in the report of {student.id}: "
                       f"{error.strerror or error}", file=sys.stderr)
-        flagged.update(late["flags"])
+        flagged.update(flag.partition(":")[0] for flag in late["flags"])  # counted by flag, whatever it details
         flagged["penalised"] += late["penalty_points"] > 0
         stages = {s["id"]: s["score"] for s in report["stages"]}
         writer.writerow(inert([student.id, report["score"], report["max_score"],
@@ -502,6 +564,7 @@ def _row_reason(reason: str) -> str:
 # Flags the batch's last lines count, each with what it means for the grade.
 FILE_FLAGS = {
     NO_STAGE_FILES: ("had no stage file", "had no stage file"),
+    UNREADABLE: ("could not be read at all, and scores nothing", "could not be read at all, and score nothing"),
     MISSING: ("lacks some stage files, and scores nothing for those stages",
               "lack some stage files, and score nothing for those stages"),
     "renamed": ("had a stage file under a near name, graded as the file it stands for",

@@ -8,9 +8,16 @@ Layouts (``--layout``; ``auto`` tells them apart by the names in the folder, in 
               assignment's files right in ``<student id>/``), time from ``timestamp.txt``
   moodle      Moodle's "Download all submissions": ``<Full Name>_<id>_assignsubmission_<plugin>_/``
               folders, or the same prefix on each file; id the participant number
-  canvas      Canvas's "Download Submissions": flat files ``<name>[_LATE]_<user id>_<number>_<file>``;
-              id the user id, LATE kept as late_marked
+  canvas      Canvas's "Download Submissions": flat files ``<name>[_LATE]_<user id>_<number>_<file>``
+              (anonymous grading: ``[LATE_]anon_<anonymous id>_<number>_<file>``); id the user id (or
+              ``anon_<anonymous id>``), LATE kept as late_marked
   folders     each sub-folder or .zip is one student, named after it (``make submit`` zips, clones)
+
+What a tool or an operating system leaves in a folder (``__MACOSX/``, ``.DS_Store``, ``Thumbs.db``:
+grader.submission.is_litter) is skipped in every layout and never decides which layout a folder is.
+A folder holding nothing but one LMS download (the folder a double-click unzip makes around it) or an
+nbgrader course's ``submitted/`` and ``autograded/`` is refused with the folder to give instead:
+graded as it stands, a whole class would be one student.
 
 Neither Canvas nor Moodle documents a submission time in its download (a file's time after
 unzipping is whatever the LMS wrote into its zip), so their ``submitted`` is None rather than a
@@ -28,7 +35,7 @@ from pathlib import Path, PurePosixPath
 from zoneinfo import ZoneInfo
 
 from grader.runner.text import printable
-from grader.submission import STAGE_FILES, Source, SubmittedPart
+from grader.submission import STAGE_FILES, Source, SubmittedPart, is_litter
 
 LAYOUTS = ("auto", "folders", "canvas", "moodle", "gradescope", "nbgrader")
 # An id names files (OUT/.<id>.json.partial and the like): bounded well under the 255 bytes a file name may take.
@@ -38,7 +45,10 @@ HASHED_ID_TAIL = re.compile(r"~[0-9a-f]{8}$")
 
 # Canvas: the "number" after the user id is Canvas's own (attachment or submission); a file
 # uploaded again under a name already used gets -1, -2 before its extension.
-CANVAS_FILE = re.compile(r"(?P<name>.+?)(?P<late>_(?i:late))?_(?P<user>\d+)(?:_(?P<number>\d+))?_(?P<file>.+)",
+# With anonymous grading, the name and user id give way to ``anon_<anonymous id>`` (LATE then comes first):
+# [LATE_]anon_<anonymous id>_<number>_<file>, per canvas-lms lib/content_zipper.rb (get_filename).
+CANVAS_FILE = re.compile(r"(?:(?P<anon_late>(?i:late)_)?(?P<anon>anon_[0-9A-Za-z]+)"
+                         r"|(?P<name>.+?)(?P<late>_(?i:late))?_(?P<user>\d+))(?:_(?P<number>\d+))?_(?P<file>.+)",
                          re.DOTALL)
 CANVAS_COPY = re.compile(r"(?P<stem>.+)-(?P<copy>\d+)(?P<suffix>\.[^.]*)", re.DOTALL)
 READ_SUFFIXES = {".py", ".ipynb", ".zip"}  # the files staging reads: their Canvas copy numbers are taken off
@@ -50,6 +60,7 @@ NBGRADER_STEPS = ("submitted", "autograded")
 NBGRADER_TIMESTAMP = "timestamp.txt"
 NBGRADER_PROBED = 64  # entries of a folder looked at to tell an nbgrader student's folder
 MAX_TIMESTAMP_BYTES = 4096
+TIME_SHOWN = 40  # characters of a timestamp.txt that is no time, shown in its flag
 TIME_TEXT = re.compile(r"(?P<date>\d{4}-\d{2}-\d{2})[Tt ](?P<clock>\d{2}:\d{2}(?::\d{2})?)(?:\.(?P<fraction>\d+))?"
                        r"\s*(?P<zone>\S*)")
 OFFSET = re.compile(r"(?P<sign>[+-])(?P<hours>\d{2}):?(?P<minutes>\d{2})")
@@ -62,6 +73,7 @@ class Student:
     source: Source  # a folder, a .zip, or the parts the LMS stored apart (a tuple of SubmittedPart)
     submitted: datetime | None = None  # when the LMS says the work was handed in (timezone-aware), if it says
     late_marked: bool = False  # the LMS itself marked the work late (Canvas's LATE in its file names)
+    time_unread: str | None = None  # why a time the download holds could not be read (one line), if it could not
 
 
 def list_students(folder: Path, layout: str = "auto") -> tuple[list[Student], list[tuple[str, str]]]:
@@ -85,12 +97,28 @@ def list_students(folder: Path, layout: str = "auto") -> tuple[list[Student], li
 
 
 def detect_layout(folder: Path) -> str:
-    """The layout ``folder`` was downloaded in, from its names (see the module's docstring)."""
+    """The layout ``folder`` was downloaded in, from its names (see the module's docstring).
+
+    ValueError, naming the folder to give, for a folder one level above a class: an nbgrader course
+    (its ``submitted/``, ``autograded/``), or a folder holding only an LMS download.
+    """
     if not folder.is_dir():
         raise ValueError(f"{folder} is not a folder")
-    if (folder / "nbgrader_config.py").is_file() and any((folder / step).is_dir() for step in NBGRADER_STEPS):
-        raise ValueError(f"{folder} is an nbgrader course: give its submitted/ or autograded/ folder")
     entries = _entries(folder, [])
+    if steps := [entry.name for entry, is_folder in entries if is_folder and entry.name in NBGRADER_STEPS]:
+        raise ValueError(f"{folder} is an nbgrader course (it holds {'/ and '.join(steps)}/): give its submitted/ "
+                         "or autograded/ folder")
+    layout = _layout_of(folder, entries)
+    if layout == "folders" and len(entries) == 1 and entries[0][1]:
+        inner = entries[0][0]
+        if (inner_layout := _layout_of(inner, _entries(inner, []))) != "folders":
+            raise ValueError(f"{folder} holds only {inner.name}/, a {inner_layout} download: give {inner} "
+                             "(graded as it stands, the whole class would be one student)")
+    return layout
+
+
+def _layout_of(folder: Path, entries: list[tuple[Path, bool]]) -> str:
+    """The layout that ``entries``, the entries of ``folder``, name."""
     if any(entry.name == GRADESCOPE_METADATA for entry, _ in entries):
         return "gradescope"
     if folder.resolve().name in NBGRADER_STEPS or any(is_folder and _holds_nbgrader_work(entry)
@@ -122,11 +150,15 @@ def student_id(name: str) -> str:
 
 def _entries(folder: Path, skipped: list[tuple[str, str]]) -> list[tuple[Path, bool]]:
     """The entries of ``folder`` a layout may take, each with whether it is a folder. Names starting
-    with a dot are left out; a symbolic link is skipped, never followed: it could lead to another
-    student's submission or to any file the grader can read."""
+    with a dot are left out, and litter (grader.submission.is_litter) is skipped; a symbolic link is
+    skipped, never followed: it could lead to another student's submission or to any file the grader
+    can read."""
     kept = []
     for entry in sorted(folder.iterdir()):
         if entry.name.startswith("."):
+            continue
+        if is_litter(entry.name):
+            skipped.append((entry.name, "left by a tool or an operating system, not a submission"))
             continue
         mode = entry.lstat().st_mode
         if stat.S_ISLNK(mode):
@@ -165,17 +197,19 @@ def _canvas(folder: Path, skipped: list[tuple[str, str]]) -> Found:
             continue
         name, copy = _canvas_upload_name(match["file"])
         recency = (int(match["number"] or 0), copy)
-        own = parts.setdefault(match["user"], {})
+        user = match["anon"] or match["user"]  # an anonymous id keeps its anon_: it is never a user id
+        own = parts.setdefault(user, {})
         if name in own:
             older, newer = sorted([own[name], (recency, entry)], key=lambda kept: kept[0])
             skipped.append((older[1].name, f"an earlier upload of {name} than {newer[1].name}"))
             own[name] = newer
         else:
             own[name] = recency, entry
-        if match["late"]:
-            late.add(match["user"])
+        if match["late"] or match["anon_late"]:
+            late.add(user)
     return [(Student(student_id(user), tuple(SubmittedPart(name, path) for name, (_, path) in sorted(own.items())),
-                     late_marked=user in late), f"Canvas user {user}") for user, own in sorted(parts.items())]
+                     late_marked=user in late), f"Canvas {'student' if user.startswith('anon_') else 'user'} {user}")
+            for user, own in sorted(parts.items())]
 
 
 def _canvas_upload_name(file: str) -> tuple[str, int]:
@@ -278,7 +312,8 @@ def _nbgrader(folder: Path, skipped: list[tuple[str, str]]) -> Found:
         if isinstance(work, str):
             skipped.append((entry.name, work))
             continue
-        found.append((Student(student_id(entry.name), work, _nbgrader_time(work)), entry.name))
+        submitted, unread = _nbgrader_time(work, work.relative_to(folder).as_posix())
+        found.append((Student(student_id(entry.name), work, submitted, time_unread=unread), entry.name))
     return found
 
 
@@ -307,14 +342,23 @@ def _nbgrader_assignment(student: Path) -> Path | str:
     return f"holds several assignments ({names}), and not exactly one with a stage's notebook"
 
 
-def _nbgrader_time(work: Path) -> datetime | None:
-    """When nbgrader says ``work`` was handed in, read as nbgrader reads its timestamp.txt: a time
-    that names no zone, or one it cannot find, is UTC."""
+def _nbgrader_time(work: Path, shown: str) -> tuple[datetime | None, str | None]:
+    """When nbgrader says ``work`` (``shown`` in the class folder) was handed in, read as nbgrader reads
+    its timestamp.txt: a time that names no zone, or one it cannot find, is UTC. Where there is a
+    timestamp.txt that gives no time, None and why, naming the file and what it begins with."""
     try:
         stamp = _read_text(work / NBGRADER_TIMESTAMP, MAX_TIMESTAMP_BYTES)
     except OSError:  # none, a link, a folder: no time rather than one from elsewhere
-        return None
-    return parse_time(stamp, timezone.utc) if stamp else None
+        return None, None
+    where = printable(f"{shown}/{NBGRADER_TIMESTAMP}", keep_newlines=False)
+    if stamp is None:
+        return None, f"{where} is over {MAX_TIMESTAMP_BYTES} bytes, not a time"
+    if not stamp.strip():
+        return None, f"{where} is empty"
+    if (submitted := parse_time(stamp, timezone.utc)) is None:
+        begins = printable(stamp.strip()[:TIME_SHOWN], keep_newlines=False)
+        return None, f'{where} is not a time: it begins "{begins}"'
+    return submitted, None
 
 
 def _holds_nbgrader_work(folder: Path) -> bool:

@@ -75,14 +75,16 @@ def load_course(path: Path | None) -> LatePolicy:
     return LatePolicy(times.pop("assignment", None), times, per, penalty, cap, grace_period)
 
 
-def late_record(policy: LatePolicy, submitted: dt.datetime | None, late_marked: bool, stages: list[dict]) -> dict:
+def late_record(policy: LatePolicy, submitted: dt.datetime | None, late_marked: bool, stages: list[dict],
+                time_unread: str | None = None) -> dict:
     """The report's ``late`` object for a student graded ``stages`` (the report's) who handed in at
-    ``submitted`` (None: the LMS gave no time; ``late_marked``: it said "late" all the same)."""
+    ``submitted`` (None: the LMS gave no time; ``late_marked``: it said "late" all the same;
+    ``time_unread``: why a time the download holds could not be read, which the flag then says)."""
     flags = []
     if submitted is None and late_marked:
         flags.append(MARKED_LATE_WITHOUT_TIME)
     elif submitted is None and policy.has_due_date:
-        flags.append(NO_SUBMISSION_TIME)
+        flags.append(f"{NO_SUBMISSION_TIME}: {time_unread}" if time_unread else NO_SUBMISSION_TIME)
     per_stage = []
     for stage in stages:
         due = policy.due_of(stage["id"])

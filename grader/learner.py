@@ -10,6 +10,7 @@ the student: every process that ran their code, at once. What the learner's code
 before each answer and is kept in ``printed`` for the report, never for a verdict.
 """
 
+import codecs
 import socket
 import time
 from dataclasses import dataclass
@@ -48,6 +49,16 @@ class LearnerFailure(Exception):
         return f"{kind}{self.message}{where}"
 
 
+def not_utf8_text(data: bytes) -> str | None:
+    """What shows that ``data``, a Python file's bytes, was saved as something other than UTF-8 text (a
+    UTF-16 byte order mark, NUL bytes), in words that end "...: save it as UTF-8 text"; None if nothing does."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "was saved as UTF-16 text (it begins with UTF-16's byte order mark), which Python does not read"
+    if b"\0" in data:
+        return "holds NUL bytes (as text saved as UTF-16 does), which Python does not read"
+    return None
+
+
 class LearnerWorkers:
     """One student's workers in ``sandbox``: those of ``stages`` forked at once, any other on first use;
     close() ends them all."""
@@ -56,6 +67,7 @@ class LearnerWorkers:
         """``files``: the student's stage files by name (grader.submission.StagedSubmission.files)."""
         self.sandbox = sandbox
         self.timeout = timeout
+        self._files = files
         self._student = sandbox.start_student(files)
         self._workers: dict[int, socket.socket] = {}  # loaded (or failed to)
         self._forked: dict[int, socket.socket] = {}  # not yet asked for
@@ -95,13 +107,26 @@ class LearnerWorkers:
             # Strings were cut and escaped as they were decoded (protocol.decode): cut again to the report's
             # sizes. A kind the judge does not know is an exception.
             kind = error.get("kind") if error.get("kind") in LEARNER_FAILURE_KINDS else "exception"
-            raise LearnerFailure(
+            failure = LearnerFailure(
                 kind=kind,
                 message=str(error.get("message", ""))[:800],
                 type=error["type"][:100] if isinstance(error.get("type"), str) else None,
                 where=error["where"][:200] if isinstance(error.get("where"), str) else None,
             )
+            raise self._encoding_told(failure, stage) if kind == "import_error" else failure
         return reply["ok"]
+
+    def _encoding_told(self, failure: LearnerFailure, stage: int) -> LearnerFailure:
+        """``failure`` to import, said in plain words where the file it names (else the stage's own),
+        as the judge holds it, is no UTF-8 text: Python's own words ("null bytes") do not say what to do."""
+        from grader.stages import STAGE_MODULES
+
+        named = (failure.where or "").partition(":")[0]
+        name = named if named in self._files else f"{STAGE_MODULES.get(stage)}.py"
+        if (problem := not_utf8_text(self._files.get(name, b""))) is None:
+            return failure
+        return LearnerFailure("import_error", f"{name} {problem}: save it as UTF-8 text (in Notepad: Save As, "
+                                              "Encoding UTF-8), then hand it in again")
 
     def _answer(self, sock: socket.socket, seconds: float) -> object:
         """The worker's next message that is not printed output, within ``seconds``; the printed

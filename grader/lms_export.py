@@ -45,6 +45,8 @@ CANVAS_POSTING_CELL = re.compile(r"\s*(Muted|Manual Posting.*)?\s*", re.IGNORECA
 ROSTER_ID = "student_id"
 
 
+MOODLE_GRADE_MAX = 100  # a new Moodle grade item's maximum grade; its import caps grades at the item's maximum
+
 # Flags of grades.csv under which a grade is not the student's work as graded in full: the export
 # writes the grade, and names the student, so no one imports such a number unseen.
 WORTH_A_LOOK = ("no-stage-files", "missing", "unreadable", "incomplete", "renamed", "unsandboxed")
@@ -200,6 +202,10 @@ def moodle_csv(columns: list[str], roster: list[dict[str, str]], grades: dict[st
             print(f"lms_export: {_named(student)} has no {identifier} in the roster: left out", file=sys.stderr)
             continue
         rows.append([student[identifier], _grade_cell(student, grades, points_possible)])
+    if points_possible > MOODLE_GRADE_MAX:
+        print(f"lms_export: grades are out of {_points(points_possible)}, and Moodle's import caps a grade at its "
+              f"grade item's maximum (a new item's is {MOODLE_GRADE_MAX}): set the item's maximum grade to "
+              f"{_points(points_possible)}, or pass --points-possible {MOODLE_GRADE_MAX} to scale", file=sys.stderr)
     return _csv_text([[identifier, assignment], *rows]), sum(1 for row in rows if row[-1])
 
 

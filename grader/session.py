@@ -11,7 +11,7 @@ from grader.report import INCOMPLETE, build
 from grader.runner.text import listing
 from grader.sandbox import Sandbox
 from grader.stages import STAGE_MODULES
-from grader.submission import MISSING, NO_STAGE_FILES, StagedSubmission
+from grader.submission import MISSING, NO_STAGE_FILES, UNREADABLE, StagedSubmission
 
 
 MAX_LISTED = 20  # names of ignored files a flag lists
@@ -85,7 +85,7 @@ def flags(sandbox: Sandbox, staged: StagedSubmission, stages: list[int], visible
     if visible_only:
         found.append("provisional")
     if staged.problem:
-        found.append(f"unreadable: {staged.problem}")
+        found.append(f"{UNREADABLE}: {staged.problem}")
     elif not staged.files:  # what was there instead says what went wrong: a wrong file, a wrong folder
         found.append(f"{NO_STAGE_FILES}: " + (f"found {listing(staged.ignored, MAX_LISTED)}" if staged.ignored
                                               else "the submission is empty"))

@@ -44,6 +44,8 @@ STAGE_FILES = {f"{name}.py" for name in STAGE_MODULES.values()}
 NO_STAGE_FILES = "no-stage-files"
 # The flag of a submission holding some stage files but not every one graded
 MISSING = "missing"
+# The flag of a submission that could not be read at all (StagedSubmission.problem says why)
+UNREADABLE = "unreadable"
 MAX_STAGE_FILE_BYTES = 1024 * 1024
 MAX_ENTRIES = 10_000  # files and folders, listed before any is read
 MAX_DEPTH = 64  # folders within folders
@@ -58,6 +60,8 @@ ENCRYPTED = 0x1  # bit 0 of a zip member's general purpose flags (APPNOTE 4.4.4)
 UNPACKED_METHODS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED}
 # Folders that tools leave beside the work, whose copies of it are not the work
 LITTER_FOLDERS = ("__MACOSX", ".ipynb_checkpoints")
+# Files an operating system leaves in any folder it has shown (thumbnails, view settings): never anyone's work
+LITTER_FILES = (".DS_Store", "Thumbs.db", "ehthumbs.db", "desktop.ini")
 LMS_RECORDS = {"timestamp.txt"}  # nbgrader's record of when the work came, beside it
 # What is added to a file's name when a second copy is saved: " (1)", "-1", " copy", " copy 2"
 COPY_MARK = re.compile(r"(\s*\(\d+\)|-\d+|\s+copy(\s+\d+)?)$", re.IGNORECASE)
@@ -231,6 +235,12 @@ def _take(entries: list[_Entry], ignored: list[str], renamed: list[str], opened:
     return files
 
 
+def is_litter(name: str) -> bool:
+    """Whether a file or folder named ``name`` is one a tool or an operating system left (LITTER_FOLDERS,
+    LITTER_FILES), whatever the case of its letters (Windows and macOS ignore it)."""
+    return name.casefold() in {litter.casefold() for litter in (*LITTER_FOLDERS, *LITTER_FILES)}
+
+
 def stage_file_meant(name: str) -> str | None:
     """The stage file a ``.py`` file named ``name`` stands for when it has not that name itself:
     the same letters in another case, with spaces or hyphens for underscores, or with the mark a
@@ -358,8 +368,17 @@ def _zip_entries(handle: BinaryIO, prefix: str, opened: ExitStack, own_failure: 
         raise SubmissionError(f"too many files (over {MAX_ENTRIES})")
     metered.allow(MAX_ZIP_MEMBER_BYTES, f"the files read from the zip take over {_size(MAX_ZIP_MEMBER_BYTES)} "
                                         "to unpack")
-    return [_Entry(prefix + m.filename, m.file_size, lambda limit, m=m: _read_member(archive, m, limit),
-                   own_failure=own_failure) for m in members if not m.is_dir()]
+    named = ((_member_name(m), m) for m in members)
+    return [_Entry(prefix + name, m.file_size, lambda limit, m=m: _read_member(archive, m, limit),
+                   own_failure=own_failure) for name, m in named if not name.endswith("/")]
+
+
+def _member_name(member: zipfile.ZipInfo) -> str:
+    """``member``'s name with / between folders. Windows PowerShell 5's Compress-Archive writes \\
+    (``attention\\stage1_softmax.py``), as the zip format forbids (APPNOTE 4.4.17) and every Windows tool
+    reads it: as a folder. The name is only ever a name (staging reads into memory, never to a path it
+    builds), so ``..`` in it reaches nothing; litter folders and depth are judged on the / form."""
+    return member.filename.replace("\\", "/")
 
 
 def _read_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo, limit: int) -> bytes:

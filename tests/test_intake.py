@@ -7,6 +7,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import zipfile
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -127,6 +128,73 @@ def test_a_canvas_download_is_one_student_per_user_id_with_their_files_under_the
                         f"an earlier upload of {STAGE2} than smithjane_12345_67890_{STAGE2[:-3]}-1.py")]
 
 
+def test_canvas_anonymous_grading_is_one_student_per_anonymous_id_and_keeps_late(tmp_path, correct):
+    """canvas-lms ContentZipper#get_filename: under anonymous grading, ``anon_<anonymous id>`` stands
+    for the name and user id, and LATE (there being no name) comes first."""
+    for number, (name, data) in enumerate(correct.items()):
+        (tmp_path / f"anon_Xy7Qp_7001{number}_{name}").write_bytes(data)
+        (tmp_path / f"LATE_anon_bT4kz_7002{number}_{name}").write_bytes(data)
+    (tmp_path / f"anon_bT4kz_70030_{STAGE2[:-3]}-1.py").write_bytes(BROKEN)  # uploaded again: the later one counts
+    (tmp_path / "anon_Qz9Rw_text.html").write_text("<p>on github</p>")  # a text entry: no attachment number
+    students, skipped = list_students(tmp_path)
+    assert detect_layout(tmp_path) == "canvas"
+    assert [(s.id, s.late_marked) for s in students] == [("anon_Qz9Rw", False), ("anon_Xy7Qp", False),
+                                                          ("anon_bT4kz", True)]
+    assert staged(students[1]).files == correct
+    assert staged(students[2]).files == {**correct, STAGE2: BROKEN}
+    assert skipped == [(f"LATE_anon_bT4kz_7002{list(correct).index(STAGE2)}_{STAGE2}",
+                        f"an earlier upload of {STAGE2} than anon_bT4kz_70030_{STAGE2[:-3]}-1.py")]
+
+
+LITTER = {"__MACOSX": "._stage1_softmax.py", ".ipynb_checkpoints": "stage1_softmax-checkpoint.py",
+          ".DS_Store": None, "Thumbs.db": None, "desktop.ini": None}
+
+
+def add_litter(folder: Path) -> None:
+    """What a Mac, Windows and Jupyter leave in a folder (a folder of litter holds a file, as unzip leaves it)."""
+    for name, inside in LITTER.items():
+        if inside:
+            (folder / name).mkdir()
+            (folder / name / inside).write_bytes(b"\x00\x05\x16\x07 resource fork")
+        else:
+            (folder / name).write_bytes(b"\x00")
+
+
+@pytest.mark.parametrize("layout", ["canvas", "moodle", "gradescope", "nbgrader", "folders"])
+def test_litter_never_decides_the_layout_nor_becomes_a_student(layout, canvas, moodle, gradescope, nbgrader_course,
+                                                               tmp_path):
+    clean = {"canvas": canvas, "moodle": moodle, "gradescope": gradescope, "nbgrader": nbgrader_course / "submitted",
+             "folders": learner_copy(tmp_path / "folders" / "ada").parent}[layout]
+    littered = tmp_path / "littered"
+    shutil.copytree(clean, littered)
+    add_litter(littered)
+    students, skipped = list_students(littered)
+    assert detect_layout(littered) == layout
+    assert [s.id for s in students] == [s.id for s in list_students(clean)[0]]
+    assert {name for name, _ in skipped} - {name for name, _ in list_students(clean)[1]} == {
+        name for name in LITTER if not name.startswith(".")}  # named as skipped; dot names never are
+
+
+@pytest.mark.parametrize("wrapper, inner, give", [
+    ("export", "assignment_4242_export", "assignment_4242_export"),  # `unzip -d export/` around Gradescope's
+    ("download", "cs101 submissions", "cs101 submissions"),  # a double-click unzip around Canvas's
+    ("course", "submitted", None),  # an nbgrader course, without its nbgrader_config.py
+])
+def test_a_folder_one_level_above_a_class_is_refused_naming_the_folder_to_give(wrapper, inner, give, canvas, gradescope,
+                                                                                nbgrader_course, tmp_path):
+    source = {"assignment_4242_export": gradescope, "cs101 submissions": canvas,
+              "submitted": nbgrader_course / "submitted"}[inner]
+    shutil.copytree(source, tmp_path / wrapper / inner)
+    if give is None:
+        shutil.copytree(source, tmp_path / wrapper / "autograded")
+    expected = (f"holds only {inner}/, a {detect_layout(source)} download: give {tmp_path / wrapper / inner} "
+                if give else "is an nbgrader course (it holds autograded/ and submitted/): give its submitted/ ")
+    with pytest.raises(ValueError, match=re.escape(f"{tmp_path / wrapper} {expected}")):
+        list_students(tmp_path / wrapper)
+    learner_copy(tmp_path / "one" / "ada" / "attention")  # a class of one student, in a folder of their own
+    assert [s.id for s in list_students(tmp_path / "one")[0]] == ["ada"]
+
+
 # Moodle -------------------------------------------------------------------------------------
 
 
@@ -231,7 +299,8 @@ def nbgrader_course(tmp_path_factory, correct) -> Path:
 
 
 def test_an_nbgrader_tree_is_one_student_per_id_with_the_notebooks_writefile_cells_as_files(nbgrader_course, correct):
-    with pytest.raises(ValueError, match="is an nbgrader course: give its submitted/ or autograded/ folder"):
+    with pytest.raises(ValueError, match=r"is an nbgrader course \(it holds submitted/\): give its submitted/ or "
+                                         r"autograded/ folder$"):
         list_students(nbgrader_course)
     submitted = nbgrader_course / "submitted"
     students, skipped = list_students(submitted)
@@ -244,6 +313,25 @@ def test_an_nbgrader_tree_is_one_student_per_id_with_the_notebooks_writefile_cel
     noon = datetime(2024, 3, 1, 12, tzinfo=timezone.utc)
     assert students["ada"].submitted == noon and students["di"].submitted == noon
     assert students["bob"].submitted == datetime(2024, 3, 2, 8, 30, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize("stamp, why", [
+    ("yesterday at noon\n", 'ada/timestamp.txt is not a time: it begins "yesterday at noon"'),
+    ("", "ada/timestamp.txt is empty"),
+    (" \n", "ada/timestamp.txt is empty"),
+    ("x" * 5000, "ada/timestamp.txt is over 4096 bytes, not a time"),
+    ("2024-03-01 12:00:00.000000 UTC", None),
+])
+def test_an_nbgrader_timestamp_that_gives_no_time_is_named_with_what_it_begins_with(tmp_path, stamp, why):
+    ada = learner_copy(tmp_path / "submitted" / "ada", stages=[1])
+    (ada / "timestamp.txt").write_text(stamp)
+    (student,), _ = list_students(tmp_path / "submitted")
+    assert student.time_unread == why and (student.submitted is None) == (why is not None)
+    if why:  # at the student level, the assignment's folder is named too
+        shutil.move(ada, tmp_path / "attention")
+        shutil.move(tmp_path / "attention", ada / "attention")
+        (student,), _ = list_students(tmp_path / "submitted")
+        assert student.time_unread == why.replace("ada/", "ada/attention/")
 
 
 def test_an_nbgrader_tree_copied_at_the_assignment_level_reads_alike(nbgrader_course, tmp_path, correct):
@@ -264,6 +352,21 @@ def test_a_folder_per_student_holding_only_their_zip_stages_the_zip(tmp_path, co
     students, _ = list_students(tmp_path / "class")
     assert detect_layout(tmp_path / "class") == "folders"
     assert [staged(student).files for student in students] == [correct, {}]
+
+
+def test_a_zip_whose_folders_are_written_with_backslashes_reads_them_as_folders(tmp_path, correct):
+    """Windows PowerShell 5's Compress-Archive writes ``attention\\stage1_softmax.py``."""
+    stage1 = f"{STAGE_MODULES[1]}.py"
+    with zipfile.ZipFile(tmp_path / "ada.zip", "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("attention\\", b"")  # a folder's own record
+        for name, data in correct.items():
+            archive.writestr(f"attention\\{name}", data)
+        archive.writestr(f"attention\\__MACOSX\\{STAGE2}", BROKEN)  # litter, as on any zip
+        archive.writestr(f"..\\..\\old\\{stage1}", BROKEN)  # a name, never a path: deeper, so it loses
+    result = stage_submission(tmp_path / "ada.zip")
+    assert result.files == correct
+    assert result.ignored == [f"attention/__MACOSX/{STAGE2}", f"../../old/{stage1}"]
+    assert not (tmp_path.parent / "old").exists()
 
 
 def test_a_py_file_at_a_notebooks_depth_or_shallower_wins_over_its_writefile_cell(tmp_path, correct):
@@ -407,11 +510,14 @@ def test_a_near_name_is_graded_as_its_stage_file_only_where_the_file_itself_is_m
     assert staged.ignored == ["stage1_softmax (1).py"]
 
 
-def test_a_class_is_told_who_lacks_stage_files_and_whose_were_renamed(tmp_path):
+def test_a_class_is_told_who_lacks_stage_files_whose_were_renamed_unreadable_or_second_copies(tmp_path):
     submissions = tmp_path / "submissions"
     renamed = learner_copy(submissions / "ada")
     (renamed / "stage3_weight_transfer.py").rename(renamed / "stage3_weight_transfer (1).py")
     learner_copy(submissions / "bo", stages=[1, 2])
+    (submissions / "ada (1).zip").write_bytes(b"PK\x03\x04 a download cut short")  # a browser's second download
+    notepad = learner_copy(submissions / "cy", stages=[1]) / "stage1_softmax.py"  # saved as Notepad's "Unicode"
+    notepad.write_bytes(notepad.read_text().encode("utf-16"))
     result = batch(submissions, tmp_path / "out", "--workers", "2")
     with open(tmp_path / "out" / "grades.csv", newline="") as handle:
         rows = {row["student_id"]: row for row in csv.DictReader(handle)}
@@ -419,6 +525,15 @@ def test_a_class_is_told_who_lacks_stage_files_and_whose_were_renamed(tmp_path):
     assert rows["ada"]["flags"] == "renamed: stage3_weight_transfer (1).py as stage3_weight_transfer.py"
     assert rows["bo"]["score"] == "40" and rows["bo"]["flags"] == (
         "missing: stage3_weight_transfer.py, stage4_causal_attention.py, stage5_multihead_attention.py")
-    assert "grader batch: 1 submission lacks some stage files, and scores nothing for those stages: bo " \
+    assert "grader batch: 2 submissions lack some stage files, and score nothing for those stages: bo, cy " \
            "(flag missing)" in result.stderr
     assert "had a stage file under a near name, graded as the file it stands for: ada (flag renamed)" in result.stderr
+    assert "grader batch: 1 submission could not be read at all, and scores nothing: ada (1) (flag unreadable)" \
+           in result.stderr
+    assert "grader batch: 1 submission named as a second download of another, graded apart: ada (1) beside ada; " \
+           "check whether they are one student's" in result.stderr
+    utf16 = json.loads((tmp_path / "out" / "cy.json").read_text())["stages"][0]["checks"][0]["message"]
+    assert utf16 == ("stage1_softmax.py was saved as UTF-16 text (it begins with UTF-16's byte order mark), which "
+                     "Python does not read: save it as UTF-8 text (in Notepad: Save As, Encoding UTF-8), then hand "
+                     "it in again")
+    assert ":None" not in (tmp_path / "out" / "cy.txt").read_text()

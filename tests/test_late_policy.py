@@ -95,6 +95,15 @@ def test_without_a_submission_time_no_one_is_penalised_and_the_flag_says_why():
     assert on_time["flags"] == [] and on_time["penalty_points"] == 0
 
 
+def test_a_time_the_download_holds_but_the_grader_cannot_read_is_named_in_the_flag():
+    due_set = LatePolicy(due=DUE, per="day", penalty=10)
+    why = 'ada/timestamp.txt is not a time: it begins "yesterday at noon"'
+    unread = late_record(due_set, None, False, stages(20), why)
+    assert unread["flags"] == [f"{NO_SUBMISSION_TIME}: {why}"] and unread["penalty_points"] == 0
+    jsonschema.validate(unread["flags"], SCHEMA["properties"]["late"]["properties"]["flags"])
+    assert late_record(LatePolicy(), None, False, stages(20), why)["flags"] == []  # no due date: nothing to miss
+
+
 units = st.sampled_from(["day", "hour"])
 offsets = st.timedeltas(min_value=-3 * DAY, max_value=30 * DAY)
 

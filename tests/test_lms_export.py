@@ -90,6 +90,20 @@ def test_moodle_file_maps_users_by_one_column_and_leaves_out_a_row_moodle_could_
     assert "99999 is in" in stderr
 
 
+def test_moodle_grades_out_of_more_than_a_grade_items_maximum_are_warned_of_in_one_line(tmp_path, capsys):
+    """Moodle's import caps a grade at its grade item's maximum, 100 for a new item: 110 would import as 100."""
+    out_of_110 = GRADES.replace(",100,", ",110,").replace("95.0,", "105.0,")
+    status, data, stderr = export(tmp_path, "moodle", grades=out_of_110, capsys=capsys)
+    assert status == 0 and ["fay@example.edu", "105"] in rows(data)
+    warning = [line for line in stderr.splitlines() if "maximum" in line]
+    assert warning == ["lms_export: grades are out of 110, and Moodle's import caps a grade at its grade item's "
+                       "maximum (a new item's is 100): set the item's maximum grade to 110, or pass "
+                       "--points-possible 100 to scale"]
+    status, data, stderr = export(tmp_path, "moodle", "--points-possible", "100", grades=out_of_110, capsys=capsys)
+    assert status == 0 and ["fay@example.edu", "95.45"] in rows(data) and "maximum" not in stderr
+    assert "maximum" not in export(tmp_path, "moodle", capsys=capsys)[2]  # out of 100: nothing to say
+
+
 def test_moodle_identifier_is_any_roster_column_and_a_missing_one_is_one_line(tmp_path, capsys):
     status, data, stderr = export(tmp_path, "moodle", "--identifier", "SIS Login ID", "--assignment", "Lab 3",
                                   capsys=capsys)

@@ -198,3 +198,29 @@ def test_the_points_hash_is_of_the_table_not_its_layout():
     reordered = {"stage1": {"random.softmax_naive": 2, "document.softmax_naive": 2}}
     assert points_hash(table) == points_hash(reordered)
     assert points_hash(table) != points_hash({"stage1": {"document.softmax_naive": 3, "random.softmax_naive": 2}})
+
+
+def test_one_out_folder_holds_one_class_and_a_fresh_download_of_it_regrades_there(tmp_path):
+    """A Gradescope SID that is also a Canvas user id must not replace the Canvas student's report."""
+    canvas = tmp_path / "canvas"
+    learner = learner_copy(tmp_path / "files", stages=[1])
+    canvas.mkdir()
+    for path in learner.iterdir():
+        shutil.copy(path, canvas / f"smithjane_12345_67890_{path.name}")
+    graded = batch(canvas, tmp_path / "out")
+    assert "layout canvas, 1 student (" in graded.stderr and "1 student in" in graded.stderr
+    report = (tmp_path / "out" / "12345.json").read_bytes()
+    gradescope = tmp_path / "gradescope"
+    shutil.copytree(learner, gradescope / "submission_5001")
+    (gradescope / "submission_metadata.yml").write_text("submission_5001:\n  :submitters:\n  - :sid: '12345'\n")
+    refused = subprocess.run([sys.executable, "-m", "grader", "batch", str(gradescope), "--out", str(tmp_path / "out")],
+                             cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert refused.stderr == (f"grader batch: {tmp_path / 'out'} holds the reports of a canvas class (graded from "
+                              f"{canvas}), and {gradescope} is a gradescope class: give each class its own --out\n")
+    assert (tmp_path / "out" / "12345.json").read_bytes() == report
+    fresh = shutil.copytree(canvas, tmp_path / "canvas (2)")  # the same class, downloaded again
+    again = batch(fresh, tmp_path / "out")
+    assert "0 of 1 to grade; 1 unchanged" in again.stderr
+    assert f"{tmp_path / 'out'} was graded from {canvas} before, from {fresh} now" in again.stderr
+    assert f"was graded from" not in batch(fresh, tmp_path / "out").stderr  # said once, when it changed

@@ -127,6 +127,10 @@ def test_make_submit_gives_what_the_batch_grader_takes(release, tmp_path):
     assert make(solved, "submit").returncode == 2  # no STUDENT: a usage line, no zip
     done = make(solved, "submit", "STUDENT=ada")
     assert done.returncode == 0, done.stderr
+    quoted = make(solved, "submit", "STUDENT=O'Neil Bo")  # a name, never shell syntax
+    assert quoted.returncode == 0 and quoted.stdout.startswith("O'Neil Bo.zip holds"), quoted.stderr
+    with zipfile.ZipFile(solved / "O'Neil Bo.zip") as bundle:
+        assert sorted(bundle.namelist()) == sorted(f"{STAGE_MODULES[n]}.py" for n in STAGES)
     class_folder = tmp_path / "class"
     class_folder.mkdir()
     shutil.move(solved / "ada.zip", class_folder / "ada.zip")

@@ -122,8 +122,8 @@ def describe(error: BaseException, submission: Path) -> dict:
 
 def _where(error: BaseException, submission: Path) -> str | None:
     """file:line of the last frame in the learner's files (or of a syntax error)."""
-    if isinstance(error, SyntaxError) and error.filename:
-        return f"{Path(error.filename).name}:{error.lineno}"
+    if isinstance(error, SyntaxError) and error.filename:  # a file Python cannot read as text has no line
+        return f"{Path(error.filename).name}:{error.lineno}" if error.lineno else Path(error.filename).name
     folder = str(submission.resolve())
     frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename.startswith(folder)]
     return f"{Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else None
@@ -135,5 +135,5 @@ def _import_where(path: Path) -> str | None:
     try:
         compile(path.read_bytes(), str(path), "exec")
     except SyntaxError as error:
-        return f"{path.name}:{error.lineno}"
+        return f"{path.name}:{error.lineno}" if error.lineno else path.name
     return None
