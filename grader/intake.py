@@ -258,8 +258,8 @@ def _gradescope(folder: Path, skipped: list[tuple[str, str]]) -> Found:
         elif not ids:
             skipped.append((key, f"no submitter with a sid, email or name in {GRADESCOPE_METADATA}"))
         else:
-            submitted = _gradescope_time(_field(record, "created_at"))
-            found.extend((Student(student_id(id), on_disk[key], submitted), key) for id in ids)
+            submitted, unread = _gradescope_time(_field(record, "created_at"), key)
+            found.extend((Student(student_id(id), on_disk[key], submitted, time_unread=unread), key) for id in ids)
     return found
 
 
@@ -298,11 +298,18 @@ def _submitter_id(submitter: object) -> str | None:
     return next((str(value).strip() for value in values if value is not None and str(value).strip()), None)
 
 
-def _gradescope_time(value: object) -> datetime | None:
-    """``:created_at:``: YAML reads Gradescope's ``2024-09-01 10:00:00.123456000 -07:00`` as a datetime."""
-    if isinstance(value, datetime):
-        return value if value.tzinfo is not None else None
-    return parse_time(value, None) if isinstance(value, str) else None
+def _gradescope_time(value: object, key: str) -> tuple[datetime | None, str | None]:
+    """``:created_at:`` of submission ``key``: YAML reads Gradescope's ``2024-09-01 10:00:00.123456000 -07:00``
+    as a datetime. Where the field is there but gives no time, None and why (one line)."""
+    if value is None:
+        return None, None
+    submitted = value if isinstance(value, datetime) else parse_time(value, None) if isinstance(value, str) else None
+    if submitted is not None and submitted.tzinfo is not None:
+        return submitted, None
+    begins = printable(str(value).strip()[:TIME_SHOWN], keep_newlines=False)
+    where = printable(f"{GRADESCOPE_METADATA} {key}", keep_newlines=False)
+    return None, f'{where} :created_at: is not a time with a UTC offset: it begins "{begins}"'
+
 
 
 def _nbgrader(folder: Path, skipped: list[tuple[str, str]]) -> Found:

@@ -278,6 +278,20 @@ def test_one_submitter_in_two_gradescope_submissions_stops_the_batch_in_one_line
         list_students(tmp_path)
 
 
+@pytest.mark.parametrize("created_at, why", [
+    ("2024-09-01 10:00:00.123456000 -07:00", None),
+    ("not-a-date", 'submission_1 :created_at: is not a time with a UTC offset: it begins "not-a-date"'),
+    ("2024-09-01 10:00:00", 'submission_1 :created_at: is not a time with a UTC offset: it begins "2024-09-01 10:00:00"'),
+])
+def test_a_gradescope_time_that_gives_no_time_is_named_with_what_it_begins_with(tmp_path, created_at, why):
+    learner_copy(tmp_path / "submission_1", stages=[1])
+    (tmp_path / "submission_metadata.yml").write_text(f"submission_1:\n  :created_at: {created_at}\n"
+                                                      "  :submitters:\n  - :sid: '7'\n")
+    (student,), _ = list_students(tmp_path)
+    assert student.time_unread == (why and f"submission_metadata.yml {why}")
+    assert (student.submitted is None) == (why is not None)
+
+
 # nbgrader -----------------------------------------------------------------------------------
 
 
