@@ -22,6 +22,7 @@ import itertools
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -272,6 +273,7 @@ class Sandbox:
             if name in os.environ:
                 environment[name] = os.environ[name]
         if confined:
+            end_stranded_sandboxes()
             environment["PYTHONPATH"] = str(INSIDE / "lib")
             # The sandbox's own root (where bwrap made the mount points) turns read-only last.
             command = ["bwrap", *_namespace_options(), *_system_binds(), *_grading_binds(device),
@@ -282,6 +284,38 @@ class Sandbox:
         return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, pass_fds=(control.fileno(),), env=environment,
                                 cwd=scratch if not confined else None)
+
+
+def end_stranded_sandboxes() -> int:
+    """Kill every bubblewrap of a zygote whose judge is gone; how many there were.
+
+    bwrap's --die-with-parent has a gap (containers/bubblewrap#633): a judge killed in the
+    milliseconds while bwrap starts kills bwrap's outer process before it lets the inner one (PID 1 of
+    the sandbox) go on, and that one then waits forever, outside anyone's reach. No learner code has
+    run in it, but it must not stay: the next judge to start a sandbox ends it. A judge's pid is
+    written in its zygote's options; one whose pid no longer exists has died.
+    """
+    ended = 0
+    for entry in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            with open(entry, "rb") as file:
+                argv = file.read().split(b"\0")
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        if len(argv) < 2 or os.path.basename(argv[0]) != b"bwrap" or b"grader.runner.zygote" not in argv:
+            continue
+        try:
+            judge = json.loads(argv[argv.index(b"grader.runner.zygote") + 1])["judge"]
+            os.kill(judge, 0)
+        except ProcessLookupError:
+            try:
+                os.kill(int(entry.split("/")[2]), signal.SIGKILL)
+                ended += 1
+            except OSError:
+                pass
+        except (ValueError, KeyError, IndexError, TypeError, OSError):  # not one of ours, or not ours to signal
+            continue
+    return ended
 
 
 def _grading_binds(device: str) -> list[str]:

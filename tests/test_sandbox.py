@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -259,3 +260,29 @@ def test_the_copy_of_the_grader_in_use_is_probed_first(tmp_path, monkeypatch):
     assert any(path.is_relative_to(other) for path in hidden)
     assert hidden[0].is_relative_to(sandbox_module.REPO.resolve())
     assert sandbox_module._probe_paths()[0].startswith(str(sandbox_module.REPO.resolve()))
+
+
+def test_a_sandbox_left_by_a_judge_killed_while_bwrap_started_is_ended_by_the_next():
+    """bubblewrap#633: bwrap's inner process waits forever when its judge dies in bwrap's first milliseconds.
+    Stand-ins named bwrap, with a zygote's options, show the next judge ends the one whose judge is gone
+    and leaves the one whose judge lives."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+
+    def stand_in(judge: int) -> subprocess.Popen:
+        return subprocess.Popen(["bash", "-c", 'exec -a bwrap "$0" -c "import time; time.sleep(120)" '
+                                 '-m grader.runner.zygote "$1"', sys.executable, json.dumps({"judge": judge})])
+
+    stranded, running = stand_in(gone.pid), stand_in(os.getpid())
+    try:
+        deadline = time.monotonic() + 10  # until both show their new names
+        while time.monotonic() < deadline and not all(
+                Path(f"/proc/{p.pid}/cmdline").read_bytes().startswith(b"bwrap\0") for p in (stranded, running)):
+            time.sleep(0.05)
+        assert sandbox_module.end_stranded_sandboxes() >= 1
+        assert stranded.wait(timeout=10) == -9
+        assert running.poll() is None
+    finally:
+        for process in (stranded, running):
+            process.kill()
+            process.wait()
