@@ -3,10 +3,10 @@ are graded, and the late policy (grader/late_policy.py). Every command reads the
 is built from this tree for students (the release, the Gradescope zip, the nbgrader course) carries
 the setting of its tracks along."""
 
-import tomllib
 from pathlib import Path
 
 from grader.stages import BONUS, CORE, registry, stages_of
+from grader.toml_file import read_toml
 
 COURSE_FILE = Path(__file__).resolve().parents[1] / "course.toml"
 
@@ -21,10 +21,7 @@ def read_course(path: Path | None) -> dict:
         if not COURSE_FILE.is_file():
             return {}
         path = COURSE_FILE
-    try:
-        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-        raise CourseError(f"{path}: {getattr(error, 'strerror', None) or error}") from None
+    return read_toml(Path(path), CourseError)
 
 
 def tracks(course: dict, path: Path | None = None) -> tuple[str, ...]:

@@ -6,11 +6,11 @@
 import json
 import math
 import sys
-import tomllib
 from functools import cache
 from pathlib import Path
 
 from grader.stages import REGISTRY_FILE, registry
+from grader.toml_file import read_toml
 
 STAGE_POINTS = 20  # each core stage's total, which a test keeps
 POINTS_FILE: Path | None = None  # a table given with --points: use_points_file sets it and _POINTS_FILE_TABLE
@@ -47,10 +47,7 @@ def use_points_file(path: Path) -> None:
     keep the registry's points. ValueError (one line) says what is wrong.
     """
     global POINTS_FILE, _POINTS_FILE_TABLE
-    try:
-        table = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-        raise ValueError(f"{path}: {getattr(error, 'strerror', None) or error}") from None
+    table = read_toml(path)
     expected = registry_points()
     unknown = sorted(set(table) - set(expected))
     if unknown:
