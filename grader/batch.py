@@ -259,6 +259,8 @@ def _device(args: argparse.Namespace) -> str:
 def _stage(student: Student) -> StagedSubmission:
     """``student``'s stage files, read by the judge. Never raises: what cannot be read is graded as an
     empty submission flagged with why, and the class goes on."""
+    if student.conflict:
+        return StagedSubmission(problem=student.conflict)
     try:
         return stage_submission(student.source)
     except SubmissionError as error:

@@ -29,7 +29,7 @@ import itertools
 import os
 import re
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path, PurePosixPath
 from zoneinfo import ZoneInfo
@@ -42,6 +42,7 @@ LAYOUTS = ("auto", "folders", "canvas", "moodle", "gradescope", "nbgrader")
 MAX_ID_BYTES = 100
 # The tail of an id that is not its entry's name as it stands: a hash of that name keeps ids apart.
 HASHED_ID_TAIL = re.compile(r"~[0-9a-f]{8}$")
+UNSAFE_IN_FILE_NAMES = re.compile(r"[/\0]")  # a path separator, or the end of a C string
 
 # Canvas: the "number" after the user id is Canvas's own (attachment or submission); a file
 # uploaded again under a name already used gets -1, -2 before its extension.
@@ -74,26 +75,34 @@ class Student:
     submitted: datetime | None = None  # when the LMS says the work was handed in (timezone-aware), if it says
     late_marked: bool = False  # the LMS itself marked the work late (Canvas's LATE in its file names)
     time_unread: str | None = None  # why a time the download holds could not be read (one line), if it could not
+    conflict: str | None = None  # why this id's work cannot be told apart from another's: then none of it is graded
 
 
 def list_students(folder: Path, layout: str = "auto") -> tuple[list[Student], list[tuple[str, str]]]:
     """The students of ``folder`` by id, in a fixed order; and the names that are not submissions, with why.
 
-    ValueError, in one line, when ``folder`` cannot be read as ``layout`` or two submissions have one id.
+    ValueError, in one line, when ``folder`` cannot be read as ``layout``. Two submissions that claim one
+    id (a student in two Gradescope groups, a submitter id copied from another's) grade neither: the
+    student is listed with ``conflict`` saying which, so that nobody's work is graded as another's and
+    the rest of the class goes on.
     """
     if layout == "auto":
         layout = detect_layout(folder)
     elif not folder.is_dir():
         raise ValueError(f"{folder} is not a folder")
     skipped: list[tuple[str, str]] = []
-    found = LISTERS[layout](folder, skipped)
-    students: dict[str, tuple[Student, str]] = {}
-    for student, entry in found:
-        if student.id in students:
-            first, second = (printable(name, keep_newlines=False) for name in (students[student.id][1], entry))
-            raise ValueError(f"two submissions for {student.id}: {first} and {second}")
-        students[student.id] = student, entry
-    return [students[id][0] for id in sorted(students)], skipped
+    claims: dict[str, list[tuple[Student, str]]] = {}
+    for student, entry in LISTERS[layout](folder, skipped):
+        claims.setdefault(student.id, []).append((student, entry))
+    students = []
+    for id, claimed in sorted(claims.items()):
+        student = claimed[0][0]
+        if len(claimed) > 1:
+            entries = " and ".join(printable(entry, keep_newlines=False) for _, entry in claimed)
+            student = replace(student, conflict=f"{len(claimed)} submissions claim this id ({entries}): none is "
+                                                "graded as this student's; fix the download and grade again")
+        students.append(student)
+    return students, skipped
 
 
 def detect_layout(folder: Path) -> str:
@@ -141,10 +150,14 @@ def student_id(name: str) -> str:
     that escape or shorten alike keep apart, and cannot take the id of a name kept as it is.
     """
     readable = printable(name, keep_newlines=False)
-    if readable == name and len(name.encode()) <= MAX_ID_BYTES and not HASHED_ID_TAIL.search(name):
+    # An id from an LMS's records (a Gradescope sid, an email, a name) can hold anything: only one
+    # component of a path, never hidden, may name a student's files.
+    one_file_name = name and not UNSAFE_IN_FILE_NAMES.search(name) and not name.startswith(".")
+    if one_file_name and readable == name and len(name.encode()) <= MAX_ID_BYTES and not HASHED_ID_TAIL.search(name):
         return name
     tail = "~" + hashlib.sha256(os.fsencode(name)).hexdigest()[:8]
-    head = readable.encode()[:MAX_ID_BYTES - len(tail)].decode(errors="ignore")  # whole characters only
+    safe = UNSAFE_IN_FILE_NAMES.sub("_", readable).lstrip(".")
+    head = safe.encode()[:MAX_ID_BYTES - len(tail)].decode(errors="ignore")  # whole characters only
     return head + tail
 
 

@@ -3,10 +3,12 @@
 import contextlib
 import io
 import os
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import torch
 
 from grader.evidence import bounded_evidence
 from grader.learner import LearnerFailure, LearnerWorkers
@@ -113,6 +115,9 @@ class GradingPlugin:
         config.hook.pytest_deselected(items=dropped)
 
     def pytest_runtest_setup(self, item) -> None:
+        # A check that draws from torch's global generator draws the same numbers for every student, whatever
+        # the checks before it drew (their number follows the earlier students' code in a batch lane).
+        torch.manual_seed(zlib.crc32(item.nodeid.encode()))
         if self.learner is not None:
             self.learner.printed.reset()  # each check shows what its own calls printed
 

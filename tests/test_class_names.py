@@ -6,10 +6,13 @@ import csv
 import json
 import os
 import shutil
+from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from grader.intake import MAX_ID_BYTES
+from grader.intake import MAX_ID_BYTES, student_id
 from tests.grading import batch, learner_copy
 
 LONG = "a" * 250  # with ".zip", 254 bytes: as long as a file name gets
@@ -102,3 +105,30 @@ def test_the_ignored_flag_lists_a_few_names_and_counts_the_rest(hostile_class, r
     flags = rows["crowded"]["flags"]
     assert len(flags) < 1000 and f"stray0019.txt and {STRAYS - 20} more" in flags, flags
     assert rows["crowded"]["score"] == "20"
+
+
+@given(st.text(min_size=0, max_size=300))
+def test_an_id_names_one_file_in_the_out_folder_whatever_the_lms_records_say(name):
+    """A Gradescope sid, an email or a name is whatever the LMS holds: an id never holds a path separator,
+    never hides, never runs past a file name's length."""
+    student = student_id(name)
+    assert student and "/" not in student and "\0" not in student
+    assert not student.startswith(".") and len(student.encode()) <= MAX_ID_BYTES
+    assert (Path("out") / f"{student}.json").parent == Path("out")
+
+
+def test_a_submitter_id_that_is_a_path_writes_nothing_outside_its_own_report(tmp_path):
+    """Submitters "../out/bob" and "../escaped" next to bob: each report stays in OUT under its own id."""
+    cls, out = tmp_path / "class", tmp_path / "out"
+    records = []
+    for number, sid in enumerate(["bob", "../out/bob", "../escaped"], 1):
+        learner_copy(cls / f"submission_{number}", stages=[1] if sid == "bob" else [2])
+        records.append(f"submission_{number}:\n  :submitters:\n  - :sid: '{sid}'\n")
+    (cls / "submission_metadata.yml").write_text("".join(records))
+    batch(cls, out)
+    assert not (tmp_path / "escaped.json").exists() and not (tmp_path / "escaped.txt").exists()
+    assert json.loads((out / "bob.json").read_text())["stages"][0]["score"] == 20  # bob's own stage 1
+    assert "Grading bob " in (out / "bob.txt").read_text()
+    with (out / "grades.csv").open(newline="") as handle:
+        ids = [row["student_id"] for row in csv.DictReader(handle)]
+    assert len(ids) == 3 and all("/" not in i and not i.startswith(".") for i in ids)

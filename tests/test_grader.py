@@ -8,8 +8,10 @@ import pytest
 import torch
 
 from grader.hints import catalog
+from grader.learner import LearnerFailure
 from grader.plugin import GradingPlugin, run_checks
 from grader.points import STAGE_POINTS, points_table
+from grader.printed import PrintedOutput
 from tests.conftest import REPO
 from tests.grading import MUTANTS, grade, learner_copy, stage_scores
 from tests.mutation import truthful
@@ -150,3 +152,36 @@ def test_a_broken_check_module_is_reported_with_its_traceback(tmp_path):
     exit_code, output = run_checks(GradingPlugin(None, "cpu", [1], visible_only=False), str(tmp_path))
     assert exit_code == pytest.ExitCode.INTERRUPTED
     assert "SyntaxError" in output and "test_stage9.py" in output
+
+
+class _FirstDraws:
+    """Records each check's first draw from torch's global generator, then draws ``extra`` more: as checks
+    before a student's, or an earlier student's in a batch lane, draw more or fewer."""
+
+    def __init__(self, extra: int):
+        self.extra, self.first = extra, {}
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_setup(self, item):
+        self.first[item.nodeid] = torch.rand(1).item()
+        torch.rand(self.extra)
+
+
+class _NothingWritten:
+    """A learner whose every function is a stub: each check ends at its first request."""
+
+    def __init__(self):
+        self.printed = PrintedOutput()
+
+    def request(self, *args, **kwargs):
+        raise LearnerFailure("not_implemented", "not written yet")
+
+
+def test_each_check_draws_the_same_numbers_whatever_was_drawn_before_it():
+    runs = []
+    for extra in (1, 7):
+        draws = _FirstDraws(extra)
+        run_checks(GradingPlugin(_NothingWritten(), "cpu", [4], visible_only=False), plugins=[draws])
+        runs.append(draws.first)
+    assert len(runs[0]) > 5 and runs[0] == runs[1]
+    assert len(set(runs[0].values())) == len(runs[0])  # each check its own numbers
