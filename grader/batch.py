@@ -566,7 +566,8 @@ def _row_reason(reason: str) -> str:
 # Flags the batch's last lines count, each with what it means for the grade.
 FILE_FLAGS = {
     NO_STAGE_FILES: ("had no stage file", "had no stage file"),
-    UNREADABLE: ("could not be read at all, and scores nothing", "could not be read at all, and score nothing"),
+    UNREADABLE: ("could not be read (or two submissions claim its id), and scores nothing",
+                 "could not be read (or two submissions claim their ids), and score nothing"),
     MISSING: ("lacks some stage files, and scores nothing for those stages",
               "lack some stage files, and score nothing for those stages"),
     "renamed": ("had a stage file under a near name, graded as the file it stands for",
