@@ -6,6 +6,7 @@ skip them locally with `-m "not nbgrader"`.
 """
 
 import csv
+import logging
 import re
 import shutil
 import subprocess
@@ -236,6 +237,11 @@ def test_a_config_that_does_not_load_the_generated_settings_is_named(tmp_path, c
     ("o_brien_12345_67890_stage2_self_attention (2).ipynb", "12345", "stage2_self_attention"),
     ("anon_Xy3k9_67890_stage1_softmax.ipynb", "anon_Xy3k9", "stage1_softmax"),
     ("LATE_anon_Xy3k9_67890_stage1_softmax-3.ipynb", "anon_Xy3k9", "stage1_softmax"),
+    # near names, as the grade-all intake reads stage files: autograde grades only the course's names
+    ("leefay_34567_801_Stage1_Softmax.ipynb", "34567", "stage1_softmax"),
+    ("leefay_34567_802_stage2_self_attention copy.ipynb", "34567", "stage2_self_attention"),
+    ("leefay_34567_803_stage3 weight-transfer.ipynb", "34567", "stage3_weight_transfer"),
+    ("leefay_34567_804_notes.ipynb", "34567", "notes"),
     ("smithjane_12345_67890_stage1_softmax.py", None, None),
     ("stage1_softmax.ipynb", None, None),
 ])
@@ -256,10 +262,49 @@ def test_canvas_keeps_the_copy_it_stored_last(tmp_path):
     assert collector.collect(str(tmp_path / "smitheve_67890_900003_stage1_softmax.ipynb"))["student_id"] == "67890"
 
 
+def test_canvas_files_a_zip_of_notebooks_under_the_user_id_of_its_folder(tmp_path):
+    """nbgrader extracts an uploaded .zip into a folder named like it, the notebooks a level or more down."""
+    inside = tmp_path / "parkkim_67890_990_attention" / "attention"
+    inside.mkdir(parents=True)
+    (inside / "stage1_softmax.ipynb").write_text("{}")
+    found = CanvasCollector().collect(str(inside / "stage1_softmax.ipynb"))
+    assert (found["student_id"], found["file_id"]) == ("67890", "stage1_softmax")
+
+
+def test_canvas_keeps_the_notebook_under_its_own_name_over_a_near_name_in_one_upload(tmp_path):
+    inside = tmp_path / "parkkim_67890_990_attention"
+    (inside / "old").mkdir(parents=True)
+    for path in (inside / "Stage1_Softmax.ipynb", inside / "old" / "stage1_softmax.ipynb"):
+        path.write_text("{}")
+    collector = CanvasCollector()
+    assert collector.collect(str(inside / "Stage1_Softmax.ipynb")) is None
+    assert collector.collect(str(inside / "old" / "stage1_softmax.ipynb"))["file_id"] == "stage1_softmax"
+
+
+def test_moodle_keeps_one_copy_of_a_notebook_handed_in_twice_and_says_so(tmp_path, caplog):
+    """nbgrader stops the whole class at a second copy without a time: the collector hands it one,
+    the shallowest, and names the student and the files in one line."""
+    jane, kim = tmp_path / "Jane Doe_101_assignsubmission_file_", tmp_path / "Kim Park_105_assignsubmission_file_"
+    (jane / "old").mkdir(parents=True)
+    kim.mkdir()
+    for path in (jane / "stage1_softmax.ipynb", jane / "old" / "stage1_softmax.ipynb", kim / "stage1_softmax.ipynb"):
+        path.write_text("{}")
+    collector = MoodleCollector()
+    with caplog.at_level(logging.WARNING, logger=collector.log.name):
+        kept = [collector.collect(str(path)) for path in (jane / "old" / "stage1_softmax.ipynb",
+                                                          jane / "stage1_softmax.ipynb", kim / "stage1_softmax.ipynb")]
+    assert kept[0] is None
+    assert [(info["student_id"], info["file_id"]) for info in kept[1:]] == [("101", "stage1_softmax"),
+                                                                          ("105", "stage1_softmax")]
+    [line] = [r.getMessage() for r in caplog.records if "handed in" in r.getMessage()]
+    assert "101" in line and "old/stage1_softmax.ipynb" in line and "kept Jane Doe_101" in line
+
+
 @pytest.mark.parametrize(("path", "student", "notebook"), [
     ("Fay Lee_101_assignsubmission_file_/stage1_softmax.ipynb", "101", "stage1_softmax"),
     ("Fay Lee_101_assignsubmission_file_stage1_softmax.ipynb", "101", "stage1_softmax"),
     ("Participant_2040_assignsubmission_file_/work/stage2_self_attention.ipynb", "2040", "stage2_self_attention"),
+    ("Fay Lee_101_assignsubmission_file_attention/attention/Stage1_Softmax.ipynb", "101", "stage1_softmax"),
     ("Fay Lee_101_assignsubmission_onlinetext_/onlinetext.ipynb", None, None),
 ])
 def test_moodle_file_names(tmp_path, path, student, notebook):
