@@ -224,11 +224,30 @@ def test_regenerating_keeps_the_instructors_settings_and_cells(tmp_path, monkeyp
     assert [p.read_bytes() for p in write_course(tmp_path)] == before  # and again: nothing changes
 
 
-def test_a_config_that_does_not_load_the_generated_settings_is_named(tmp_path, capsys):
-    (tmp_path / INSTRUCTOR_CONFIG).write_text("c = get_config()\nc.Execute.timeout = 300\n")
+@pytest.mark.parametrize("config", [
+    "c = get_config()\nc.Execute.timeout = 300\n",
+    f'c = get_config()\n# load_subconfig("{GENERATED_CONFIG}")\n',  # a comment loads nothing
+    f'c = get_config()\nNOTE = \'load_subconfig("{GENERATED_CONFIG}")\'\n',
+])
+def test_a_config_that_does_not_load_the_generated_settings_is_named(tmp_path, capsys, config):
+    (tmp_path / INSTRUCTOR_CONFIG).write_text(config)
     assert nbgrader_course.main([str(tmp_path)]) == 0
-    assert (tmp_path / INSTRUCTOR_CONFIG).read_text() == "c = get_config()\nc.Execute.timeout = 300\n"
-    assert f'load_subconfig("{GENERATED_CONFIG}")' in capsys.readouterr().err
+    assert (tmp_path / INSTRUCTOR_CONFIG).read_text() == config
+    assert "does not load" in capsys.readouterr().err
+
+
+def test_a_config_that_loads_the_generated_settings_passes(tmp_path, capsys):
+    assert nbgrader_course.main([str(tmp_path)]) == 0
+    assert "does not load" not in capsys.readouterr().err
+
+
+def test_cells_kept_counts_the_generated_notebooks_only(tmp_path, capsys):
+    """A notebook of the instructor's own beside them is never touched: none of its cells is "kept"."""
+    write_course(tmp_path)
+    extra = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("my note") for _ in range(3)])
+    nbformat.write(extra, tmp_path / "source" / ASSIGNMENT / "intro.ipynb")
+    assert nbgrader_course.main([str(tmp_path)]) == 0
+    assert "(0 cells of yours kept)" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("name", "student", "notebook"), [
