@@ -27,7 +27,8 @@ from grader.authoring.nbgrader_course import (
 from grader.authoring.nbgrader_demo import grade, nbgrader, prepare, solved_answers, submit
 from grader.authoring.nbgrader_lms import CanvasCollector, MoodleCollector
 from grader.authoring.nbgrader_reconcile import (
-    GradedCell, graded_cell_causes, shadowing_causes, stage_file_causes, tampering_causes)
+    GradedCell, graded_cell_causes, shadowing_causes, stage_file_causes, tampering_causes,
+    working_directory_causes)
 from grader.authoring.stubs import BEGIN, END
 from grader.plugin import planned_checks
 from grader.points import STAGE_POINTS
@@ -394,11 +395,55 @@ def test_a_stage_file_that_is_not_the_answer_cells_is_a_cause(tmp_path):
         f"the answer cell does not start with %%writefile {name}, so it never saved the stage file"]
 
 
-def test_a_module_named_grader_beside_the_notebook_is_a_cause(tmp_path):
-    assert shadowing_causes(tmp_path) == []
-    (tmp_path / "grader").mkdir()
-    assert shadowing_causes(tmp_path) == ["grader beside the notebook comes before the grader package on the "
-                                          "kernel's path"]
+def ran_with_output(tmp_path, stage: int, *outputs: dict, scratch: str | None = None) -> nbformat.NotebookNode:
+    """The stage's notebook as nbgrader ran it: ``outputs`` in its visible test cell."""
+    notebook = course_notebook(tmp_path, stage)
+    cell(notebook, autograder_cell_ids(stage)["visible"]).outputs = [nbformat.from_dict(o) for o in outputs]
+    if scratch is not None:
+        cell(notebook, f"stage{stage}-scratch").source = scratch
+    return notebook
+
+
+REAL_GRADER_SAID = {"output_type": "stream", "name": "stdout", "text": "visible checks of stage 1: 5/5\n"}
+
+
+def test_a_module_named_grader_beside_the_notebook_is_a_cause_when_the_test_cells_did_not_run_the_grader(tmp_path):
+    folder = tmp_path / "autograded"
+    folder.mkdir()
+    shadow_said = {"output_type": "stream", "name": "stdout", "text": "all good\n"}
+    assert shadowing_causes(ran_with_output(tmp_path, 1, shadow_said), folder, 1) == []
+    (folder / "grader").mkdir()
+    assert shadowing_causes(ran_with_output(tmp_path, 1, shadow_said), folder, 1) == [
+        "grader beside the notebook comes before the grader package on the kernel's path, and the test cells' "
+        "output is not the grader's"]
+
+
+@pytest.mark.parametrize("output", [
+    REAL_GRADER_SAID,
+    {"output_type": "error", "ename": "NotebookGradingError", "evalue": "stage1_softmax.py is not in /tmp/x: run "
+     "the answer cell first", "traceback": [f"\x1b[0;32m{REPO / 'grader' / 'notebook.py'}\x1b[0m:61, in _stage_file"]},
+])
+def test_a_module_named_grader_beside_the_notebook_is_no_cause_when_the_grader_itself_ran(tmp_path, output):
+    """A cell may move the kernel away from the notebook's folder: the grader package's own output
+    proves the module beside the notebook was not what ran."""
+    folder = tmp_path / "autograded"
+    (folder / "grader").mkdir(parents=True)
+    assert shadowing_causes(ran_with_output(tmp_path, 1, output), folder, 1) == []
+
+
+def test_a_cell_that_changes_the_working_directory_is_a_cause_the_test_cell_output_proves(tmp_path):
+    folder = tmp_path / "autograded"
+    folder.mkdir()
+    moved = {"output_type": "error", "ename": "NotebookGradingError",
+             "evalue": "stage1_softmax.py is not in /tmp/elsewhere: run the answer cell first (its first line, "
+                       "%%writefile stage1_softmax.py, saves it)", "traceback": []}
+    scratch = "import os\n\nos.chdir('/tmp/elsewhere')"
+    assert working_directory_causes(ran_with_output(tmp_path, 1, moved, scratch=scratch), folder, 1) == [
+        "cell 3 (id stage1-scratch) changes the working directory (line 3): the test cells' grader looked for "
+        "stage1_softmax.py in /tmp/elsewhere, not beside the notebook (its output: \"stage1_softmax.py is not in "
+        "/tmp/elsewhere\")"]
+    # the same cell, but the grader found the file: nothing the output proves
+    assert working_directory_causes(ran_with_output(tmp_path, 1, REAL_GRADER_SAID, scratch=scratch), folder, 1) == []
 
 
 # The real nbgrader cycle ----------------------------------------------------------------------
