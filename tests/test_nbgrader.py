@@ -16,6 +16,8 @@ import zipfile
 import nbformat
 import pytest
 from nbgrader.api import Gradebook
+from nbgrader.apps import ZipCollectApp
+from nbgrader.coursedir import CourseDirectory
 from nbgrader.nbgraderformat.v3 import MetadataValidatorV3
 from nbgrader.utils import compute_checksum
 from traitlets.config.loader import PyFileConfigLoader
@@ -289,6 +291,21 @@ def test_canvas_files_a_zip_of_notebooks_under_the_user_id_of_its_folder(tmp_pat
     (inside / "stage1_softmax.ipynb").write_text("{}")
     found = CanvasCollector().collect(str(inside / "stage1_softmax.ipynb"))
     assert (found["student_id"], found["file_id"]) == ("67890", "stage1_softmax")
+
+
+def test_a_course_folder_named_like_a_canvas_file_is_not_a_student(tmp_path):
+    """Only names below zip_collect's extracted/ are the download's: a notebook in a folder of no
+    LMS's naming is skipped, though the course folder above it looks like one."""
+    app = ZipCollectApp()
+    app.coursedir = CourseDirectory(root=str(tmp_path / "course_2024_1_x"), assignment_id=ASSIGNMENT)
+    loose = tmp_path / "course_2024_1_x" / "downloaded" / ASSIGNMENT / "extracted" / "random" / "stage1_softmax.ipynb"
+    canvas = loose.parent / "smithjane_12345_601_stage1_softmax.ipynb"
+    loose.parent.mkdir(parents=True)
+    for path in (loose, canvas):
+        path.write_text("{}")
+    collector = CanvasCollector(parent=app)
+    assert collector.collect(str(loose)) is None
+    assert collector.collect(str(canvas))["student_id"] == "12345"
 
 
 def test_canvas_keeps_the_notebook_under_its_own_name_over_a_near_name_in_one_upload(tmp_path):

@@ -84,9 +84,14 @@ class _DownloadCollector(FileNameCollectorPlugin):
         if info is None:
             return None
         match = re.match(self.named_regexp, submitted_file)
+        folder = self._download_folder(submitted_file, match)
+        extracted = self._extracted_folder()
+        if extracted and os.path.commonpath([extracted, folder]) != extracted:
+            self.log.warning("Skipped %s: only a folder above the download (%s) has a name like the LMS's",
+                             submitted_file, folder)
+            return None
         copy = self._copy(submitted_file, match)
         info["file_id"] = copy.file_id
-        folder = self._download_folder(submitted_file, match)
         if folder not in self._kept:
             self._kept[folder] = self._copies(folder)
         copies = self._kept[folder].get((copy.student_id, copy.file_id), [copy])
@@ -114,6 +119,14 @@ class _DownloadCollector(FileNameCollectorPlugin):
                     copy = self._copy(path, match)
                     copies.setdefault((copy.student_id, copy.file_id), []).append(copy)
         return {key: sorted(found, key=lambda c: c.rank) for key, found in copies.items()}
+
+    def _extracted_folder(self) -> str | None:
+        """zip_collect's extracted/ folder (None outside zip_collect): the download's names are below it,
+        and a course folder above it named like an LMS's file (course_2024_1_x) is not one of them."""
+        app = self.parent
+        if app is None or not hasattr(app, "_format_collect_path"):
+            return None
+        return os.path.abspath(app._format_collect_path(app.extracted_directory))
 
     @staticmethod
     def _download_folder(path: str, match: re.Match) -> str:
