@@ -19,7 +19,6 @@ student at a time: a class pays the torch import once per lane, not once per stu
 import argparse
 import csv
 import datetime as dt
-import difflib
 import io
 import json
 import multiprocessing
@@ -233,6 +232,34 @@ def _plan(students: list[Student], chosen: set[str] | None, args: argparse.Names
     return current, [student for student in students if student.id in todo]
 
 
+# Characters one is typed or read for the other: a substitution between them is half a mistake
+LOOK_ALIKE = [set("l1Ii|"), set("O0o"), set("S5s"), set("B8")]
+
+
+def close_ids(typed: str, known: list[str], most: int = 5) -> list[str]:
+    """The ids of ``known`` a mistyped ``typed`` may have meant, closest first: by edit distance
+    (a swap of two neighbours is one edit; a look-alike or another case, half of one), then by id;
+    none further than a third of the typed length (at least one edit)."""
+    limit = max(1.0, len(typed) / 3)
+    ranked = sorted((distance, candidate) for candidate in known
+                    if (distance := _edit_distance(typed, candidate)) <= limit)
+    return [candidate for _, candidate in ranked[:most]]
+
+
+def _edit_distance(a: str, b: str) -> float:
+    """Damerau-Levenshtein distance (optimal string alignment), look-alike substitutions costing 0.5."""
+    rows = [[float(j) for j in range(len(b) + 1)]]
+    for i, x in enumerate(a, 1):
+        row = [float(i)]
+        for j, y in enumerate(b, 1):
+            swap = 0 if x == y else 0.5 if x.lower() == y.lower() or any({x, y} <= group for group in LOOK_ALIKE) else 1
+            row.append(min(rows[-1][j] + 1, row[j - 1] + 1, rows[-1][j - 1] + swap))
+            if i > 1 and j > 1 and x == b[j - 2] and a[i - 2] == y:
+                row[j] = min(row[j], rows[-2][j - 2] + 1)
+        rows.append(row)
+    return rows[-1][-1]
+
+
 def _chosen(students: list[Student], ids: list[str] | None, folder: Path) -> set[str] | None:
     """The ids --student asked for (None: not given); ValueError names an id that is no student's."""
     if ids is None:
@@ -240,7 +267,7 @@ def _chosen(students: list[Student], ids: list[str] | None, folder: Path) -> set
     known = [student.id for student in students]
     for student_id in ids:
         if student_id not in known:
-            close = difflib.get_close_matches(student_id, known, n=5, cutoff=0.6)
+            close = close_ids(student_id, known)
             hint = f"close: {', '.join(close)}" if close else "no id is close; grades.csv lists them all"
             raise ValueError(f"no student {printable(student_id, keep_newlines=False)} in {folder} ({hint})")
     return set(ids)

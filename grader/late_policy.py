@@ -72,6 +72,9 @@ def load_course(path: Path | None) -> LatePolicy:
         grace_period = dt.timedelta(minutes=grace)
     except OverflowError:
         raise CourseError(f"{path}: late_penalty.grace = {grace!r} minutes is longer than any term") from None
+    if "late_penalty" in course and not times:
+        raise CourseError(f"{path}: [late_penalty] with no [due]: a penalty never applies without a due date; "
+                          "add [due] assignment = 2025-03-14T23:59:00-05:00 (or stage<N> = ...)")
     return LatePolicy(times.pop("assignment", None), times, per, penalty, cap, grace_period)
 
 
@@ -101,14 +104,19 @@ def late_record(policy: LatePolicy, submitted: dt.datetime | None, late_marked: 
 
 
 def _hours_late(submitted: dt.datetime | None, due: dt.datetime | None) -> float | None:
+    """Hours from ``due`` to ``submitted``, rounded *up* to the hundredth (36 s): the penalty charges
+    every started unit, so work handed in a fraction of a second late never shows 0 hours late."""
     if submitted is None or due is None:
         return None
-    return rounded(max(0.0, (submitted - due).total_seconds() / 3600))
+    started_hundredths = -(-max(submitted - due, dt.timedelta(0)) // dt.timedelta(seconds=36))  # exact
+    return rounded(started_hundredths / 100)
 
 
 def utc_text(moment: dt.datetime | None) -> str | None:
-    """``moment`` in UTC, to the second: the same time gives the same text, whatever offset it came with."""
-    return None if moment is None else moment.astimezone(dt.UTC).isoformat(timespec="seconds")
+    """``moment`` in UTC, to the second, and to the microsecond when it holds a fraction of a second
+    (0.4 s after the due time is late, and shows so): the same time gives the same text, whatever
+    offset it came with."""
+    return None if moment is None else moment.astimezone(dt.UTC).isoformat(timespec="auto")
 
 
 def _known_keys(path: Path, prefix: str, table, known: set[str]) -> None:

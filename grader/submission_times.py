@@ -19,7 +19,7 @@ A time from FILE replaces what the download said. Every refusal is one line (Tim
 import csv
 import io
 import re
-from datetime import datetime, tzinfo
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -78,18 +78,36 @@ def _moodle_times(path: Path, rows: list[dict], zone: tzinfo) -> dict[str, datet
             continue
         if participant[1] in times:
             raise TimesError(f"{path}, line {line}: a second time for participant {participant[1]}")
-        times[participant[1]] = _moodle_time(text, zone, f"{path}, line {line}")
+        times[participant[1]] = _moodle_time(text, zone, f"{path}, line {line} (participant {participant[1]})")
     return times
 
 
 def _moodle_time(text: str, zone: tzinfo, where: str) -> datetime:
     for form in MOODLE_FORMATS:
         try:
-            return datetime.strptime(text, form).replace(tzinfo=zone)
+            when = datetime.strptime(text, form).replace(tzinfo=zone)
         except ValueError:
             continue
+        return _one_instant(when, text, where)
     raise TimesError(f"{where}: {text!r} is not a time as Moodle writes it in English "
                      "('Monday, 13 November 2023, 4:57 PM'); download the worksheet with English as your language")
+
+
+def _one_instant(when: datetime, text: str, where: str) -> datetime:
+    """``when`` (a local time in its zone) as the one instant it names. A clock time in the hour a
+    change to or from daylight saving time repeats happened twice, and one in the hour it skips
+    never did: which instant the student handed in at, the worksheet cannot say, so the batch
+    stops rather than guess an hour either way."""
+    earlier, later = when.replace(fold=0), when.replace(fold=1)
+    if earlier.utcoffset() == later.utcoffset():
+        return when
+    fix = (f"give this class's times with their UTC offsets instead ({PLAIN_ID},{PLAIN_TIME} CSV, "
+           "e.g. from the LMS's logs)")
+    zone = when.tzinfo
+    if earlier.astimezone(UTC).astimezone(zone).replace(tzinfo=None) != when.replace(tzinfo=None):
+        raise TimesError(f"{where}: {text!r} never happened in {zone} (the clocks skipped that hour): {fix}")
+    raise TimesError(f"{where}: {text!r} happened twice in {zone} (the clocks went back an hour), "
+                     f"{earlier.astimezone(UTC):%H:%M} or {later.astimezone(UTC):%H:%M} UTC: {fix}")
 
 
 def _plain_times(path: Path, rows: list[dict]) -> dict[str, datetime]:

@@ -64,6 +64,19 @@ def test_the_penalty_stops_at_the_cap():
     assert policy.percent(DUE + 300 * DAY, DUE) == 25
 
 
+def test_a_fraction_of_a_second_late_shows_as_late_as_it_is_charged():
+    """0.4 s after the due time costs a started hour: the record shows the fraction and some lateness."""
+    submitted = DUE + dt.timedelta(milliseconds=400)
+    record = late_record(LatePolicy(due=DUE, per="hour", penalty=10), submitted, False, stages(20))
+    assert record["penalty_percent"] == 10
+    assert record["submitted"] == "2025-03-15T04:59:00.400000+00:00" and record["submitted"] != record["due"]
+    assert record["hours_late"] == 0.01 and record["stages"][0]["hours_late"] == 0.01
+    on_time = late_record(LatePolicy(due=DUE, per="hour", penalty=10), DUE, False, stages(20))
+    assert on_time["hours_late"] == 0 and on_time["submitted"] == on_time["due"] == "2025-03-15T04:59:00+00:00"
+    exactly_an_hour = late_record(LatePolicy(due=DUE, per="hour", penalty=10), DUE + HOUR, False, stages(20))
+    assert exactly_an_hour["hours_late"] == 1
+
+
 def test_a_late_stage_loses_a_share_of_its_points_possible_but_never_more_than_it_earned():
     policy = LatePolicy(due=DUE, per="day", penalty=10)
     late = late_record(policy, DUE + 1.5 * DAY, False, stages(20, 10, 3, 0, 20))  # 2 started days: 20 %
@@ -150,6 +163,9 @@ def test_a_course_file_sets_due_dates_and_the_penalty_rule(tmp_path):
     ("[due\n", "Expected ']'"),
     ("due = 2025-03-14T23:59:00Z\n", "due must be a table, [due], holding assignment, stage1"),
     ("[late_penalty]\ngrace = 1e300\n", "late_penalty.grace = 1e+300 minutes is longer than any term"),
+    # a penalty with nothing to be late for would never apply: the instructor forgot [due]
+    ("[late_penalty]\nper = \"day\"\npenalty = 10\n", "[late_penalty] with no [due]"),
+    ("[due]\n\n[late_penalty]\npenalty = 10\n", "[late_penalty] with no [due]"),
 ])
 def test_a_course_file_that_cannot_be_used_is_refused_in_one_line(tmp_path, text, said):
     course = tmp_path / "course.toml"

@@ -6,6 +6,7 @@ skip them locally with `-m "not nbgrader"`.
 """
 
 import csv
+import logging
 import re
 import shutil
 import subprocess
@@ -15,6 +16,8 @@ import zipfile
 import nbformat
 import pytest
 from nbgrader.api import Gradebook
+from nbgrader.apps import ZipCollectApp
+from nbgrader.coursedir import CourseDirectory
 from nbgrader.nbgraderformat.v3 import MetadataValidatorV3
 from nbgrader.utils import compute_checksum
 from traitlets.config.loader import PyFileConfigLoader
@@ -26,7 +29,8 @@ from grader.authoring.nbgrader_course import (
 from grader.authoring.nbgrader_demo import grade, nbgrader, prepare, solved_answers, submit
 from grader.authoring.nbgrader_lms import CanvasCollector, MoodleCollector
 from grader.authoring.nbgrader_reconcile import (
-    GradedCell, graded_cell_causes, shadowing_causes, stage_file_causes, tampering_causes)
+    GradedCell, graded_cell_causes, shadowing_causes, stage_file_causes, tampering_causes,
+    working_directory_causes)
 from grader.authoring.stubs import BEGIN, END
 from grader.plugin import planned_checks
 from grader.points import STAGE_POINTS
@@ -223,11 +227,30 @@ def test_regenerating_keeps_the_instructors_settings_and_cells(tmp_path, monkeyp
     assert [p.read_bytes() for p in write_course(tmp_path)] == before  # and again: nothing changes
 
 
-def test_a_config_that_does_not_load_the_generated_settings_is_named(tmp_path, capsys):
-    (tmp_path / INSTRUCTOR_CONFIG).write_text("c = get_config()\nc.Execute.timeout = 300\n")
+@pytest.mark.parametrize("config", [
+    "c = get_config()\nc.Execute.timeout = 300\n",
+    f'c = get_config()\n# load_subconfig("{GENERATED_CONFIG}")\n',  # a comment loads nothing
+    f'c = get_config()\nNOTE = \'load_subconfig("{GENERATED_CONFIG}")\'\n',
+])
+def test_a_config_that_does_not_load_the_generated_settings_is_named(tmp_path, capsys, config):
+    (tmp_path / INSTRUCTOR_CONFIG).write_text(config)
     assert nbgrader_course.main([str(tmp_path)]) == 0
-    assert (tmp_path / INSTRUCTOR_CONFIG).read_text() == "c = get_config()\nc.Execute.timeout = 300\n"
-    assert f'load_subconfig("{GENERATED_CONFIG}")' in capsys.readouterr().err
+    assert (tmp_path / INSTRUCTOR_CONFIG).read_text() == config
+    assert "does not load" in capsys.readouterr().err
+
+
+def test_a_config_that_loads_the_generated_settings_passes(tmp_path, capsys):
+    assert nbgrader_course.main([str(tmp_path)]) == 0
+    assert "does not load" not in capsys.readouterr().err
+
+
+def test_cells_kept_counts_the_generated_notebooks_only(tmp_path, capsys):
+    """A notebook of the instructor's own beside them is never touched: none of its cells is "kept"."""
+    write_course(tmp_path)
+    extra = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("my note") for _ in range(3)])
+    nbformat.write(extra, tmp_path / "source" / ASSIGNMENT / "intro.ipynb")
+    assert nbgrader_course.main([str(tmp_path)]) == 0
+    assert "(0 cells of yours kept)" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("name", "student", "notebook"), [
@@ -236,6 +259,11 @@ def test_a_config_that_does_not_load_the_generated_settings_is_named(tmp_path, c
     ("o_brien_12345_67890_stage2_self_attention (2).ipynb", "12345", "stage2_self_attention"),
     ("anon_Xy3k9_67890_stage1_softmax.ipynb", "anon_Xy3k9", "stage1_softmax"),
     ("LATE_anon_Xy3k9_67890_stage1_softmax-3.ipynb", "anon_Xy3k9", "stage1_softmax"),
+    # near names, as the grade-all intake reads stage files: autograde grades only the course's names
+    ("leefay_34567_801_Stage1_Softmax.ipynb", "34567", "stage1_softmax"),
+    ("leefay_34567_802_stage2_self_attention copy.ipynb", "34567", "stage2_self_attention"),
+    ("leefay_34567_803_stage3 weight-transfer.ipynb", "34567", "stage3_weight_transfer"),
+    ("leefay_34567_804_notes.ipynb", "34567", "notes"),
     ("smithjane_12345_67890_stage1_softmax.py", None, None),
     ("stage1_softmax.ipynb", None, None),
 ])
@@ -256,10 +284,64 @@ def test_canvas_keeps_the_copy_it_stored_last(tmp_path):
     assert collector.collect(str(tmp_path / "smitheve_67890_900003_stage1_softmax.ipynb"))["student_id"] == "67890"
 
 
+def test_canvas_files_a_zip_of_notebooks_under_the_user_id_of_its_folder(tmp_path):
+    """nbgrader extracts an uploaded .zip into a folder named like it, the notebooks a level or more down."""
+    inside = tmp_path / "parkkim_67890_990_attention" / "attention"
+    inside.mkdir(parents=True)
+    (inside / "stage1_softmax.ipynb").write_text("{}")
+    found = CanvasCollector().collect(str(inside / "stage1_softmax.ipynb"))
+    assert (found["student_id"], found["file_id"]) == ("67890", "stage1_softmax")
+
+
+def test_a_course_folder_named_like_a_canvas_file_is_not_a_student(tmp_path):
+    """Only names below zip_collect's extracted/ are the download's: a notebook in a folder of no
+    LMS's naming is skipped, though the course folder above it looks like one."""
+    app = ZipCollectApp()
+    app.coursedir = CourseDirectory(root=str(tmp_path / "course_2024_1_x"), assignment_id=ASSIGNMENT)
+    loose = tmp_path / "course_2024_1_x" / "downloaded" / ASSIGNMENT / "extracted" / "random" / "stage1_softmax.ipynb"
+    canvas = loose.parent / "smithjane_12345_601_stage1_softmax.ipynb"
+    loose.parent.mkdir(parents=True)
+    for path in (loose, canvas):
+        path.write_text("{}")
+    collector = CanvasCollector(parent=app)
+    assert collector.collect(str(loose)) is None
+    assert collector.collect(str(canvas))["student_id"] == "12345"
+
+
+def test_canvas_keeps_the_notebook_under_its_own_name_over_a_near_name_in_one_upload(tmp_path):
+    inside = tmp_path / "parkkim_67890_990_attention"
+    (inside / "old").mkdir(parents=True)
+    for path in (inside / "Stage1_Softmax.ipynb", inside / "old" / "stage1_softmax.ipynb"):
+        path.write_text("{}")
+    collector = CanvasCollector()
+    assert collector.collect(str(inside / "Stage1_Softmax.ipynb")) is None
+    assert collector.collect(str(inside / "old" / "stage1_softmax.ipynb"))["file_id"] == "stage1_softmax"
+
+
+def test_moodle_keeps_one_copy_of_a_notebook_handed_in_twice_and_says_so(tmp_path, caplog):
+    """nbgrader stops the whole class at a second copy without a time: the collector hands it one,
+    the shallowest, and names the student and the files in one line."""
+    jane, kim = tmp_path / "Jane Doe_101_assignsubmission_file_", tmp_path / "Kim Park_105_assignsubmission_file_"
+    (jane / "old").mkdir(parents=True)
+    kim.mkdir()
+    for path in (jane / "stage1_softmax.ipynb", jane / "old" / "stage1_softmax.ipynb", kim / "stage1_softmax.ipynb"):
+        path.write_text("{}")
+    collector = MoodleCollector()
+    with caplog.at_level(logging.WARNING, logger=collector.log.name):
+        kept = [collector.collect(str(path)) for path in (jane / "old" / "stage1_softmax.ipynb",
+                                                          jane / "stage1_softmax.ipynb", kim / "stage1_softmax.ipynb")]
+    assert kept[0] is None
+    assert [(info["student_id"], info["file_id"]) for info in kept[1:]] == [("101", "stage1_softmax"),
+                                                                          ("105", "stage1_softmax")]
+    [line] = [r.getMessage() for r in caplog.records if "handed in" in r.getMessage()]
+    assert "101" in line and "old/stage1_softmax.ipynb" in line and "kept Jane Doe_101" in line
+
+
 @pytest.mark.parametrize(("path", "student", "notebook"), [
     ("Fay Lee_101_assignsubmission_file_/stage1_softmax.ipynb", "101", "stage1_softmax"),
     ("Fay Lee_101_assignsubmission_file_stage1_softmax.ipynb", "101", "stage1_softmax"),
     ("Participant_2040_assignsubmission_file_/work/stage2_self_attention.ipynb", "2040", "stage2_self_attention"),
+    ("Fay Lee_101_assignsubmission_file_attention/attention/Stage1_Softmax.ipynb", "101", "stage1_softmax"),
     ("Fay Lee_101_assignsubmission_onlinetext_/onlinetext.ipynb", None, None),
 ])
 def test_moodle_file_names(tmp_path, path, student, notebook):
@@ -330,11 +412,55 @@ def test_a_stage_file_that_is_not_the_answer_cells_is_a_cause(tmp_path):
         f"the answer cell does not start with %%writefile {name}, so it never saved the stage file"]
 
 
-def test_a_module_named_grader_beside_the_notebook_is_a_cause(tmp_path):
-    assert shadowing_causes(tmp_path) == []
-    (tmp_path / "grader").mkdir()
-    assert shadowing_causes(tmp_path) == ["grader beside the notebook comes before the grader package on the "
-                                          "kernel's path"]
+def ran_with_output(tmp_path, stage: int, *outputs: dict, scratch: str | None = None) -> nbformat.NotebookNode:
+    """The stage's notebook as nbgrader ran it: ``outputs`` in its visible test cell."""
+    notebook = course_notebook(tmp_path, stage)
+    cell(notebook, autograder_cell_ids(stage)["visible"]).outputs = [nbformat.from_dict(o) for o in outputs]
+    if scratch is not None:
+        cell(notebook, f"stage{stage}-scratch").source = scratch
+    return notebook
+
+
+REAL_GRADER_SAID = {"output_type": "stream", "name": "stdout", "text": "visible checks of stage 1: 5/5\n"}
+
+
+def test_a_module_named_grader_beside_the_notebook_is_a_cause_when_the_test_cells_did_not_run_the_grader(tmp_path):
+    folder = tmp_path / "autograded"
+    folder.mkdir()
+    shadow_said = {"output_type": "stream", "name": "stdout", "text": "all good\n"}
+    assert shadowing_causes(ran_with_output(tmp_path, 1, shadow_said), folder, 1) == []
+    (folder / "grader").mkdir()
+    assert shadowing_causes(ran_with_output(tmp_path, 1, shadow_said), folder, 1) == [
+        "grader beside the notebook comes before the grader package on the kernel's path, and the test cells' "
+        "output is not the grader's"]
+
+
+@pytest.mark.parametrize("output", [
+    REAL_GRADER_SAID,
+    {"output_type": "error", "ename": "NotebookGradingError", "evalue": "stage1_softmax.py is not in /tmp/x: run "
+     "the answer cell first", "traceback": [f"\x1b[0;32m{REPO / 'grader' / 'notebook.py'}\x1b[0m:61, in _stage_file"]},
+])
+def test_a_module_named_grader_beside_the_notebook_is_no_cause_when_the_grader_itself_ran(tmp_path, output):
+    """A cell may move the kernel away from the notebook's folder: the grader package's own output
+    proves the module beside the notebook was not what ran."""
+    folder = tmp_path / "autograded"
+    (folder / "grader").mkdir(parents=True)
+    assert shadowing_causes(ran_with_output(tmp_path, 1, output), folder, 1) == []
+
+
+def test_a_cell_that_changes_the_working_directory_is_a_cause_the_test_cell_output_proves(tmp_path):
+    folder = tmp_path / "autograded"
+    folder.mkdir()
+    moved = {"output_type": "error", "ename": "NotebookGradingError",
+             "evalue": "stage1_softmax.py is not in /tmp/elsewhere: run the answer cell first (its first line, "
+                       "%%writefile stage1_softmax.py, saves it)", "traceback": []}
+    scratch = "import os\n\nos.chdir('/tmp/elsewhere')"
+    assert working_directory_causes(ran_with_output(tmp_path, 1, moved, scratch=scratch), folder, 1) == [
+        "cell 3 (id stage1-scratch) changes the working directory (line 3): the test cells' grader looked for "
+        "stage1_softmax.py in /tmp/elsewhere, not beside the notebook (its output: \"stage1_softmax.py is not in "
+        "/tmp/elsewhere\")"]
+    # the same cell, but the grader found the file: nothing the output proves
+    assert working_directory_causes(ran_with_output(tmp_path, 1, REAL_GRADER_SAID, scratch=scratch), folder, 1) == []
 
 
 # The real nbgrader cycle ----------------------------------------------------------------------

@@ -11,6 +11,7 @@ import jsonschema
 import pytest
 
 from grader import fingerprint
+from grader.batch import close_ids
 from grader.fingerprint import RunFingerprint, grader_hash, points_hash, submission_hash, why_grade
 from grader.points import points_file_text
 from grader.submission import StagedSubmission
@@ -130,6 +131,17 @@ def test_student_regrades_only_that_student_and_an_unknown_id_names_close_ones(t
                             timeout=120)
     assert result.returncode == 2 and result.stderr == f"grader batch: no student ad in {submissions} (close: ada)\n"
     assert written(out) == after
+
+
+@pytest.mark.parametrize(("typed", "meant"), [
+    ("s0l", ["s01", "s02", "s03", "s04", "s05"]),  # l for 1: the look-alike first, then the rest by id
+    ("sO3", ["s03"]),  # O for 0 is half a mistake; a second mistake is too far
+    ("s30", ["s03"]),  # two neighbours swapped: one edit
+    ("S07", ["s07"]),
+    ("zzz", []),
+])
+def test_close_ids_put_the_likeliest_first(typed, meant):
+    assert close_ids(typed, [f"s0{n}" for n in range(8, 0, -1)]) == meant
 
 
 def test_a_report_edited_by_hand_or_left_by_an_older_grader_is_graded_again(term):

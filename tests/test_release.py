@@ -12,6 +12,7 @@ import pytest
 
 from grader.authoring.release import build_release
 from grader.authoring.stubs import BEGIN, END
+from grader.course import course_text
 from grader.plugin import planned_checks
 from grader.stages import CORE, STAGE_MODULES, stages_of
 from tests.grading import REPO, batch, learner_copy
@@ -56,6 +57,16 @@ def secret_lines() -> set[str]:
                 public.add(line.strip())
     # Block openers (`with torch.no_grad():`) say nothing of a solution; statements do.
     return {line for line in secret - public if len(line) >= 8 and not line.startswith("#") and not line.endswith(":")}
+
+
+def test_the_released_course_file_holds_the_tracks_setting_alone(tmp_path):
+    """The instructor's due dates and penalty are theirs: the students' copy says which stages it grades."""
+    course = tmp_path / "course.toml"
+    course.write_text('[due]\nassignment = 2026-03-14T23:59:00-05:00\n\n[late_penalty]\nper = "day"\npenalty = 10\n\n'
+                      '[stages]\nbonus = false\n')
+    build_release(tmp_path / "student", course)
+    released = (tmp_path / "student" / "course.toml").read_text(encoding="utf-8")
+    assert released == course_text(STAGES) and "due" not in released and "penalty" not in released
 
 
 def test_only_allowed_files(release):

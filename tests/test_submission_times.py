@@ -53,6 +53,12 @@ def test_a_plain_csv_gives_ids_their_times(tmp_path):
     ("student_id,submitted\n1,2026-03-14T23:59:00\n", None, "needs a date, a time and a UTC offset"),
     ("student_id,submitted\n1,2026-03-14T23:59:00Z\n1,2026-03-15T23:59:00Z\n", None, "a second time for '1'"),
     ("name,when\nada,yesterday\n", None, "nor 'student_id' and 'submitted'"),
+    # 1:50 AM on the night the clocks go back happened twice (EDT, then EST): on time or an hour late
+    ("Identifier,Last modified (submission)\nParticipant 102,\"Sunday, 1 November 2026, 1:50 AM\"\n",
+     "America/New_York", "participant 102): 'Sunday, 1 November 2026, 1:50 AM' happened twice in America/New_York"),
+    # 2:30 AM on the night they go forward never happened
+    ("Identifier,Last modified (submission)\nParticipant 7,\"Sunday, 8 March 2026, 2:30 AM\"\n",
+     "America/New_York", "participant 7): 'Sunday, 8 March 2026, 2:30 AM' never happened in America/New_York"),
 ])
 def test_a_times_file_that_cannot_be_used_is_refused_in_one_line(tmp_path, text, zone, said):
     path = tmp_path / "times.csv"

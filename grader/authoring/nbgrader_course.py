@@ -22,6 +22,7 @@ Each notebook's generated cells are
 """
 
 import argparse
+import ast
 import re
 import sys
 from pathlib import Path
@@ -248,12 +249,24 @@ def write_course(root: Path, course: Path | None = None) -> list[Path]:
     return written
 
 
-def instructor_cell_count(root: Path) -> int:
-    """How many cells of the course's source notebooks are the instructor's own."""
+def instructor_cell_count(notebooks: list[Path]) -> int:
+    """How many cells of ``notebooks`` (the generated ones: a notebook of the instructor's own is
+    never touched, so none of its cells is "kept") are the instructor's own."""
     names = {cell.id for stage, points in stage_points(STAGES).items() for cell in generated_cells(stage, points)}
     return sum(_generated_name(cell, names) is None
-               for path in (root / "source" / ASSIGNMENT).glob("*.ipynb")
-               for cell in nbformat.read(path, as_version=4).cells)
+               for path in notebooks for cell in nbformat.read(path, as_version=4).cells)
+
+
+def loads_generated_settings(config: Path) -> bool:
+    """Whether the instructor's nbgrader_config.py calls ``load_subconfig`` on the generated settings
+    file: read as Python, so a commented-out call or the name in a string does not count."""
+    try:
+        tree = ast.parse(config.read_text(encoding="utf-8"))
+    except (SyntaxError, ValueError):
+        return False
+    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "load_subconfig"
+               and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == GENERATED_CONFIG
+               for node in ast.walk(tree))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -270,9 +283,9 @@ def main(argv: list[str] | None = None) -> int:
     config = args.course / INSTRUCTOR_CONFIG
     notebooks = [p for p in written if p.suffix == ".ipynb"]
     print(f"nbgrader course written to {args.course}: {len(notebooks)} notebooks in source/{ASSIGNMENT}/ "
-          f"({instructor_cell_count(args.course)} cells of yours kept), {GENERATED_CONFIG}; "
+          f"({instructor_cell_count(notebooks)} cells of yours kept), {GENERATED_CONFIG}; "
           f"{INSTRUCTOR_CONFIG} {'written' if config in written else 'kept as it is'}")
-    if GENERATED_CONFIG not in config.read_text(encoding="utf-8"):
+    if not loads_generated_settings(config):
         print(f"make nbgrader: {config} does not load {GENERATED_CONFIG}: add the line "
               f'load_subconfig("{GENERATED_CONFIG}") after c = get_config(), or move the file away to have it '
               f"written again", file=sys.stderr)

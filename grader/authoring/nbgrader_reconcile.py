@@ -8,7 +8,10 @@ nbgrader's gradebook (where the course's nbgrader_config.py puts it), and lists 
 stage whose two scores differ, with the cause where the notebooks show it:
   * a test cell missing from the notebook nbgrader ran, or one that ran altered (its checksum);
   * a code cell that changes the grader's module (grader.notebook.check ...), sys.modules or
-    sys.path, or a module named grader beside the notebook;
+    sys.path; a module named grader beside the notebook, when the test cells' output is not the
+    grader package's (a cell may have moved the kernel away from it);
+  * a test cell whose output says it looked for the stage file elsewhere ("... is not in
+    /tmp/elsewhere"), with the cells that change the working directory;
   * a stage file beside the notebook that is not what the answer cell's %%writefile wrote;
   * a score an instructor set by hand in the gradebook.
 Anything else reads "differs; no cause found".
@@ -20,6 +23,7 @@ import argparse
 import ast
 import csv
 import math
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -40,6 +44,8 @@ from grader.stages import STAGE_MODULES
 from grader.runner.text import printable
 
 NO_CAUSE = "differs; no cause found"
+GRADER_PACKAGE = Path(__file__).resolve().parents[1]  # the grader the test cells are meant to run
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")  # the colours of an IPython traceback
 # Calls that change the list or dict they are called on.
 MUTATING_METHODS = {"__setitem__", "__delitem__", "append", "extend", "insert", "pop", "remove", "clear",
                     "update", "setdefault", "popitem"}
@@ -261,10 +267,76 @@ def tampering_causes(ran) -> list[str]:
     return causes
 
 
-def shadowing_causes(folder: Path) -> list[str]:
-    """A module named grader beside the notebook: the kernel's path looks there before the grader."""
-    return [f"{name} beside the notebook comes before the grader package on the kernel's path"
-            for name in ("grader.py", "grader") if (folder / name).exists()]
+def _test_cell_outputs(ran, stage: int) -> list[dict]:
+    """The outputs of the stage's test cells, as nbgrader's run of the notebook left them."""
+    names = set(autograder_cell_ids(stage).values())
+    return [output for cell in ran.cells if cell.cell_type == "code" and _grade_id(cell) in names
+            for output in cell.get("outputs", [])]
+
+
+def _output_text(output: dict) -> str:
+    """An output's text: a stream's, or an error's name, value and traceback (colours stripped)."""
+    if output.get("output_type") == "error":
+        text = "\n".join([output.get("ename", ""), output.get("evalue", ""), *output.get("traceback", [])])
+    else:
+        text = output.get("text", "")
+        text = "".join(text) if isinstance(text, list) else text
+    return ANSI_ESCAPE.sub("", text)
+
+
+def _real_grader_ran(outputs: list[dict], stage: int) -> bool:
+    """Whether a test cell's output shows the grader package's own check(): its summary line, its
+    notice for the hidden cell, or a traceback through its files."""
+    own = re.compile(rf"(?:visible|hidden) checks of stage {stage}: |The hidden checks run when your notebook is "
+                     rf"graded\.|{re.escape(str(GRADER_PACKAGE))}")
+    return any(own.search(_output_text(output)) for output in outputs)
+
+
+def shadowing_causes(ran, folder: Path, stage: int) -> list[str]:
+    """A module named grader beside the notebook, when it is what the test cells ran: the kernel's
+    path looks beside the notebook first, but a cell may have moved the kernel elsewhere, so only
+    test cells whose output lacks the grader package's own output are evidence that it ran."""
+    shadows = [name for name in ("grader.py", "grader") if (folder / name).exists()]
+    if not shadows or _real_grader_ran(_test_cell_outputs(ran, stage), stage):
+        return []
+    return [f"{name} beside the notebook comes before the grader package on the kernel's path, and the test "
+            f"cells' output is not the grader's" for name in shadows]
+
+
+def _changes_directory(node: ast.AST, aliases: dict[str, str]) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    if _dotted(node.func, aliases) == "os.chdir":
+        return True
+    magic = _dotted(node.func, {"get_ipython": "get_ipython"})  # %cd, as IPython's transformer writes it
+    return (magic == "get_ipython.run_line_magic" and bool(node.args) and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value == "cd")
+
+
+def working_directory_causes(ran, folder: Path, stage: int) -> list[str]:
+    """A test cell that looked for the stage file somewhere other than beside the notebook, as its
+    output says (the grader's "<file> is not in <folder>"), with the cells that change the kernel's
+    working directory."""
+    name = f"{STAGE_MODULES[stage]}.py"
+    looked = {match[1] for output in _test_cell_outputs(ran, stage)
+              if (match := re.search(rf"{re.escape(name)} is not in (/.*?): run the answer cell",
+                                     _output_text(output)))}
+    elsewhere = sorted(where for where in looked if Path(where) != folder.resolve())
+    if not elsewhere:
+        return []
+    aliases: dict[str, str] = {}
+    movers = []
+    for index, cell in enumerate(ran.cells):
+        test_cell = _grade_id(cell) in autograder_cell_ids(stage).values()
+        tree = _python(cell.source) if cell.cell_type == "code" and not test_cell else None
+        for node in ast.walk(tree) if tree else []:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                _imports(node, aliases)
+            elif _changes_directory(node, aliases):
+                movers.append(f"{_label(index, cell)} changes the working directory (line {node.lineno})")
+    said = f"the test cells' grader looked for {name} in {elsewhere[0]}, not beside the notebook " \
+           f"(its output: \"{name} is not in {elsewhere[0]}\")"
+    return [f"{'; '.join(movers)}: {said}" if movers else said]
 
 
 def _written_file(cell) -> tuple[str, str, bool] | None:
@@ -310,8 +382,8 @@ def notebook_causes(coursedir: CourseDirectory, assignment: str, student: str, s
         written = folder / f"{STAGE_MODULES[stage]}.py"
         return [f"no {notebook} was handed in, but {written.name} was"] if written.is_file() else []
     handed_in = _read(Path(coursedir.format_path(coursedir.submitted_directory, student, assignment)) / notebook)
-    return [*graded_cell_causes(ran, handed_in, cells), *tampering_causes(ran), *shadowing_causes(folder),
-            *stage_file_causes(ran, folder, stage)]
+    return [*graded_cell_causes(ran, handed_in, cells), *tampering_causes(ran), *shadowing_causes(ran, folder, stage),
+            *working_directory_causes(ran, folder, stage), *stage_file_causes(ran, folder, stage)]
 
 
 # Putting them together -------------------------------------------------------------------------
