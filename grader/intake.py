@@ -53,7 +53,8 @@ CANVAS_FILE = re.compile(r"(?:(?P<anon_late>(?i:late)_)?(?P<anon>anon_[0-9A-Za-z
                          re.DOTALL)
 CANVAS_COPY = re.compile(r"(?P<stem>.+)-(?P<copy>\d+)(?P<suffix>\.[^.]*)", re.DOTALL)
 READ_SUFFIXES = {".py", ".ipynb", ".zip"}  # the files staging reads: their Canvas copy numbers are taken off
-MOODLE_ENTRY = re.compile(r"(?P<name>.*)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z0-9]+)_(?P<file>.*)", re.DOTALL)
+# The first prefix is the one Moodle wrote: a file's own name may hold another (saved from an earlier download).
+MOODLE_ENTRY = re.compile(r"(?P<name>.*?)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z0-9]+)_(?P<file>.*)", re.DOTALL)
 GRADESCOPE_METADATA = "submission_metadata.yml"
 MAX_METADATA_BYTES = 64 * 1024 * 1024
 GRADESCOPE_ID_FIELDS = ("sid", "email", "name")  # a submitter's id: the first of these they have

@@ -236,6 +236,20 @@ def test_a_moodle_download_without_folders_has_the_prefix_on_each_file(tmp_path,
     assert result.files == correct and result.ignored == ["onlinetext.html"]
 
 
+def test_a_flat_moodle_file_belongs_to_the_prefix_moodle_wrote_first(tmp_path, correct):
+    """A file whose own name holds another Moodle prefix (one saved from an earlier download) is the
+    uploader's: Moodle writes its prefix before the name the student gave."""
+    for name, data in correct.items():
+        (tmp_path / f"Bob Smith_102_assignsubmission_file_{name}").write_bytes(data)
+    saved = f"Ada Lovelace_101_assignsubmission_file_Bob Smith_102_assignsubmission_file_{STAGE2}"
+    (tmp_path / saved).write_bytes(BROKEN)
+    students = by_id(list_students(tmp_path)[0])
+    assert sorted(students) == ["101", "102"]
+    assert [part.path.name for part in students["101"].source] == [saved]
+    assert [part.name for part in students["101"].source] == [f"Bob Smith_102_assignsubmission_file_{STAGE2}"]
+    assert staged(students["102"]).files == correct
+
+
 # Gradescope ---------------------------------------------------------------------------------
 
 
