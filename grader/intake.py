@@ -8,7 +8,8 @@ Layouts (``--layout``; ``auto`` tells them apart by the names in the folder, in 
               assignment's files right in ``<student id>/``), time from ``timestamp.txt``
   moodle      Moodle's "Download all submissions": ``<Full Name>_<id>_assignsubmission_<plugin>_/``
               folders, or the same prefix on each file; id the participant number
-  canvas      Canvas's "Download Submissions": flat files ``<name>[_LATE]_<user id>_<number>_<file>``
+  canvas      Canvas's "Download Submissions": flat files ``<name>[_LATE]_<user id>_<number>_<file>`` (the
+              name may be empty or left out)
               (anonymous grading: ``[LATE_]anon_<anonymous id>_<number>_<file>``); id the user id (or
               ``anon_<anonymous id>``), LATE kept as late_marked
   folders     each sub-folder or .zip is one student, named after it (``make submit`` zips, clones)
@@ -48,9 +49,15 @@ UNSAFE_IN_FILE_NAMES = re.compile(r"[/\0]")  # a path separator, or the end of a
 # uploaded again under a name already used gets -1, -2 before its extension.
 # With anonymous grading, the name and user id give way to ``anon_<anonymous id>`` (LATE then comes first):
 # [LATE_]anon_<anonymous id>_<number>_<file>, per canvas-lms lib/content_zipper.rb (get_filename).
-CANVAS_FILE = re.compile(r"(?:(?P<anon_late>(?i:late)_)?(?P<anon>anon_[0-9A-Za-z]+)"
-                         r"|(?P<name>.+?)(?P<late>_(?i:late))?_(?P<user>\d+))(?:_(?P<number>\d+))?_(?P<file>.+)",
-                         re.DOTALL)
+# It joins [name, LATE, user id] with _ after taking every non-word character out of the name: a name
+# with none left is empty (_101_…, _LATE_101_…), and older anonymous downloads leave it out (101_…, LATE_101_…).
+# A name never starts with a bare LATE_, which is read as the marker.
+_CANVAS_PREFIX = (r"(?:(?P<anon_late>(?i:late)_)?(?P<anon>anon_[0-9A-Za-z]+)"
+                  r"|(?:(?P<bare_late>(?i:late))_|(?P<name>.*?)_(?:(?P<late>(?i:late))_)?|)(?P<user>\d+))")
+# A file an attachment number follows is read with it where a reading has it (101_5001_x.py is user 101's
+# attachment 5001, not user 5001's), else without (a text entry has none).
+CANVAS_ATTACHMENT = re.compile(_CANVAS_PREFIX + r"_(?P<number>\d+)_(?P<file>.+)", re.DOTALL)
+CANVAS_FILE = re.compile(_CANVAS_PREFIX + r"(?:_(?P<number>\d+))?_(?P<file>.+)", re.DOTALL)
 CANVAS_COPY = re.compile(r"(?P<stem>.+)-(?P<copy>\d+)(?P<suffix>\.[^.]*)", re.DOTALL)
 READ_SUFFIXES = {".py", ".ipynb", ".zip"}  # the files staging reads: their Canvas copy numbers are taken off
 # The first prefix is the one Moodle wrote: a file's own name may hold another (saved from an earlier download).
@@ -136,7 +143,7 @@ def _layout_of(folder: Path, entries: list[tuple[Path, bool]]) -> str:
         return "nbgrader"
     if any(MOODLE_ENTRY.fullmatch(entry.name) for entry, _ in entries):
         return "moodle"
-    canvas = [CANVAS_FILE.fullmatch(entry.name) for entry, is_folder in entries if not is_folder]
+    canvas = [_canvas_match(entry.name) for entry, is_folder in entries if not is_folder]
     if entries and len(canvas) == len(entries) and any(match and match["number"] for match in canvas):
         return "canvas"
     return "folders"
@@ -205,7 +212,7 @@ def _canvas(folder: Path, skipped: list[tuple[str, str]]) -> Found:
     parts: dict[str, dict[str, tuple[tuple[int, int], Path]]] = {}  # user -> name -> (recency, file)
     late: set[str] = set()
     for entry, is_folder in _entries(folder, skipped):
-        match = None if is_folder else CANVAS_FILE.fullmatch(entry.name)
+        match = None if is_folder else _canvas_match(entry.name)
         if match is None:
             skipped.append((entry.name, "not named as Canvas names a submitted file"))
             continue
@@ -219,11 +226,16 @@ def _canvas(folder: Path, skipped: list[tuple[str, str]]) -> Found:
             own[name] = newer
         else:
             own[name] = recency, entry
-        if match["late"] or match["anon_late"]:
+        if match["late"] or match["bare_late"] or match["anon_late"]:
             late.add(user)
     return [(Student(student_id(user), tuple(SubmittedPart(name, path) for name, (_, path) in sorted(own.items())),
                      late_marked=user in late), f"Canvas {'student' if user.startswith('anon_') else 'user'} {user}")
             for user, own in sorted(parts.items())]
+
+
+def _canvas_match(name: str) -> re.Match[str] | None:
+    """``name`` read as Canvas names a submitted file, with its attachment number where a reading has one."""
+    return CANVAS_ATTACHMENT.fullmatch(name) or CANVAS_FILE.fullmatch(name)
 
 
 def _canvas_upload_name(file: str) -> tuple[str, int]:

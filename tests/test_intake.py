@@ -146,6 +146,20 @@ def test_canvas_anonymous_grading_is_one_student_per_anonymous_id_and_keeps_late
                         f"an earlier upload of {STAGE2} than anon_bT4kz_70030_{STAGE2[:-3]}-1.py")]
 
 
+def test_a_canvas_name_with_no_name_part_is_one_student_per_user_id_and_keeps_late(tmp_path, correct):
+    """canvas-lms ContentZipper#get_filename joins [name, LATE, user id] with _: a name with no word
+    character leaves it empty (``_101_5001_…``), and older anonymous downloads leave it out (``101_5001_…``)."""
+    for number, (name, data) in enumerate(correct.items()):
+        (tmp_path / f"_101_500{number}_{name}").write_bytes(data)
+        (tmp_path / f"_LATE_102_600{number}_{name}").write_bytes(data)
+        (tmp_path / f"103_700{number}_{name}").write_bytes(data)
+        (tmp_path / f"LATE_104_800{number}_{name}").write_bytes(data)
+    students, skipped = list_students(tmp_path)
+    assert detect_layout(tmp_path) == "canvas" and skipped == []
+    assert [(s.id, s.late_marked) for s in students] == [("101", False), ("102", True), ("103", False), ("104", True)]
+    assert all(staged(student).files == correct for student in students)
+
+
 LITTER = {"__MACOSX": "._stage1_softmax.py", ".ipynb_checkpoints": "stage1_softmax-checkpoint.py",
           ".DS_Store": None, "Thumbs.db": None, "desktop.ini": None}
 
