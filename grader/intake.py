@@ -170,16 +170,17 @@ def student_id(name: str) -> str:
 
 
 def _entries(folder: Path, skipped: list[tuple[str, str]]) -> list[tuple[Path, bool]]:
-    """The entries of ``folder`` a layout may take, each with whether it is a folder. Names starting
-    with a dot are left out, and litter (grader.submission.is_litter) is skipped; a symbolic link is
-    skipped, never followed: it could lead to another student's submission or to any file the grader
-    can read."""
+    """The entries of ``folder`` a layout may take, each with whether it is a folder. Litter
+    (grader.submission.is_litter) and other names starting with a dot (hidden: no student's id) are
+    skipped; a symbolic link is skipped, never followed: it could lead to another student's submission
+    or to any file the grader can read."""
     kept = []
     for entry in sorted(folder.iterdir()):
-        if entry.name.startswith("."):
-            continue
         if is_litter(entry.name):
             skipped.append((entry.name, "left by a tool or an operating system, not a submission"))
+            continue
+        if entry.name.startswith("."):
+            skipped.append((entry.name, "its name starts with a dot (hidden): rename it without the dot to grade it"))
             continue
         mode = entry.lstat().st_mode
         if stat.S_ISLNK(mode):

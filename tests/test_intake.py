@@ -186,7 +186,17 @@ def test_litter_never_decides_the_layout_nor_becomes_a_student(layout, canvas, m
     assert detect_layout(littered) == layout
     assert [s.id for s in students] == [s.id for s in list_students(clean)[0]]
     assert {name for name, _ in skipped} - {name for name, _ in list_students(clean)[1]} == {
-        name for name in LITTER if not name.startswith(".")}  # named as skipped; dot names never are
+        name for name in LITTER}  # each named as skipped, as the docs promise
+
+
+def test_a_submission_whose_name_starts_with_a_dot_is_named_as_skipped_not_lost(tmp_path, correct):
+    for folder in ("ada", ".bob"):
+        learner_copy(tmp_path / folder)
+    submit_zip(tmp_path / ".cy.zip", correct)
+    students, skipped = list_students(tmp_path)
+    assert [s.id for s in students] == ["ada"]
+    assert [name for name, _ in skipped] == [".bob", ".cy.zip"]
+    assert all("starts with a dot" in why and "\n" not in why for _, why in skipped)
 
 
 @pytest.mark.parametrize("wrapper, inner, give", [
