@@ -199,7 +199,7 @@ def _folders(folder: Path, skipped: list[tuple[str, str]]) -> Found:
     for entry, is_folder in _entries(folder, skipped):
         if is_folder:
             found.append((Student(student_id(entry.name), entry), entry.name))
-        elif entry.suffix == ".zip":  # one that is no zip gets a report saying why
+        elif _suffix(entry) == ".zip":  # one that is no zip gets a report saying why
             found.append((Student(student_id(entry.stem), entry), entry.name))
         else:
             skipped.append((entry.name, "neither a folder nor a .zip"))
@@ -271,7 +271,7 @@ def _gradescope(folder: Path, skipped: list[tuple[str, str]]) -> Found:
     metadata = _gradescope_metadata(folder / GRADESCOPE_METADATA)
     on_disk: dict[str, Path] = {}
     for entry, is_folder in _entries(folder, skipped):
-        key = entry.name if is_folder else entry.name.removesuffix(".zip") if entry.suffix == ".zip" else None
+        key = entry.name if is_folder else entry.stem if _suffix(entry) == ".zip" else None
         if key in metadata:
             on_disk[key] = entry
         elif entry.name != GRADESCOPE_METADATA:
@@ -361,19 +361,26 @@ def _nbgrader_assignment(student: Path) -> Path | str:
         inside = _entries(student, [])  # a link is listed, and not followed, when the work is staged
     except OSError:
         return student  # staging says why it cannot be listed
-    if any(not is_folder and (entry.name == NBGRADER_TIMESTAMP or entry.suffix == ".ipynb")
+    if any(not is_folder and (entry.name == NBGRADER_TIMESTAMP or _suffix(entry) == ".ipynb")
            for entry, is_folder in inside):
         return student
     assignments = [entry for entry, is_folder in inside if is_folder]
     if len(assignments) < 2:
         return assignments[0] if assignments else student  # an empty folder is graded, and flagged
-    stems = [PurePosixPath(name).stem for name in sorted(STAGE_FILES)]
-    ours = [folder for folder in assignments
-            if any((folder / f"{stem}{suffix}").is_file() for stem in stems for suffix in (".ipynb", ".py"))]
+    ours = [folder for folder in assignments if _holds_stage_file(folder)]
     if len(ours) == 1:
         return ours[0]
     names = ", ".join(printable(folder.name, keep_newlines=False) for folder in assignments)
     return f"holds several assignments ({names}), and not exactly one with a stage's notebook"
+
+
+def _holds_stage_file(folder: Path) -> bool:
+    """``folder`` holds a stage's notebook or file (in any case: staging reads it so)."""
+    stages = {f"{PurePosixPath(name).stem}{suffix}" for name in STAGE_FILES for suffix in (".ipynb", ".py")}
+    try:
+        return any(not is_folder and entry.name.lower() in stages for entry, is_folder in _entries(folder, []))
+    except OSError:
+        return False
 
 
 def _nbgrader_time(work: Path, shown: str) -> tuple[datetime | None, str | None]:
@@ -432,6 +439,11 @@ def _zone(name: str) -> tzinfo | None:
         return ZoneInfo(name) if name else None
     except (KeyError, ValueError, OSError):  # no such zone (ZoneInfoNotFoundError is a KeyError)
         return None
+
+
+def _suffix(path: Path) -> str:
+    """The suffix of ``path`` in lower case: an LMS, Windows and macOS keep whatever case a student gave it."""
+    return path.suffix.lower()
 
 
 def _read_text(path: Path, limit: int) -> str | None:

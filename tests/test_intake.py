@@ -317,6 +317,19 @@ def test_one_submitter_in_two_gradescope_submissions_is_a_conflict_and_bad_metad
         list_students(tmp_path)
 
 
+def test_a_zip_is_a_zip_whatever_the_case_of_its_extension(gradescope, tmp_path, correct):
+    for name in ("bob.ZIP", "carl.Zip"):
+        submit_zip(tmp_path / "class" / name, correct)
+    students, skipped = list_students(tmp_path / "class")
+    assert [s.id for s in students] == ["bob", "carl"] and skipped == []
+    assert all(staged(student).files == correct for student in students)
+    export = shutil.copytree(gradescope, tmp_path / "export")
+    shutil.rmtree(export / "submission_1001")
+    submit_zip(export / "submission_1001.ZIP", correct)
+    students = by_id(list_students(export)[0])
+    assert students["2001"].source == export / "submission_1001.ZIP" and staged(students["2001"]).files == correct
+
+
 @pytest.mark.parametrize("created_at, why", [
     ("2024-09-01 10:00:00.123456000 -07:00", None),
     ("not-a-date", 'submission_1 :created_at: is not a time with a UTC offset: it begins "not-a-date"'),
