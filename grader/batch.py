@@ -261,10 +261,14 @@ def _edit_distance(a: str, b: str) -> float:
 
 
 def _chosen(students: list[Student], ids: list[str] | None, folder: Path) -> set[str] | None:
-    """The ids --student asked for (None: not given); ValueError names an id that is no student's."""
+    """The ids --student asked for (None: not given), in the form ids take (canonical_id: typed é is
+    a folder's e and U+0301); ValueError names an id that is no student's."""
+    from grader.intake import canonical_id
+
     if ids is None:
         return None
     known = [student.id for student in students]
+    ids = [canonical_id(student_id) for student_id in ids]
     for student_id in ids:
         if student_id not in known:
             close = close_ids(student_id, known)

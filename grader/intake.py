@@ -30,6 +30,7 @@ import itertools
 import os
 import re
 import stat
+import unicodedata
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path, PurePosixPath
@@ -154,9 +155,11 @@ def student_id(name: str) -> str:
     their file names, so it is printable and short enough for a file name (a student's file names are
     the id and a suffix; entries starting with a dot are never students).
 
-    A name that is already such an id is kept. Any other gets a hash of the name itself: two names
-    that escape or shorten alike keep apart, and cannot take the id of a name kept as it is.
+    A name that is already such an id is kept, in Unicode's composed form (canonical_id). Any other gets
+    a hash of the name itself: two names that escape or shorten alike keep apart, and cannot take the
+    id of a name kept as it is.
     """
+    name = canonical_id(name)
     readable = printable(name, keep_newlines=False)
     # An id from an LMS's records (a Gradescope sid, an email, a name) can hold anything: only one
     # component of a path, never hidden, may name a student's files.
@@ -167,6 +170,12 @@ def student_id(name: str) -> str:
     safe = UNSAFE_IN_FILE_NAMES.sub("_", readable).lstrip(".")
     head = safe.encode()[:MAX_ID_BYTES - len(tail)].decode(errors="ignore")  # whole characters only
     return head + tail
+
+
+def canonical_id(text: str) -> str:
+    """``text`` in Unicode's composed form (NFC): macOS writes a folder's name decomposed (``e`` and
+    U+0301 for ``é``), an LMS, a CSV and a keyboard composed; one id must be one spelling."""
+    return unicodedata.normalize("NFC", text)
 
 
 def _entries(folder: Path, skipped: list[tuple[str, str]]) -> list[tuple[Path, bool]]:

@@ -23,6 +23,8 @@ from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from grader.intake import canonical_id
+
 MAX_TIMES_BYTES = 16 * 1024 * 1024
 MOODLE_ID, MOODLE_TIME = "Identifier", "Last modified (submission)"
 MOODLE_PARTICIPANT = re.compile(r"\D*(\d+)")  # "Participant 101", whatever the language calls a participant
@@ -113,7 +115,7 @@ def _one_instant(when: datetime, text: str, where: str) -> datetime:
 def _plain_times(path: Path, rows: list[dict]) -> dict[str, datetime]:
     times = {}
     for line, row in enumerate(rows, start=2):
-        student, text = (row.get(PLAIN_ID) or "").strip(), (row.get(PLAIN_TIME) or "").strip()
+        student, text = canonical_id((row.get(PLAIN_ID) or "").strip()), (row.get(PLAIN_TIME) or "").strip()
         if not text:
             continue
         try:

@@ -158,3 +158,13 @@ def test_a_sandbox_that_dies_marks_its_student_incomplete_and_the_next_is_graded
     first, second = reports
     assert not first["complete"] and any(flag.startswith("incomplete: ") for flag in first["flags"]), first["flags"]
     assert second["complete"] and second["score"] == 20, second["flags"]
+
+
+def test_a_student_asked_for_is_found_whatever_unicode_form_the_id_was_typed_in(tmp_path):
+    from grader.batch import _chosen
+    from grader.intake import Student
+
+    students = [Student("Jos\u00e9", tmp_path), Student("ada", tmp_path)]
+    assert _chosen(students, ["Jose\u0301"], tmp_path) == {"Jos\u00e9"}
+    with pytest.raises(ValueError, match="no student bo"):
+        _chosen(students, ["bo"], tmp_path)

@@ -317,6 +317,14 @@ def test_one_submitter_in_two_gradescope_submissions_is_a_conflict_and_bad_metad
         list_students(tmp_path)
 
 
+def test_an_id_is_one_spelling_of_its_name_whatever_unicode_form_the_folder_was_written_in(tmp_path, correct):
+    """macOS writes José decomposed (e + U+0301); an LMS, a CSV and a keyboard write it composed (NFC)."""
+    learner_copy(tmp_path / "class" / "Jose\u0301")
+    submit_zip(tmp_path / "class" / "Jos\u00e9.zip", correct)
+    (student,), _ = list_students(tmp_path / "class")
+    assert student.id == "Jos\u00e9" and student.conflict  # one name twice over: neither is graded as José's
+
+
 def test_a_zip_is_a_zip_whatever_the_case_of_its_extension(gradescope, tmp_path, correct):
     for name in ("bob.ZIP", "carl.Zip"):
         submit_zip(tmp_path / "class" / name, correct)

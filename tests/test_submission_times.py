@@ -41,6 +41,15 @@ def test_a_plain_csv_gives_ids_their_times(tmp_path):
     assert load_times(plain) == {"12345": dt.datetime(2026, 3, 15, 4, 59, tzinfo=dt.UTC)}
 
 
+def test_a_plain_csvs_ids_are_read_in_unicodes_composed_form(tmp_path):
+    plain = tmp_path / "times.csv"
+    plain.write_text("student_id,submitted\nJose\u0301,2026-03-14T23:59:00Z\n")
+    assert load_times(plain) == {"Jos\u00e9": dt.datetime(2026, 3, 14, 23, 59, tzinfo=dt.UTC)}
+    plain.write_text("student_id,submitted\nJose\u0301,2026-03-14T23:59:00Z\nJos\u00e9,2026-03-15T23:59:00Z\n")
+    with pytest.raises(TimesError, match="a second time for 'Jos\u00e9'"):
+        load_times(plain)
+
+
 @pytest.mark.parametrize("text, zone, said", [
     ("Identifier,Last modified (submission)\nParticipant 1,\"Monday, 6 November 2023, 4:57 PM\"\n", None,
      "give the zone of whoever downloaded it"),
