@@ -52,9 +52,9 @@ UNSAFE_IN_FILE_NAMES = re.compile(r"[/\0]")  # a path separator, or the end of a
 # [LATE_]anon_<anonymous id>_<number>_<file>, per canvas-lms lib/content_zipper.rb (get_filename).
 # It joins [name, LATE, user id] with _ after taking every non-word character out of the name: a name
 # with none left is empty (_101_…, _LATE_101_…), and older anonymous downloads leave it out (101_…, LATE_101_…).
-# A name never starts with a bare LATE_, which is read as the marker.
+# A leading LATE_ in capitals is the marker (Canvas writes names in lower case: late_101_… is a student named late).
 _CANVAS_PREFIX = (r"(?:(?P<anon_late>(?i:late)_)?(?P<anon>anon_[0-9A-Za-z]+)"
-                  r"|(?:(?P<bare_late>(?i:late))_|(?P<name>.*?)_(?:(?P<late>(?i:late))_)?|)(?P<user>\d+))")
+                  r"|(?:(?P<bare_late>LATE)_|(?P<name>.*?)_(?:(?P<late>(?i:late))_)?|)(?P<user>\d+))")
 # A file an attachment number follows is read with it where a reading has it (101_5001_x.py is user 101's
 # attachment 5001, not user 5001's), else without (a text entry has none).
 CANVAS_ATTACHMENT = re.compile(_CANVAS_PREFIX + r"_(?P<number>\d+)_(?P<file>.+)", re.DOTALL)

@@ -154,9 +154,11 @@ def test_a_canvas_name_with_no_name_part_is_one_student_per_user_id_and_keeps_la
         (tmp_path / f"_LATE_102_600{number}_{name}").write_bytes(data)
         (tmp_path / f"103_700{number}_{name}").write_bytes(data)
         (tmp_path / f"LATE_104_800{number}_{name}").write_bytes(data)
+        (tmp_path / f"late_105_900{number}_{name}").write_bytes(data)  # a student named late (Canvas writes lower case)
     students, skipped = list_students(tmp_path)
     assert detect_layout(tmp_path) == "canvas" and skipped == []
-    assert [(s.id, s.late_marked) for s in students] == [("101", False), ("102", True), ("103", False), ("104", True)]
+    assert [(s.id, s.late_marked) for s in students] == [("101", False), ("102", True), ("103", False), ("104", True),
+                                                          ("105", False)]
     assert all(staged(student).files == correct for student in students)
 
 
