@@ -152,8 +152,13 @@ def main(argv: list[str]) -> int:
     except SandboxError as error:
         print(f"grader batch: {error}", file=sys.stderr)
         return 2
-    args.out.mkdir(parents=True, exist_ok=True)
-    write_class_record(args.out, layout, args.submissions)
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+        write_class_record(args.out, layout, args.submissions)
+    except OSError as error:
+        print(f"grader batch: {args.out} cannot be written ({error.strerror or error}): give an --out you can write",
+              file=sys.stderr)
+        return 2
     run = RunFingerprint(grader_hash(), points_hash(points_table()), args.device,
                          {"visible_only": args.visible_only, "timeout": args.timeout, "sandboxed": sandbox.confined,
                           "stages": args.stages})
@@ -166,7 +171,13 @@ def main(argv: list[str]) -> int:
     except KeyboardInterrupt:
         print("grader batch: interrupted; what was graded is kept, run again to go on", file=sys.stderr)
         return 130
-    flagged = write_gradebook(args.out, students, current, policy, args.stages)
+    try:
+        flagged = write_gradebook(args.out, students, current, policy, args.stages)
+    except OSError as error:  # the reports are written: only the gradebook waits for another run
+        print(f"grader batch: {args.out / 'grades.csv'} cannot be replaced ({error.strerror or error}): the reports "
+              "are written; close grades.csv if a program (a spreadsheet) holds it open, and run again",
+              file=sys.stderr)
+        return 2
     print(f"grader batch: {_counted(students, 'student')} in {args.out / 'grades.csv'}", file=sys.stderr)
     for line in file_summary_lines(args.out, students):
         print(line, file=sys.stderr)
@@ -180,6 +191,8 @@ def check_class_record(out: Path, layout: str, submissions: Path) -> str | None:
     class of another layout: ids of two LMSs can meet (a Gradescope SID that is a Canvas user id), and one
     report would replace the other's. The folder ``out`` was last graded from, when that was another one
     (a fresh download of the same class is graded into the same ``out``: that is how a regrade goes)."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file, not a folder: name the folder the reports go to")
     try:
         record = tomllib.loads((out / CLASS_RECORD).read_text(encoding="utf-8"))
     except (FileNotFoundError, NotADirectoryError):

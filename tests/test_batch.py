@@ -158,3 +158,46 @@ def test_a_sandbox_that_dies_marks_its_student_incomplete_and_the_next_is_graded
     first, second = reports
     assert not first["complete"] and any(flag.startswith("incomplete: ") for flag in first["flags"]), first["flags"]
     assert second["complete"] and second["score"] == 20, second["flags"]
+
+
+def refused(*argv, lines: int = 1) -> str:
+    """The last line of the batch's stderr, where it must refuse (exit 2) with no traceback, in ``lines`` lines."""
+    result = subprocess.run([sys.executable, "-m", "grader", "batch", *map(str, argv)], cwd=REPO, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.count("\n") == lines, result.stderr
+    return result.stderr.splitlines()[-1]
+
+
+@pytest.fixture
+def immutable():
+    """chattr +i on what a test names (root writes past any mode), undone after it."""
+    held = []
+
+    def hold(path):
+        subprocess.run(["chattr", "+i", str(path)], check=True)
+        held.append(path)
+
+    yield hold
+    for path in held:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def test_an_out_that_is_a_file_or_cannot_be_written_is_refused_in_one_line(tmp_path, immutable):
+    learner_copy(tmp_path / "class" / "ada", stages=[1])
+    (tmp_path / "grades.csv").write_text("x\n")
+    assert "is a file, not a folder" in refused(tmp_path / "class", "--out", tmp_path / "grades.csv")
+    assert (tmp_path / "grades.csv").read_text() == "x\n"
+    (tmp_path / "locked").mkdir()
+    immutable(tmp_path / "locked")
+    said = refused(tmp_path / "class", "--out", tmp_path / "locked", lines=2)  # after the line that counts the class
+    assert said.startswith(f"grader batch: {tmp_path / 'locked'} cannot be written"), said
+
+
+def test_a_gradebook_that_cannot_be_replaced_keeps_the_reports_and_says_to_close_it(tmp_path):
+    learner_copy(tmp_path / "class" / "ada", stages=[1])
+    (tmp_path / "out" / "grades.csv").mkdir(parents=True)  # as a spreadsheet holding it open on Windows refuses
+    said = refused(tmp_path / "class", "--out", tmp_path / "out", lines=4)  # after the class, its plan and progress
+    assert said.startswith(f"grader batch: {tmp_path / 'out' / 'grades.csv'} cannot be replaced") and \
+        "close grades.csv" in said and "run again" in said, said
+    assert json.loads((tmp_path / "out" / "ada.json").read_text())["score"] == 20
