@@ -120,7 +120,7 @@ def main(argv: list[str]) -> int:
         if args.points:
             use_points_file(args.points)
         chosen = _chosen(students, args.student, args.submissions)
-        earlier_folder = check_class_record(args.out, layout, args.submissions)
+        earlier_folder = check_class_record(args.out, layout, args.submissions, _input_files(args))
     except (ValueError, OSError) as error:
         print(f"grader batch: {error}", file=sys.stderr)
         return 2
@@ -154,7 +154,7 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         args.out.mkdir(parents=True, exist_ok=True)
-        write_class_record(args.out, layout, args.submissions)
+        write_class_record(args.out, layout, args.submissions, _input_files(args))
     except OSError as error:
         print(f"grader batch: {args.out} cannot be written ({error.strerror or error}): give an --out you can write",
               file=sys.stderr)
@@ -186,11 +186,22 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def check_class_record(out: Path, layout: str, submissions: Path) -> str | None:
+# The files of a run whose loss would change other students' rows: class.toml key -> the option that gives it
+INPUT_FILE_OPTIONS = {"times": "--times", "course": "--course"}
+
+
+def _input_files(args: argparse.Namespace) -> dict[str, Path | None]:
+    """The files of INPUT_FILE_OPTIONS this run was given (None: not given)."""
+    return {key: getattr(args, key) for key in INPUT_FILE_OPTIONS}
+
+
+def check_class_record(out: Path, layout: str, submissions: Path, files: dict[str, Path | None]) -> str | None:
     """Refuse (ValueError, one line) to grade a ``layout`` class into an ``out`` that holds the reports of a
     class of another layout: ids of two LMSs can meet (a Gradescope SID that is a Canvas user id), and one
-    report would replace the other's. The folder ``out`` was last graded from, when that was another one
-    (a fresh download of the same class is graded into the same ``out``: that is how a regrade goes)."""
+    report would replace the other's. Refuse too a run that omits a file of ``files`` (--times, --course)
+    the last run into ``out`` gave: every student's time and penalty would be wiped from grades.csv and the
+    reports (another file is taken: a due date moves). The folder ``out`` was last graded from, when that
+    was another one (a fresh download of the same class is graded into the same ``out``: a regrade)."""
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file, not a folder: name the folder the reports go to")
     try:
@@ -204,20 +215,32 @@ def check_class_record(out: Path, layout: str, submissions: Path) -> str | None:
         raise ValueError(f"{out} holds the reports of a {printable(str(record.get('layout')), keep_newlines=False)} "
                          f"class (graded from {printable(str(record.get('folder')), keep_newlines=False)}), and "
                          f"{submissions} is a {layout} class: give each class its own --out")
+    for key, option in INPUT_FILE_OPTIONS.items():
+        if files[key] is None and key in record:
+            earlier_file = printable(str(record[key]), keep_newlines=False)
+            raise ValueError(f"{out} was last graded with {option} {earlier_file}: give {option} {earlier_file} "
+                             "again (or the file that replaces it), or every student's submission time and late "
+                             "penalty there is lost")
     earlier = printable(str(record.get("folder")), keep_newlines=False)
-    return earlier if earlier != _folder_text(submissions) else None
+    return earlier if earlier != _path_text(submissions) else None
 
 
-def write_class_record(out: Path, layout: str, submissions: Path) -> None:
-    """Say in ``out`` which class its reports are of (check_class_record reads it)."""
-    folder = json.dumps(_folder_text(submissions), ensure_ascii=False)  # a TOML basic string, as JSON writes one
+def write_class_record(out: Path, layout: str, submissions: Path, files: dict[str, Path | None]) -> None:
+    """Say in ``out`` which class its reports are of, and the ``files`` they were graded with
+    (check_class_record reads it)."""
+    lines = [f"layout = {json.dumps(layout)}", f"folder = {_toml_text(submissions)}",
+             *[f"{key} = {_toml_text(path)}" for key, path in files.items() if path is not None]]
     write_atomic(out / CLASS_RECORD, "# The class whose reports this folder holds: grader batch refuses another\n"
-                                     f"layout = {json.dumps(layout)}\nfolder = {folder}\n")
+                                     + "".join(f"{line}\n" for line in lines))
 
 
-def _folder_text(submissions: Path) -> str:
-    """The class folder, absolute and printable: TOML and a terminal both take it as it is."""
-    return printable(str(submissions.resolve()), keep_newlines=False)
+def _path_text(path: Path) -> str:
+    """``path``, absolute and printable: TOML and a terminal both take it as it is."""
+    return printable(str(path.resolve()), keep_newlines=False)
+
+
+def _toml_text(path: Path) -> str:
+    return json.dumps(_path_text(path), ensure_ascii=False)  # a TOML basic string, as JSON writes one
 
 
 def second_copies(ids: list[str]) -> list[tuple[str, str]]:
