@@ -202,8 +202,7 @@ def check_class_record(out: Path, layout: str, submissions: Path, files: dict[st
     the last run into ``out`` gave: every student's time and penalty would be wiped from grades.csv and the
     reports (another file is taken: a due date moves). The folder ``out`` was last graded from, when that
     was another one (a fresh download of the same class is graded into the same ``out``: a regrade)."""
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out} is a file, not a folder: name the folder the reports go to")
+    _check_out(out, submissions)
     try:
         record = tomllib.loads((out / CLASS_RECORD).read_text(encoding="utf-8"))
     except (FileNotFoundError, NotADirectoryError):
@@ -223,6 +222,16 @@ def check_class_record(out: Path, layout: str, submissions: Path, files: dict[st
                              "penalty there is lost")
     earlier = printable(str(record.get("folder")), keep_newlines=False)
     return earlier if earlier != _path_text(submissions) else None
+
+
+def _check_out(out: Path, submissions: Path) -> None:
+    """Refuse (ValueError) an ``out`` that is a file, or lies in the class folder: its reports would be
+    graded as a student (or make the folder look like another class) on the next run."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file, not a folder: name the folder the reports go to")
+    if out.resolve().is_relative_to(submissions.resolve()):
+        raise ValueError(f"--out {out} is inside the class folder {submissions}: the next run would take the reports "
+                         "for a submission; give an --out outside it")
 
 
 def write_class_record(out: Path, layout: str, submissions: Path, files: dict[str, Path | None]) -> None:

@@ -201,3 +201,12 @@ def test_a_gradebook_that_cannot_be_replaced_keeps_the_reports_and_says_to_close
     assert said.startswith(f"grader batch: {tmp_path / 'out' / 'grades.csv'} cannot be replaced") and \
         "close grades.csv" in said and "run again" in said, said
     assert json.loads((tmp_path / "out" / "ada.json").read_text())["score"] == 20
+
+
+@pytest.mark.parametrize("inside", [".", "grades", "ada"])
+def test_an_out_in_the_class_folder_is_refused_before_anything_is_written(tmp_path, inside):
+    learner_copy(tmp_path / "class" / "ada", stages=[1])
+    before = sorted(tmp_path.rglob("*"))
+    said = refused(tmp_path / "class", "--out", tmp_path / "class" / inside)
+    assert "is inside the class folder" in said and "give an --out outside it" in said, said
+    assert sorted(tmp_path.rglob("*")) == before
