@@ -113,6 +113,10 @@ def main(argv: list[str]) -> int:
     try:
         layout = detect_layout(args.submissions) if args.layout == "auto" else args.layout
         students, skipped = list_students(args.submissions, layout)
+        if not students:  # a wrong folder or layout: a gradebook of no one would pass for a graded class
+            passed_over = f" ({_counted(skipped, 'name')} skipped)" if skipped else ""
+            raise ValueError(f"no student found in {args.submissions} as layout {layout}{passed_over}: --layout to "
+                             "choose another, or check the folder")
         if args.times:
             students = _with_times(students, load_times(args.times, args.times_zone), args.times)
         policy = load_course(args.course)

@@ -210,3 +210,14 @@ def test_an_out_in_the_class_folder_is_refused_before_anything_is_written(tmp_pa
     said = refused(tmp_path / "class", "--out", tmp_path / "class" / inside)
     assert "is inside the class folder" in said and "give an --out outside it" in said, said
     assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_a_class_of_no_student_is_refused_in_one_line_and_nothing_is_written(tmp_path):
+    (tmp_path / "empty").mkdir()
+    said = refused(tmp_path / "empty", "--out", tmp_path / "out")
+    assert said.startswith(f"grader batch: no student found in {tmp_path / 'empty'} as layout ") and "--layout" in said
+    moodle = tmp_path / "moodle"  # a Moodle download read as another LMS's
+    learner_copy(moodle / "Ada Lovelace_101_assignsubmission_file_", stages=[1])
+    said = refused(moodle, "--out", tmp_path / "out", "--layout", "canvas")
+    assert said.startswith(f"grader batch: no student found in {moodle} as layout canvas"), said
+    assert not (tmp_path / "out").exists()
