@@ -136,6 +136,10 @@ def main(argv: list[str]) -> int:
         print(f"grader batch: {_counted(copies, 'submission')} named as a second download of another, graded "
               f"apart: {listing([f'{copy} beside {first}' for copy, first in copies], MAX_SUMMARY_IDS)}; check "
               "whether they are one student's", file=sys.stderr)
+    if twins := case_twins([student.id for student in students]):
+        print(f"grader batch: {_counted(twins, 'submission')} named as another but for case, graded apart: "
+              f"{listing([f'{twin} beside {first}' for twin, first in twins], MAX_SUMMARY_IDS)}; on a macOS or "
+              "Windows disk their reports are one file: check whether they are one student's", file=sys.stderr)
     if earlier_folder:
         print(f"grader batch: {args.out} was graded from {earlier_folder} before, from {args.submissions} now: "
               "right for a new download of the same class; another class needs its own --out", file=sys.stderr)
@@ -261,6 +265,13 @@ def second_copies(ids: list[str]) -> list[tuple[str, str]]:
     (``ada (1)`` beside ``ada``), with that id."""
     known = set(ids)
     return [(id, first) for id in ids if (first := COPY_MARK.sub("", id)) != id and first in known]
+
+
+def case_twins(ids: list[str]) -> list[tuple[str, str]]:
+    """Each id that differs from an earlier one of ``ids`` only by case (``Ada`` after ``ada``), with that
+    one: file systems that ignore case (macOS's, Windows's) keep one report file for both."""
+    first_of: dict[str, str] = {}
+    return [(id, first) for id in ids if (first := first_of.setdefault(id.casefold(), id)) != id]
 
 
 def _plan(students: list[Student], chosen: set[str] | None, args: argparse.Namespace,

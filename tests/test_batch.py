@@ -221,3 +221,19 @@ def test_a_class_of_no_student_is_refused_in_one_line_and_nothing_is_written(tmp
     said = refused(moodle, "--out", tmp_path / "out", "--layout", "canvas")
     assert said.startswith(f"grader batch: no student found in {moodle} as layout canvas"), said
     assert not (tmp_path / "out").exists()
+
+
+def test_ids_that_differ_only_by_case_are_named_in_one_line():
+    from grader.batch import case_twins
+
+    assert case_twins(["Ada", "ada", "bo", "ADA", "Straße", "STRASSE"]) == [("ada", "Ada"), ("ADA", "Ada"),
+                                                                           ("STRASSE", "Straße")]
+    assert case_twins(["ada", "ada (1)", "bo"]) == []
+
+
+def test_a_class_with_ids_that_differ_only_by_case_is_told_so(tmp_path):
+    learner_copy(tmp_path / "class" / "Ada", stages=[1])
+    learner_copy(tmp_path / "class" / "ada", stages=[1])
+    result = batch(tmp_path / "class", tmp_path / "out")
+    assert ("grader batch: 1 submission named as another but for case, graded apart: ada beside Ada; on a macOS or "
+            "Windows disk their reports are one file: check whether they are one student's\n") in result.stderr
