@@ -113,6 +113,10 @@ def main(argv: list[str]) -> int:
     try:
         layout = detect_layout(args.submissions) if args.layout == "auto" else args.layout
         students, skipped = list_students(args.submissions, layout)
+        if not students:  # a wrong folder or layout: a gradebook of no one would pass for a graded class
+            passed_over = f" ({_counted(skipped, 'name')} skipped)" if skipped else ""
+            raise ValueError(f"no student found in {args.submissions} as layout {layout}{passed_over}: --layout to "
+                             "choose another, or check the folder")
         if args.times:
             students = _with_times(students, load_times(args.times, args.times_zone), args.times)
         policy = load_course(args.course)
@@ -120,7 +124,7 @@ def main(argv: list[str]) -> int:
         if args.points:
             use_points_file(args.points)
         chosen = _chosen(students, args.student, args.submissions)
-        earlier_folder = check_class_record(args.out, layout, args.submissions)
+        earlier_folder = check_class_record(args.out, layout, args.submissions, _input_files(args))
     except (ValueError, OSError) as error:
         print(f"grader batch: {error}", file=sys.stderr)
         return 2
@@ -132,6 +136,10 @@ def main(argv: list[str]) -> int:
         print(f"grader batch: {_counted(copies, 'submission')} named as a second download of another, graded "
               f"apart: {listing([f'{copy} beside {first}' for copy, first in copies], MAX_SUMMARY_IDS)}; check "
               "whether they are one student's", file=sys.stderr)
+    if twins := case_twins([student.id for student in students]):
+        print(f"grader batch: {_counted(twins, 'submission')} named as another but for case, graded apart: "
+              f"{listing([f'{twin} beside {first}' for twin, first in twins], MAX_SUMMARY_IDS)}; on a macOS or "
+              "Windows disk their reports are one file: check whether they are one student's", file=sys.stderr)
     if earlier_folder:
         print(f"grader batch: {args.out} was graded from {earlier_folder} before, from {args.submissions} now: "
               "right for a new download of the same class; another class needs its own --out", file=sys.stderr)
@@ -152,8 +160,13 @@ def main(argv: list[str]) -> int:
     except SandboxError as error:
         print(f"grader batch: {error}", file=sys.stderr)
         return 2
-    args.out.mkdir(parents=True, exist_ok=True)
-    write_class_record(args.out, layout, args.submissions)
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+        write_class_record(args.out, layout, args.submissions, _input_files(args))
+    except OSError as error:
+        print(f"grader batch: {args.out} cannot be written ({error.strerror or error}): give an --out you can write",
+              file=sys.stderr)
+        return 2
     run = RunFingerprint(grader_hash(), points_hash(points_table()), args.device,
                          {"visible_only": args.visible_only, "timeout": args.timeout, "sandboxed": sandbox.confined,
                           "stages": args.stages})
@@ -166,7 +179,13 @@ def main(argv: list[str]) -> int:
     except KeyboardInterrupt:
         print("grader batch: interrupted; what was graded is kept, run again to go on", file=sys.stderr)
         return 130
-    flagged = write_gradebook(args.out, students, current, policy, args.stages)
+    try:
+        flagged = write_gradebook(args.out, students, current, policy, args.stages)
+    except OSError as error:  # the reports are written: only the gradebook waits for another run
+        print(f"grader batch: {args.out / 'grades.csv'} cannot be replaced ({error.strerror or error}): the reports "
+              "are written; close grades.csv if a program (a spreadsheet) holds it open, and run again",
+              file=sys.stderr)
+        return 2
     print(f"grader batch: {_counted(students, 'student')} in {args.out / 'grades.csv'}", file=sys.stderr)
     for line in file_summary_lines(args.out, students):
         print(line, file=sys.stderr)
@@ -175,11 +194,23 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def check_class_record(out: Path, layout: str, submissions: Path) -> str | None:
+# The files of a run whose loss would change other students' rows: class.toml key -> the option that gives it
+INPUT_FILE_OPTIONS = {"times": "--times", "course": "--course"}
+
+
+def _input_files(args: argparse.Namespace) -> dict[str, Path | None]:
+    """The files of INPUT_FILE_OPTIONS this run was given (None: not given)."""
+    return {key: getattr(args, key) for key in INPUT_FILE_OPTIONS}
+
+
+def check_class_record(out: Path, layout: str, submissions: Path, files: dict[str, Path | None]) -> str | None:
     """Refuse (ValueError, one line) to grade a ``layout`` class into an ``out`` that holds the reports of a
     class of another layout: ids of two LMSs can meet (a Gradescope SID that is a Canvas user id), and one
-    report would replace the other's. The folder ``out`` was last graded from, when that was another one
-    (a fresh download of the same class is graded into the same ``out``: that is how a regrade goes)."""
+    report would replace the other's. Refuse too a run that omits a file of ``files`` (--times, --course)
+    the last run into ``out`` gave: every student's time and penalty would be wiped from grades.csv and the
+    reports (another file is taken: a due date moves). The folder ``out`` was last graded from, when that
+    was another one (a fresh download of the same class is graded into the same ``out``: a regrade)."""
+    _check_out(out, submissions)
     try:
         record = tomllib.loads((out / CLASS_RECORD).read_text(encoding="utf-8"))
     except (FileNotFoundError, NotADirectoryError):
@@ -191,20 +222,42 @@ def check_class_record(out: Path, layout: str, submissions: Path) -> str | None:
         raise ValueError(f"{out} holds the reports of a {printable(str(record.get('layout')), keep_newlines=False)} "
                          f"class (graded from {printable(str(record.get('folder')), keep_newlines=False)}), and "
                          f"{submissions} is a {layout} class: give each class its own --out")
+    for key, option in INPUT_FILE_OPTIONS.items():
+        if files[key] is None and key in record:
+            earlier_file = printable(str(record[key]), keep_newlines=False)
+            raise ValueError(f"{out} was last graded with {option} {earlier_file}: give {option} {earlier_file} "
+                             "again (or the file that replaces it), or every student's submission time and late "
+                             "penalty there is lost")
     earlier = printable(str(record.get("folder")), keep_newlines=False)
-    return earlier if earlier != _folder_text(submissions) else None
+    return earlier if earlier != _path_text(submissions) else None
 
 
-def write_class_record(out: Path, layout: str, submissions: Path) -> None:
-    """Say in ``out`` which class its reports are of (check_class_record reads it)."""
-    folder = json.dumps(_folder_text(submissions), ensure_ascii=False)  # a TOML basic string, as JSON writes one
+def _check_out(out: Path, submissions: Path) -> None:
+    """Refuse (ValueError) an ``out`` that is a file, or lies in the class folder: its reports would be
+    graded as a student (or make the folder look like another class) on the next run."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file, not a folder: name the folder the reports go to")
+    if out.resolve().is_relative_to(submissions.resolve()):
+        raise ValueError(f"--out {out} is inside the class folder {submissions}: the next run would take the reports "
+                         "for a submission; give an --out outside it")
+
+
+def write_class_record(out: Path, layout: str, submissions: Path, files: dict[str, Path | None]) -> None:
+    """Say in ``out`` which class its reports are of, and the ``files`` they were graded with
+    (check_class_record reads it)."""
+    lines = [f"layout = {json.dumps(layout)}", f"folder = {_toml_text(submissions)}",
+             *[f"{key} = {_toml_text(path)}" for key, path in files.items() if path is not None]]
     write_atomic(out / CLASS_RECORD, "# The class whose reports this folder holds: grader batch refuses another\n"
-                                     f"layout = {json.dumps(layout)}\nfolder = {folder}\n")
+                                     + "".join(f"{line}\n" for line in lines))
 
 
-def _folder_text(submissions: Path) -> str:
-    """The class folder, absolute and printable: TOML and a terminal both take it as it is."""
-    return printable(str(submissions.resolve()), keep_newlines=False)
+def _path_text(path: Path) -> str:
+    """``path``, absolute and printable: TOML and a terminal both take it as it is."""
+    return printable(str(path.resolve()), keep_newlines=False)
+
+
+def _toml_text(path: Path) -> str:
+    return json.dumps(_path_text(path), ensure_ascii=False)  # a TOML basic string, as JSON writes one
 
 
 def second_copies(ids: list[str]) -> list[tuple[str, str]]:
@@ -212,6 +265,13 @@ def second_copies(ids: list[str]) -> list[tuple[str, str]]:
     (``ada (1)`` beside ``ada``), with that id."""
     known = set(ids)
     return [(id, first) for id in ids if (first := COPY_MARK.sub("", id)) != id and first in known]
+
+
+def case_twins(ids: list[str]) -> list[tuple[str, str]]:
+    """Each id that differs from an earlier one of ``ids`` only by case (``Ada`` after ``ada``), with that
+    one: file systems that ignore case (macOS's, Windows's) keep one report file for both."""
+    first_of: dict[str, str] = {}
+    return [(id, first) for id in ids if (first := first_of.setdefault(id.casefold(), id)) != id]
 
 
 def _plan(students: list[Student], chosen: set[str] | None, args: argparse.Namespace,

@@ -119,6 +119,15 @@ def utc_text(moment: dt.datetime | None) -> str | None:
     return None if moment is None else moment.astimezone(dt.UTC).isoformat(timespec="auto")
 
 
+def in_utc_range(moment: dt.datetime) -> bool:
+    """Whether ``moment`` has a UTC time (utc_text): 9999-12-31 west of UTC, or year 1 east of it, has none."""
+    try:
+        moment.astimezone(dt.UTC)
+    except OverflowError:
+        return False
+    return True
+
+
 def _known_keys(path: Path, prefix: str, table, known: set[str]) -> None:
     if not isinstance(table, dict):
         raise CourseError(f"{path}: {prefix.rstrip('.')} must be a table, [{prefix.rstrip('.')}], holding "
@@ -134,6 +143,9 @@ def _due_time(path: Path, key: str, value) -> dt.datetime:
         unquoted = " (unquoted: a TOML date-time, not text)" if isinstance(value, str) else ""
         raise CourseError(f"{path}: {key} = {shown} needs a date, a time and a UTC offset{unquoted}, "
                           "e.g. 2025-03-14T23:59:00-05:00 or 2025-03-15T04:59:00Z")
+    if not in_utc_range(value):
+        raise CourseError(f"{path}: {key} = {value.isoformat()} is past the last (or before the first) time UTC can "
+                          "write; give a real due date, or leave the key out for none")
     return value
 
 

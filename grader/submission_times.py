@@ -24,6 +24,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from grader.intake import canonical_id
+from grader.late_policy import in_utc_range
 
 MAX_TIMES_BYTES = 16 * 1024 * 1024
 MOODLE_ID, MOODLE_TIME = "Identifier", "Last modified (submission)"
@@ -90,6 +91,8 @@ def _moodle_time(text: str, zone: tzinfo, where: str) -> datetime:
             when = datetime.strptime(text, form).replace(tzinfo=zone)
         except ValueError:
             continue
+        if not in_utc_range(when):
+            raise TimesError(f"{where}: {text!r} is outside the years UTC can write (1 to 9999)")
         return _one_instant(when, text, where)
     raise TimesError(f"{where}: {text!r} is not a time as Moodle writes it in English "
                      "('Monday, 13 November 2023, 4:57 PM'); download the worksheet with English as your language")
@@ -125,6 +128,8 @@ def _plain_times(path: Path, rows: list[dict]) -> dict[str, datetime]:
         if when is None or when.tzinfo is None:
             raise TimesError(f"{path}, line {line}: {text!r} needs a date, a time and a UTC offset "
                              "(2026-03-14T23:59:00-05:00)")
+        if not in_utc_range(when):
+            raise TimesError(f"{path}, line {line}: {text!r} is outside the years UTC can write (1 to 9999)")
         if student in times:
             raise TimesError(f"{path}, line {line}: a second time for {student!r}")
         times[student] = when

@@ -168,3 +168,82 @@ def test_a_student_asked_for_is_found_whatever_unicode_form_the_id_was_typed_in(
     assert _chosen(students, ["Jose\u0301"], tmp_path) == {"Jos\u00e9"}
     with pytest.raises(ValueError, match="no student bo"):
         _chosen(students, ["bo"], tmp_path)
+
+
+def refused(*argv, lines: int = 1) -> str:
+    """The last line of the batch's stderr, where it must refuse (exit 2) with no traceback, in ``lines`` lines."""
+    result = subprocess.run([sys.executable, "-m", "grader", "batch", *map(str, argv)], cwd=REPO, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.count("\n") == lines, result.stderr
+    return result.stderr.splitlines()[-1]
+
+
+@pytest.fixture
+def immutable():
+    """chattr +i on what a test names (root writes past any mode), undone after it."""
+    held = []
+
+    def hold(path):
+        subprocess.run(["chattr", "+i", str(path)], check=True)
+        held.append(path)
+
+    yield hold
+    for path in held:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def test_an_out_that_is_a_file_or_cannot_be_written_is_refused_in_one_line(tmp_path, immutable):
+    learner_copy(tmp_path / "class" / "ada", stages=[1])
+    (tmp_path / "grades.csv").write_text("x\n")
+    assert "is a file, not a folder" in refused(tmp_path / "class", "--out", tmp_path / "grades.csv")
+    assert (tmp_path / "grades.csv").read_text() == "x\n"
+    (tmp_path / "locked").mkdir()
+    immutable(tmp_path / "locked")
+    said = refused(tmp_path / "class", "--out", tmp_path / "locked", lines=2)  # after the line that counts the class
+    assert said.startswith(f"grader batch: {tmp_path / 'locked'} cannot be written"), said
+
+
+def test_a_gradebook_that_cannot_be_replaced_keeps_the_reports_and_says_to_close_it(tmp_path):
+    learner_copy(tmp_path / "class" / "ada", stages=[1])
+    (tmp_path / "out" / "grades.csv").mkdir(parents=True)  # as a spreadsheet holding it open on Windows refuses
+    said = refused(tmp_path / "class", "--out", tmp_path / "out", lines=4)  # after the class, its plan and progress
+    assert said.startswith(f"grader batch: {tmp_path / 'out' / 'grades.csv'} cannot be replaced") and \
+        "close grades.csv" in said and "run again" in said, said
+    assert json.loads((tmp_path / "out" / "ada.json").read_text())["score"] == 20
+
+
+@pytest.mark.parametrize("inside", [".", "grades", "ada"])
+def test_an_out_in_the_class_folder_is_refused_before_anything_is_written(tmp_path, inside):
+    learner_copy(tmp_path / "class" / "ada", stages=[1])
+    before = sorted(tmp_path.rglob("*"))
+    said = refused(tmp_path / "class", "--out", tmp_path / "class" / inside)
+    assert "is inside the class folder" in said and "give an --out outside it" in said, said
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_a_class_of_no_student_is_refused_in_one_line_and_nothing_is_written(tmp_path):
+    (tmp_path / "empty").mkdir()
+    said = refused(tmp_path / "empty", "--out", tmp_path / "out")
+    assert said.startswith(f"grader batch: no student found in {tmp_path / 'empty'} as layout ") and "--layout" in said
+    moodle = tmp_path / "moodle"  # a Moodle download read as another LMS's
+    learner_copy(moodle / "Ada Lovelace_101_assignsubmission_file_", stages=[1])
+    said = refused(moodle, "--out", tmp_path / "out", "--layout", "canvas")
+    assert said.startswith(f"grader batch: no student found in {moodle} as layout canvas"), said
+    assert not (tmp_path / "out").exists()
+
+
+def test_ids_that_differ_only_by_case_are_named_in_one_line():
+    from grader.batch import case_twins
+
+    assert case_twins(["Ada", "ada", "bo", "ADA", "Straße", "STRASSE"]) == [("ada", "Ada"), ("ADA", "Ada"),
+                                                                           ("STRASSE", "Straße")]
+    assert case_twins(["ada", "ada (1)", "bo"]) == []
+
+
+def test_a_class_with_ids_that_differ_only_by_case_is_told_so(tmp_path):
+    learner_copy(tmp_path / "class" / "Ada", stages=[1])
+    learner_copy(tmp_path / "class" / "ada", stages=[1])
+    result = batch(tmp_path / "class", tmp_path / "out")
+    assert ("grader batch: 1 submission named as another but for case, graded apart: ada beside Ada; on a macOS or "
+            "Windows disk their reports are one file: check whether they are one student's\n") in result.stderr

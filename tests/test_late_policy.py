@@ -163,6 +163,8 @@ def test_a_course_file_sets_due_dates_and_the_penalty_rule(tmp_path):
     ("[due\n", "Expected ']'"),
     ("due = 2025-03-14T23:59:00Z\n", "due must be a table, [due], holding assignment, stage1"),
     ("[late_penalty]\ngrace = 1e300\n", "late_penalty.grace = 1e+300 minutes is longer than any term"),
+    # "no real deadline" written in the course's own zone: no UTC time can say it
+    ("[due]\nassignment = 9999-12-31T23:59:00-05:00\n", "due.assignment = 9999-12-31T23:59:00-05:00 is past the last"),
     # a penalty with nothing to be late for would never apply: the instructor forgot [due]
     ("[late_penalty]\nper = \"day\"\npenalty = 10\n", "[late_penalty] with no [due]"),
     ("[due]\n\n[late_penalty]\npenalty = 10\n", "[late_penalty] with no [due]"),

@@ -236,3 +236,25 @@ def test_one_out_folder_holds_one_class_and_a_fresh_download_of_it_regrades_ther
     assert "0 of 1 to grade; 1 unchanged" in again.stderr
     assert f"{tmp_path / 'out'} was graded from {canvas} before, from {fresh} now" in again.stderr
     assert f"was graded from" not in batch(fresh, tmp_path / "out").stderr  # said once, when it changed
+
+
+def test_a_rerun_that_forgets_the_times_or_course_file_of_the_last_run_is_refused_and_another_file_is_taken(term):
+    """Without them, every student's submission time and late penalty would be wiped."""
+    folder, out = term
+    times = folder.parent / "times.csv"
+    times.write_text("student_id,submitted\nada,2025-03-17T12:00:00Z\nbo,2025-03-14T12:00:00Z\n")
+    course = folder.parent / "course.toml"
+    course.write_text('[due]\nassignment = 2025-03-14T23:59:00-05:00\n[late_penalty]\npenalty = 10\n')
+    batch(folder, out, "--times", times, "--course", course)
+    assert rows(out)["ada"]["late_penalty"] == "6"
+    gradebook = (out / "grades.csv").read_bytes()
+    for given, forgotten in ((["--course", course], f"--times {times}"), (["--times", times], f"--course {course}")):
+        result = subprocess.run([sys.executable, "-m", "grader", "batch", str(folder), "--out", str(out), "--student",
+                                 "bo", *map(str, given)], cwd=REPO, capture_output=True, text=True, timeout=300)
+        assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+        assert f"{out} was last graded with {forgotten}: give {forgotten} again" in result.stderr
+        assert (out / "grades.csv").read_bytes() == gradebook
+    moved = folder.parent / "moved.toml"  # the instructor may move a due date
+    moved.write_text('[due]\nassignment = 2025-03-20T23:59:00-05:00\n[late_penalty]\npenalty = 10\n')
+    batch(folder, out, "--times", times, "--course", moved)
+    assert rows(out)["ada"]["late_penalty"] == "0" and rows(out)["ada"]["submitted"] == "2025-03-17T12:00:00+00:00"

@@ -189,7 +189,7 @@ def test_a_stage_file_that_is_a_link_is_not_followed(tmp_path):
 
 
 def test_unsandboxed_grading_says_so_in_every_report(tmp_path):
-    folder = learner_copy(tmp_path / "submission", stages=[1])
+    folder = learner_copy(tmp_path / "class" / "submission", stages=[1])  # a class folder apart from OUT
     result, report = grade(folder, "--stage", "1", "--sandbox", "none", "--gradescope", str(tmp_path / "gs.json"))
     assert "unsandboxed" in report["flags"] and "turned off" in report["sandbox"]
     assert "unsandboxed" in result.stdout

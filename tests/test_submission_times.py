@@ -62,6 +62,10 @@ def test_a_plain_csvs_ids_are_read_in_unicodes_composed_form(tmp_path):
     ("student_id,submitted\n1,2026-03-14T23:59:00\n", None, "needs a date, a time and a UTC offset"),
     ("student_id,submitted\n1,2026-03-14T23:59:00Z\n1,2026-03-15T23:59:00Z\n", None, "a second time for '1'"),
     ("name,when\nada,yesterday\n", None, "nor 'student_id' and 'submitted'"),
+    # year 1 east of UTC is before the first instant UTC can write
+    ("student_id,submitted\nada,0001-01-01T00:00:00+05:00\n", None, "line 2: '0001-01-01T00:00:00+05:00' is outside"),
+    ("Identifier,Last modified (submission)\nParticipant 1,\"1 January 0001, 12:00 AM\"\n", "Asia/Tokyo",
+     "is outside the years UTC can write"),
     # 1:50 AM on the night the clocks go back happened twice (EDT, then EST): on time or an hour late
     ("Identifier,Last modified (submission)\nParticipant 102,\"Sunday, 1 November 2026, 1:50 AM\"\n",
      "America/New_York", "participant 102): 'Sunday, 1 November 2026, 1:50 AM' happened twice in America/New_York"),
