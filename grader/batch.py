@@ -43,7 +43,7 @@ from grader.fingerprint import (
     points_hash,
     why_grade,
 )
-from grader.intake import LAYOUTS, Student, detect_layout, list_students
+from grader.intake import LAYOUTS, Student, canonical_id, detect_layout, list_students
 from grader.late_policy import (
     MARKED_LATE_WITHOUT_TIME,
     NO_SUBMISSION_TIME,
@@ -323,8 +323,6 @@ def _edit_distance(a: str, b: str) -> float:
 def _chosen(students: list[Student], ids: list[str] | None, folder: Path) -> set[str] | None:
     """The ids --student asked for (None: not given), in the form ids take (canonical_id: typed é is
     a folder's e and U+0301); ValueError names an id that is no student's."""
-    from grader.intake import canonical_id
-
     if ids is None:
         return None
     known = [student.id for student in students]
