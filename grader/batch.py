@@ -26,7 +26,6 @@ import os
 import signal
 import sys
 import time
-import tomllib
 from collections import Counter
 from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection, wait
@@ -66,6 +65,7 @@ from grader.submission import (
     stage_submission,
 )
 from grader.submission_times import load_times
+from grader.toml_file import read_toml
 
 # Another tool reads these columns by name (the LMS gradebook exports read `final`): keep them.
 def csv_columns(stages: list[int]) -> list[str]:
@@ -132,14 +132,14 @@ def main(argv: list[str]) -> int:
           file=sys.stderr)
     for name, why in skipped:
         print(f"grader batch: skipped {printable(name, keep_newlines=False)} ({why})", file=sys.stderr)
-    if copies := second_copies([student.id for student in students]):
-        print(f"grader batch: {_counted(copies, 'submission')} named as a second download of another, graded "
-              f"apart: {listing([f'{copy} beside {first}' for copy, first in copies], MAX_SUMMARY_IDS)}; check "
-              "whether they are one student's", file=sys.stderr)
-    if twins := case_twins([student.id for student in students]):
-        print(f"grader batch: {_counted(twins, 'submission')} named as another but for case, graded apart: "
-              f"{listing([f'{twin} beside {first}' for twin, first in twins], MAX_SUMMARY_IDS)}; on a macOS or "
-              "Windows disk their reports are one file: check whether they are one student's", file=sys.stderr)
+    ids = [student.id for student in students]
+    for pairs, named_as, why in ((second_copies(ids), "as a second download of another", ""),
+                                 (case_twins(ids), "as another but for case",
+                                  "on a macOS or Windows disk their reports are one file: ")):
+        if pairs:
+            print(f"grader batch: {_counted(pairs, 'submission')} named {named_as}, graded apart: "
+                  f"{listing([f'{id} beside {first}' for id, first in pairs], MAX_SUMMARY_IDS)}; {why}"
+                  "check whether they are one student's", file=sys.stderr)
     if earlier_folder:
         print(f"grader batch: {args.out} was graded from {earlier_folder} before, from {args.submissions} now: "
               "right for a new download of the same class; another class needs its own --out", file=sys.stderr)
@@ -211,13 +211,13 @@ def check_class_record(out: Path, layout: str, submissions: Path, files: dict[st
     reports (another file is taken: a due date moves). The folder ``out`` was last graded from, when that
     was another one (a fresh download of the same class is graded into the same ``out``: a regrade)."""
     _check_out(out, submissions)
-    try:
-        record = tomllib.loads((out / CLASS_RECORD).read_text(encoding="utf-8"))
-    except (FileNotFoundError, NotADirectoryError):
+    if not (out / CLASS_RECORD).exists():
         return None  # a new OUT, or one graded before it held a record
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-        raise ValueError(f"{out / CLASS_RECORD} cannot be read ({error}): delete it if {out} holds this "
-                         "class's reports, or give this class its own --out") from None
+    try:
+        record = read_toml(out / CLASS_RECORD)
+    except ValueError as error:
+        raise ValueError(f"{error}: delete it if {out} holds this class's reports, or give this class its own "
+                         "--out") from None
     if record.get("layout") != layout:
         raise ValueError(f"{out} holds the reports of a {printable(str(record.get('layout')), keep_newlines=False)} "
                          f"class (graded from {printable(str(record.get('folder')), keep_newlines=False)}), and "

@@ -70,7 +70,10 @@ NBGRADER_STEPS = ("submitted", "autograded")
 NBGRADER_TIMESTAMP = "timestamp.txt"
 NBGRADER_PROBED = 64  # entries of a folder looked at to tell an nbgrader student's folder
 MAX_TIMESTAMP_BYTES = 4096
-TIME_SHOWN = 40  # characters of a timestamp.txt that is no time, shown in its flag
+TIME_SHOWN = 40  # characters of a recorded time that is no time, shown in its flag
+# The names an nbgrader assignment folder holding this course's work has (in lower case)
+STAGE_NOTEBOOK_NAMES = frozenset(f"{PurePosixPath(name).stem}{suffix}" for name in STAGE_FILES
+                                 for suffix in (".ipynb", ".py"))
 TIME_TEXT = re.compile(r"(?P<date>\d{4}-\d{2}-\d{2})[Tt ](?P<clock>\d{2}:\d{2}(?::\d{2})?)(?:\.(?P<fraction>\d+))?"
                        r"\s*(?P<zone>\S*)")
 OFFSET = re.compile(r"(?P<sign>[+-])(?P<hours>\d{2}):?(?P<minutes>\d{2})")
@@ -342,11 +345,8 @@ def _gradescope_time(value: object, key: str) -> tuple[datetime | None, str | No
     submitted = value if isinstance(value, datetime) else parse_time(value, None) if isinstance(value, str) else None
     if submitted is not None and submitted.tzinfo is not None:
         return submitted, None
-    begins = printable(str(value).strip()[:TIME_SHOWN], keep_newlines=False)
     where = printable(f"{GRADESCOPE_METADATA} {key}", keep_newlines=False)
-    return None, f'{where} :created_at: is not a time with a UTC offset: it begins "{begins}"'
-
-
+    return None, f"{where} :created_at: is not a time with a UTC offset: {_begins(str(value))}"
 
 def _nbgrader(folder: Path, skipped: list[tuple[str, str]]) -> Found:
     found = []
@@ -385,9 +385,9 @@ def _nbgrader_assignment(student: Path) -> Path | str:
 
 def _holds_stage_file(folder: Path) -> bool:
     """``folder`` holds a stage's notebook or file (in any case: staging reads it so)."""
-    stages = {f"{PurePosixPath(name).stem}{suffix}" for name in STAGE_FILES for suffix in (".ipynb", ".py")}
     try:
-        return any(not is_folder and entry.name.lower() in stages for entry, is_folder in _entries(folder, []))
+        return any(not is_folder and entry.name.lower() in STAGE_NOTEBOOK_NAMES
+                   for entry, is_folder in _entries(folder, []))
     except OSError:
         return False
 
@@ -406,9 +406,13 @@ def _nbgrader_time(work: Path, shown: str) -> tuple[datetime | None, str | None]
     if not stamp.strip():
         return None, f"{where} is empty"
     if (submitted := parse_time(stamp, timezone.utc)) is None:
-        begins = printable(stamp.strip()[:TIME_SHOWN], keep_newlines=False)
-        return None, f'{where} is not a time: it begins "{begins}"'
+        return None, f"{where} is not a time: {_begins(stamp)}"
     return submitted, None
+
+
+def _begins(text: str) -> str:
+    """How a recorded time that is none begins, for its flag: the start of it, escaped."""
+    return f'it begins "{printable(text.strip()[:TIME_SHOWN], keep_newlines=False)}"'
 
 
 def _holds_nbgrader_work(folder: Path) -> bool:

@@ -19,6 +19,7 @@ from grader.printed import PrintedOutput
 from grader.runner.commands import send_command
 from grader.runner.protocol import ProtocolError, receive, send
 from grader.sandbox import Sandbox, SandboxError
+from grader.stages import STAGE_MODULES
 
 # From fork to "ready" (before any learner code runs): the fork and the worker's own set-up, on
 # a busy machine. The import of the learner's file then has the per-call limit.
@@ -119,8 +120,6 @@ class LearnerWorkers:
     def _encoding_told(self, failure: LearnerFailure, stage: int) -> LearnerFailure:
         """``failure`` to import, said in plain words where the file it names (else the stage's own),
         as the judge holds it, is no UTF-8 text: Python's own words ("null bytes") do not say what to do."""
-        from grader.stages import STAGE_MODULES
-
         named = (failure.where or "").partition(":")[0]
         name = named if named in self._files else f"{STAGE_MODULES.get(stage)}.py"
         if (problem := not_utf8_text(self._files.get(name, b""))) is None:

@@ -24,6 +24,10 @@ from grader.stages import STAGE_MODULES
 from grader.runner.text import printable
 
 GRADING_SECONDS = 240  # the whole grader run for one stage; a correct one takes about 3 s
+# What the test cells print, which nbgrader-reconcile reads back from a graded notebook as evidence
+HIDDEN_LATER = "The hidden checks run when your notebook is graded."
+SUMMARY = "{kind} checks of stage {stage}: "  # then earned/possible
+NOT_BESIDE = "{name} is not in {folder}: run the answer cell"  # then how
 
 
 class NotebookGradingError(RuntimeError):
@@ -46,19 +50,20 @@ def check(stage: int, hidden: bool = False) -> float:
     report = _grade(stage, path.name, path.read_bytes())
     checks = [c for c in report["stages"][0]["checks"] if (c["visibility"] == "hidden") == hidden]
     if hidden and not checks:
-        print("The hidden checks run when your notebook is graded.")
+        print(HIDDEN_LATER)
         return 0.0
     for c in checks:
         print(_verdict_line(c, stage, hidden))
     earned = float(sum(c["score"] for c in checks))
-    print(f"{'hidden' if hidden else 'visible'} checks of stage {stage}: {earned:g}/{sum(c['max_score'] for c in checks):g}")
+    print(SUMMARY.format(kind="hidden" if hidden else "visible", stage=stage)
+          + f"{earned:g}/{sum(c['max_score'] for c in checks):g}")
     return earned
 
 
 def _stage_file(stage: int) -> Path:
     path = Path.cwd() / f"{STAGE_MODULES[stage]}.py"
     if not path.is_file():
-        raise NotebookGradingError(f"{path.name} is not in {path.parent}: run the answer cell first (its first "
+        raise NotebookGradingError(NOT_BESIDE.format(name=path.name, folder=path.parent) + " first (its first "
                                    f"line, %%writefile {path.name}, saves it)")
     return path
 

@@ -62,6 +62,7 @@ UNPACKED_METHODS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED}
 LITTER_FOLDERS = ("__MACOSX", ".ipynb_checkpoints")
 # Files an operating system leaves in any folder it has shown (thumbnails, view settings): never anyone's work
 LITTER_FILES = (".DS_Store", "Thumbs.db", "ehthumbs.db", "desktop.ini")
+_LITTER_NAMES = frozenset(litter.casefold() for litter in (*LITTER_FOLDERS, *LITTER_FILES))
 LMS_RECORDS = {"timestamp.txt"}  # nbgrader's record of when the work came, beside it
 # What is added to a file's name when a second copy is saved: " (1)", "-1", " copy", " copy 2"
 COPY_MARK = re.compile(r"(\s*\(\d+\)|-\d+|\s+copy(\s+\d+)?)$", re.IGNORECASE)
@@ -238,7 +239,7 @@ def _take(entries: list[_Entry], ignored: list[str], renamed: list[str], opened:
 def is_litter(name: str) -> bool:
     """Whether a file or folder named ``name`` is one a tool or an operating system left (LITTER_FOLDERS,
     LITTER_FILES), whatever the case of its letters (Windows and macOS ignore it)."""
-    return name.casefold() in {litter.casefold() for litter in (*LITTER_FOLDERS, *LITTER_FILES)}
+    return name.casefold() in _LITTER_NAMES
 
 
 def stage_file_meant(name: str) -> str | None:

@@ -65,7 +65,6 @@ class _Copy:
     path: str
     student_id: str
     file_id: str
-    near_name: bool  # filed under a course notebook's name it did not have itself
     rank: tuple  # the smallest is the copy kept
 
 
@@ -105,7 +104,7 @@ class _DownloadCollector(FileNameCollectorPlugin):
     def _copy(self, path: str, match: re.Match) -> _Copy:
         meant = stage_file_meant(f"{match['file_id']}.py")  # the grade-all intake's rule for stage files
         file_id = meant.removesuffix(".py") if meant else match["file_id"]
-        return _Copy(path, match["student_id"], file_id, meant is not None, self._rank(path, match, meant is not None))
+        return _Copy(path, match["student_id"], file_id, self._rank(path, match, near_name=meant is not None))
 
     def _copies(self, folder: str) -> dict[tuple[str, str], list[_Copy]]:
         """(student, notebook) -> that student's copies of it under ``folder``, the one kept first."""

@@ -39,6 +39,7 @@ from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
 
 from grader.authoring.nbgrader_course import ASSIGNMENT, INSTRUCTOR_CONFIG, autograder_cell_ids
 from grader.course import course_stages
+from grader.notebook import HIDDEN_LATER, NOT_BESIDE, SUMMARY
 from grader.notebook_files import cell_write
 from grader.stages import STAGE_MODULES
 from grader.runner.text import printable
@@ -287,8 +288,9 @@ def _output_text(output: dict) -> str:
 def _real_grader_ran(outputs: list[dict], stage: int) -> bool:
     """Whether a test cell's output shows the grader package's own check(): its summary line, its
     notice for the hidden cell, or a traceback through its files."""
-    own = re.compile(rf"(?:visible|hidden) checks of stage {stage}: |The hidden checks run when your notebook is "
-                     rf"graded\.|{re.escape(str(GRADER_PACKAGE))}")
+    own = re.compile("|".join(re.escape(text) for text in (
+        SUMMARY.format(kind="visible", stage=stage), SUMMARY.format(kind="hidden", stage=stage), HIDDEN_LATER,
+        str(GRADER_PACKAGE))))
     return any(own.search(_output_text(output)) for output in outputs)
 
 
@@ -318,9 +320,10 @@ def working_directory_causes(ran, folder: Path, stage: int) -> list[str]:
     output says (the grader's "<file> is not in <folder>"), with the cells that change the kernel's
     working directory."""
     name = f"{STAGE_MODULES[stage]}.py"
+    # grader.notebook's own words, with the folder it looked in caught
+    said_not_beside = re.compile(re.escape(NOT_BESIDE.format(name=name, folder="\0")).replace("\0", "(/.*?)"))
     looked = {match[1] for output in _test_cell_outputs(ran, stage)
-              if (match := re.search(rf"{re.escape(name)} is not in (/.*?): run the answer cell",
-                                     _output_text(output)))}
+              if (match := said_not_beside.search(_output_text(output)))}
     elsewhere = sorted(where for where in looked if Path(where) != folder.resolve())
     if not elsewhere:
         return []
