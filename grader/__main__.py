@@ -13,7 +13,8 @@ import os
 import sys
 from pathlib import Path
 
-from grader.course import CourseError, course_stages
+from grader.course import CourseError, course_stages, note_prices, read_course
+from grader.points import use_note_prices
 from grader.stages import STAGES
 from grader.sandbox import MODES, Sandbox, SandboxError
 from grader.submission import SubmissionError, stage_submission
@@ -68,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     try:
         args.stages = [args.stage] if args.stage else course_stages(args.course)
+        use_note_prices(note_prices(read_course(args.course), args.course))
     except CourseError as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2

@@ -52,8 +52,8 @@ from grader.late_policy import (
     utc_text,
 )
 from grader.output_files import inert, write_atomic
-from grader.points import points_table, rounded, use_points_file
-from grader.course import course_stages
+from grader.points import points_table, rounded, use_note_prices, use_points_file
+from grader.course import course_stages, note_prices, read_course
 from grader.runner.text import listing, printable
 from grader.submission import (
     COPY_MARK,
@@ -121,6 +121,7 @@ def main(argv: list[str]) -> int:
             students = _with_times(students, load_times(args.times, args.times_zone), args.times)
         policy = load_course(args.course)
         args.stages = course_stages(args.course)
+        use_note_prices(note_prices(read_course(args.course), args.course))
         if args.points:
             use_points_file(args.points)
         chosen = _chosen(students, args.student, args.submissions)

@@ -5,7 +5,7 @@ the setting of its tracks along."""
 
 from pathlib import Path
 
-from grader.stages import BONUS, CORE, registry, stages_of
+from grader.stages import BONUS, CORE, NOTE_KIND, is_note, registry, stages_of
 from grader.toml_file import read_toml
 
 COURSE_FILE = Path(__file__).resolve().parents[1] / "course.toml"
@@ -36,13 +36,36 @@ def tracks(course: dict, path: Path | None = None) -> tuple[str, ...]:
     return (CORE, BONUS) if bonus else (CORE,)
 
 
+def note_prices(course: dict, path: Path | None = None) -> dict[str, dict[str, float]]:
+    """stage id -> note check id -> points, from the course's [notes] table ("stage3.in_place" = 2): the notes
+    an instructor prices. A note costs nothing otherwise."""
+    where = path or COURSE_FILE
+    table = course.get("notes", {})
+    if not isinstance(table, dict):
+        raise CourseError(f"{where}: [notes] is a table of \"stage<N>.<note>\" = points")
+    known = {f"{stage.id}.{check.removeprefix(NOTE_KIND + '.')}": (stage.id, check)
+             for stage in registry().values() for check in stage.points if is_note(check)}
+    prices: dict[str, dict[str, float]] = {}
+    for key, value in table.items():
+        if key not in known:
+            raise CourseError(f"{where}: notes.{key} is no note; the notes are {', '.join(sorted(known))}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+            raise CourseError(f"{where}: notes.{key} = {value!r} is not a number of points")
+        stage, check = known[key]
+        prices.setdefault(stage, {})[check] = value
+    return prices
+
+
 def course_stages(path: Path | None = None) -> list[int]:
     """The stages graded by default under the course file at ``path`` (None: this tree's course.toml)."""
     return stages_of(tracks(read_course(path), path))
 
 
-def course_text(stages: list[int]) -> str:
-    """The course.toml written into what is built for students to grade ``stages``: the tracks setting alone."""
+def course_text(stages: list[int], notes: dict[str, dict[str, float]] | None = None) -> str:
+    """The course.toml written into what is built for students to grade ``stages``: the tracks setting, and
+    the prices of the notes (note_prices) where the instructor gave some."""
     bonus = any(registry()[number].track == BONUS for number in stages)
+    priced = "".join(f'"{stage}.{check.removeprefix(NOTE_KIND + ".")}" = {value:g}\n'
+                     for stage, checks in (notes or {}).items() for check, value in checks.items())
     return ("# Written by the instructor's build: the stages graded here. Do not edit.\n"
-            f"[stages]\nbonus = {'true' if bonus else 'false'}\n")
+            f"[stages]\nbonus = {'true' if bonus else 'false'}\n" + (f"\n[notes]\n{priced}" if priced else ""))

@@ -3,7 +3,11 @@ flags in plain words, the checks to fix with one message per cause, the next ste
 
 from collections.abc import Iterator
 
+from grader.stages import is_note
+
 MARKS = {"passed": "✓", "failed": "✗", "error": "✗", "timeout": "⧗", "not_implemented": "·"}
+NOTE_MARK = "i"  # a note with something to say: advice, never a failure
+NOTES_HEADING = "Notes (advice beyond the book: {worth})"
 STATUS_WORDS = {"passed": "passed", "failed": "failed", "error": "error", "timeout": "ran out of time",
                 "not_implemented": "not implemented yet"}
 WITHHELD = "the hidden check's inputs are not shown; see the visible checks and the stage's guide"
@@ -69,12 +73,33 @@ def total_label(report: dict) -> str:
 
 def checks_to_fix(report: dict) -> Iterator[tuple[int, dict, str | None]]:
     """(stage number, check, the id of the check whose message it repeats, or None) for each check that
-    failed, errored or timed out."""
+    failed, errored or timed out; notes are told apart (notes_to_read)."""
     for stage in report["stages"]:
         repeats = repeated_causes(stage)
         for check in stage["checks"]:
-            if check["status"] not in ("passed", "not_implemented"):
+            if check["status"] not in ("passed", "not_implemented") and not is_note(check["id"]):
                 yield stage_number(stage), check, repeats.get(check["id"])
+
+
+def notes_to_read(report: dict) -> list[tuple[int, dict]]:
+    """(stage number, check) for each note with something to say: its advice was not followed. A note whose
+    stage could not be imported says nothing (the checks to fix say why)."""
+    return [(stage_number(stage), check) for stage in report["stages"] for check in stage["checks"]
+            if is_note(check["id"]) and check["status"] in ("failed", "error") and not _stage_wide_cause(check)]
+
+
+def notes_heading(notes: list[tuple[int, dict]]) -> str:
+    priced = sum(check["max_score"] for _, check in notes)
+    worth = (f"{points_text(priced)} points your instructor priced" if priced else
+             "0 points unless your instructor prices them")
+    return NOTES_HEADING.format(worth=worth)
+
+
+def mark(check: dict) -> str:
+    """The check's mark in a stage's row: a note that was not followed shows as advice, not as a failure."""
+    if is_note(check["id"]) and check["status"] in ("failed", "error") and not check["max_score"]:
+        return NOTE_MARK
+    return MARKS[check["status"]]
 
 
 def next_step(report: dict) -> tuple[int, str] | None:

@@ -54,7 +54,7 @@ def load_course(path: Path | None) -> LatePolicy:
     course = read_course(path)
     path = path or COURSE_FILE
     tracks(course, path)  # the file's other setting is checked here too: one bad line, one message
-    _known_keys(path, "", course, {"due", "late_penalty", "stages"})
+    _known_keys(path, "", course, {"due", "late_penalty", "stages", "notes"})
     due = course.get("due", {})
     rule = course.get("late_penalty", {})
     _known_keys(path, "due.", due, {"assignment", *STAGE_KEYS})

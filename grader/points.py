@@ -15,6 +15,7 @@ from grader.toml_file import read_toml
 STAGE_POINTS = 20  # each core stage's total, which a test keeps
 POINTS_FILE: Path | None = None  # a table given with --points: use_points_file sets it and _POINTS_FILE_TABLE
 _POINTS_FILE_TABLE: dict[str, dict[str, float]] = {}  # that file's stages, as use_points_file checked them
+_NOTE_PRICES: dict[str, dict[str, float]] = {}  # the course's [notes] (grader.course.note_prices): use_note_prices
 
 
 def registry_points() -> dict[str, dict[str, float]]:
@@ -23,8 +24,10 @@ def registry_points() -> dict[str, dict[str, float]]:
 
 @cache
 def points_table() -> dict[str, dict[str, float]]:
-    """stage id -> check id -> points: the registry's, with the stages a points file lists replaced."""
-    return {**registry_points(), **_POINTS_FILE_TABLE}
+    """stage id -> check id -> points: the registry's, with the notes the course prices, and the stages a
+    points file lists replaced."""
+    priced = {stage: {**checks, **_NOTE_PRICES.get(stage, {})} for stage, checks in registry_points().items()}
+    return {**priced, **_POINTS_FILE_TABLE}
 
 
 def points(stage: int, check: str) -> float:
@@ -37,6 +40,14 @@ def points(stage: int, check: str) -> float:
 def rounded(value: float) -> float | int:
     """Points as every report and gradebook writes them: a whole number as one, else to 2 decimals."""
     return int(value) if float(value).is_integer() else round(value, 2)
+
+
+def use_note_prices(prices: dict[str, dict[str, float]]) -> None:
+    """Grade with the notes the course prices (stage id -> note id -> points), here and in processes forked
+    from here; a note is worth 0 otherwise."""
+    global _NOTE_PRICES
+    _NOTE_PRICES = prices
+    points_table.cache_clear()
 
 
 def use_points_file(path: Path) -> None:

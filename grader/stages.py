@@ -67,6 +67,15 @@ def runner_stages() -> dict[int, dict]:
             for number, entry in registry().items()}
 
 
+# A check whose id has this kind is a note: advice beyond the book, shown apart from the checks to fix,
+# worth the points course.toml's [notes] gives it (0 in the registry).
+NOTE_KIND = "note"
+
+
+def is_note(check_id: str) -> bool:
+    return check_id.split(".", 1)[0] == NOTE_KIND
+
+
 def stages_of(tracks) -> list[int]:
     """The stages of ``tracks`` (e.g. ("core",) or ("core", "bonus")), in order."""
     return [s.number for s in registry().values() if s.track in tracks]

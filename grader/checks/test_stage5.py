@@ -10,7 +10,7 @@ import torch
 from grader.checks import documented
 from grader.checks.attention_probe import showing_attention
 from grader.checks.examples import expect_example, explain_with_example
-from grader.checks.causal import device_hint, expect_causal_and_independent, expect_dropout_on_weights, one_head_state, run_injected
+from grader.checks.causal import expect_no_fixed_device, expect_causal_and_independent, expect_dropout_on_weights, one_head_state, run_injected
 from grader.checks.shortcut import expect_attention_by_hand
 from grader.checks.support import (
     CheckFailed,
@@ -161,7 +161,7 @@ def test_wrapper_structure(learner):
 
 @check("structure.MultiHeadAttention", target="MultiHeadAttention")
 def test_multihead_structure(learner):
-    reply = build(learner, STAGE, "MultiHeadAttention", [4, 6, 5, 0.1, 3], device_input=torch.rand(2, 4, 4))
+    reply = build(learner, STAGE, "MultiHeadAttention", [4, 6, 5, 0.1, 3])
     shape = reply["structure"]
     expected_linears = [["W_query", [6, 4]], ["W_key", [6, 4]], ["W_value", [6, 4]], ["out_proj", [6, 6]]]
     linears = [[name.removesuffix(".weight"), s] for name, s in shape["parameters"] if name.endswith(".weight")]
@@ -183,9 +183,6 @@ def test_multihead_structure(learner):
     if shape["attributes"].get("head_dim") != 2:
         raise CheckFailed(f"MultiHeadAttention(4, 6, 5, 0.1, num_heads=3) should set head_dim = 6 // 3 = 2; "
                           f"it has {shape['attributes'].get('head_dim')}")
-    moved = device_hint(reply, "MultiHeadAttention")
-    if moved is not None:
-        raise moved
     try:
         build(learner, STAGE, "MultiHeadAttention", [4, 5, 6, 0.0, 2])
     except LearnerFailure as failure:
@@ -194,6 +191,12 @@ def test_multihead_structure(learner):
         raise
     raise CheckFailed("MultiHeadAttention(4, 5, ..., num_heads=2) was built although d_out = 5 features cannot be "
                       "split evenly into 2 heads: raise an error that says d_out must be divisible by num_heads")
+
+
+@check("note.fixed_device", visible=True, target="MultiHeadAttention")
+def test_multihead_no_fixed_device(learner):
+    """A note: what we know beyond the book, which costs nothing unless an instructor prices it."""
+    expect_no_fixed_device(learner, STAGE, "MultiHeadAttention", [4, 6, 5, 0.1, 3], torch.rand(2, 4, 4))
 
 
 @check("shortcut.MultiHeadAttention", target="MultiHeadAttention")

@@ -361,12 +361,22 @@ def test_dropout_on_weights(learner):
         raise CheckFailed(f"{FUNCTION}: dropout hit the output, not the attention weights", "dropout-wrong-place")
 
 
-@check("property.inputs_and_device", target=FUNCTION)
-def test_inputs_kept_and_no_fixed_device(learner):
-    rng = generator("property.inputs_and_device")
+def _inputs_cases(rng: torch.Generator) -> list[list]:
     q, k, v = qkv(rng, (2,), 4, 6, 8, 3)
     # positional, in the documented order: attn_mask, dropout_p, is_causal
-    for args in ([q, k, v, mixed_mask(rng, (4, 6))], [q, k, v, None, 0.0, True], [q, k, v, torch.randn(4, 6, generator=rng)]):
+    return [[q, k, v, mixed_mask(rng, (4, 6))], [q, k, v, None, 0.0, True], [q, k, v, torch.randn(4, 6, generator=rng)]]
+
+
+@check("property.inputs_kept", target=FUNCTION)
+def test_inputs_kept(learner):
+    for args in _inputs_cases(generator("property.inputs_kept")):
+        expect_inputs_kept(learner, STAGE, {FUNCTION: args})
+
+
+@check("note.fixed_device", visible=True, target=FUNCTION)
+def test_no_fixed_device(learner):
+    """A note: what we know beyond the book, which costs nothing unless an instructor prices it."""
+    for args in _inputs_cases(generator("note.fixed_device")):
         expect_inputs_kept(learner, STAGE, {FUNCTION: args}, watch_device=True)
 
 

@@ -439,7 +439,16 @@ def test_structure(learner, reference, device):
         if not str(getattr(cached, "learner_device", device)).startswith(device):
             raise CheckFailed(f"{when}, cache_k is on {cached.learner_device} while the module is on {device}",
                               "fixed-device" if reply["fixed_device_use"] else None)
-    moved = device_hint(reply, CLS)
+
+
+@check("note.fixed_device", visible=True, target=CLS)
+def test_no_fixed_device(learner, reference):
+    """A note: what we know beyond the book, which costs nothing unless an instructor prices it."""
+    args = [4, 6, 5, 0.1, 3]
+    state = parameters_only(reference_state(reference.name(CLS), args, 9500))
+    x = torch.rand(2, 5, 4, generator=generator("note.fixed_device"))
+    steps = [{**step, "may_raise": True} for step in chunk_steps([1] * 5)]
+    moved = device_hint(feed(learner, args, x, steps, state, watch_device=True), CLS)
     if moved is not None:
         raise moved
 

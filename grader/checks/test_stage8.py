@@ -13,7 +13,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from grader.checks.causal import device_hint, expect_causal_and_independent, expect_dropout_on_weights, one_head_state, run_injected
+from grader.checks.causal import expect_no_fixed_device, expect_causal_and_independent, expect_dropout_on_weights, one_head_state, run_injected
 from grader.checks.delegation import expect_attention_by_hand_or_delegated
 from grader.checks.examples import build_causal
 from grader.checks.support import (
@@ -297,7 +297,7 @@ def test_dropout(learner):
 @check("structure.GroupedQueryAttention", target=CLS)
 def test_structure(learner):
     args = [4, 8, 5, 0.1, 4, 2]  # head_dim 2, keys and values 2 * 2 = 4 wide
-    reply = build(learner, STAGE, CLS, args, device_input=torch.rand(2, 4, 4))
+    reply = build(learner, STAGE, CLS, args)
     shape = reply["structure"]
     expected_linears = [["W_query", [8, 4]], ["W_key", [4, 4]], ["W_value", [4, 4]], ["out_proj", [8, 8]]]
     linears = [[name.removesuffix(".weight"), s] for name, s in shape["parameters"] if name.endswith(".weight")]
@@ -317,9 +317,6 @@ def test_structure(learner):
     if ["mask", [5, 5]] not in shape["buffers"]:
         raise CheckFailed(f"{CLS} should register a (context_length, context_length) buffer named mask; its buffers "
                           f"are {shape['buffers']}", "mask-not-buffer")
-    moved = device_hint(reply, CLS)
-    if moved is not None:
-        raise moved
     _expect_refused(learner, [4, 6, 5, 0.0, 4, 2], "d_out = 6 features cannot be split evenly into 4 heads: raise an "
                                                    "error that says d_out must be divisible by num_heads")
 
@@ -333,6 +330,12 @@ def _expect_refused(learner, args: list, why: str) -> None:
             return
         raise
     raise CheckFailed(f"{CLS}{tuple(args)} was built although {why}")
+
+
+@check("note.fixed_device", visible=True, target=CLS)
+def test_no_fixed_device(learner):
+    """A note: what we know beyond the book, which costs nothing unless an instructor prices it."""
+    expect_no_fixed_device(learner, STAGE, CLS, [4, 8, 5, 0.1, 4, 2], torch.rand(2, 4, 4))
 
 
 @check("structure.groups_refused", target=CLS)
