@@ -97,7 +97,8 @@ def notes_heading(notes: list[tuple[int, dict]]) -> str:
 
 def mark(check: dict) -> str:
     """The check's mark in a stage's row: a note that was not followed shows as advice, not as a failure."""
-    if is_note(check["id"]) and check["status"] in ("failed", "error") and not check["max_score"]:
+    if is_note(check["id"]) and check["status"] in ("failed", "error") and not check["max_score"] \
+            and not _stage_wide_cause(check):
         return NOTE_MARK
     return MARKS[check["status"]]
 

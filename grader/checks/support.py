@@ -228,3 +228,13 @@ def expect_input_dependent(outputs: list, what: str) -> None:
     tensors = [o for o in outputs if isinstance(o, torch.Tensor)]
     if len(tensors) >= 2 and all(t.shape == tensors[0].shape and torch.equal(t, tensors[0]) for t in tensors[1:]):
         raise CheckFailed(f"{what}: the same output came back for different inputs", "hard-coded")
+
+
+def expect_documented_names(cls: str, held: list[str], documented: list[str]) -> None:
+    """Projections held under other names than the book's, as many and (elsewhere checked) of the same kinds:
+    one message naming both. The other checks found them by creation order and graded their maths; this
+    check alone prices the names."""
+    if len(held) == len(documented) and held != documented and sorted(held) != sorted(documented):
+        raise CheckFailed(f"your {cls} has {', '.join(held)}; the checks and the book call them "
+                          f"{', '.join(documented)}. The maths was graded with yours, taken in the order you "
+                          "created them; only this check asks for the book's names")

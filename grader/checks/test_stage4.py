@@ -14,6 +14,7 @@ from grader.checks.support import (
     agrees,
     expect_all_close,
     expect_close,
+    expect_documented_names,
     expect_input_dependent,
     expect_inputs_kept,
     generator,
@@ -151,6 +152,7 @@ def test_causal_attention_structure(learner, device):
     reply = build(learner, STAGE, "CausalAttention", [4, 3, 6, 0.1])
     shape = reply["structure"]
     linears = [m for m in shape["modules"] if m[1] == "Linear"]
+    expect_documented_names("CausalAttention", [name for name, _ in linears], list(PROJECTIONS))
     if linears != [["W_query", "Linear"], ["W_key", "Linear"], ["W_value", "Linear"]]:
         raise CheckFailed(f"CausalAttention should hold nn.Linear W_query, W_key, W_value in that order; it holds {linears}")
     biases = [name for name, _ in shape["parameters"] if name.endswith(".bias")]

@@ -11,6 +11,7 @@ import torch
 import torch.nn as nn
 from torch.overrides import TorchFunctionMode
 
+from grader.runner.book_calls import projection
 from grader.runner.implementation import Implementation
 from grader.runner.seeding import manual_seed
 
@@ -132,40 +133,40 @@ def book_sa_v1(impl: Implementation, device: torch.device) -> nn.Module:
 
 @recipe
 def query_2(impl: Implementation, device: torch.device) -> torch.Tensor:
-    return journey(device)[1] @ book_sa_v1(impl, device).W_query
+    return journey(device)[1] @ projection(book_sa_v1(impl, device), "W_query")
 
 
 @recipe
 def key_2(impl: Implementation, device: torch.device) -> torch.Tensor:
-    return journey(device)[1] @ book_sa_v1(impl, device).W_key
+    return journey(device)[1] @ projection(book_sa_v1(impl, device), "W_key")
 
 
 @recipe
 def value_2(impl: Implementation, device: torch.device) -> torch.Tensor:
-    return journey(device)[1] @ book_sa_v1(impl, device).W_value
+    return journey(device)[1] @ projection(book_sa_v1(impl, device), "W_value")
 
 
 @recipe
 def attn_scores_22(impl: Implementation, device: torch.device) -> torch.Tensor:
-    keys = journey(device) @ book_sa_v1(impl, device).W_key
+    keys = journey(device) @ projection(book_sa_v1(impl, device), "W_key")
     return query_2(impl, device).dot(keys[1])
 
 
 @recipe
 def attn_scores_2_trainable(impl: Implementation, device: torch.device) -> torch.Tensor:
-    keys = journey(device) @ book_sa_v1(impl, device).W_key
+    keys = journey(device) @ projection(book_sa_v1(impl, device), "W_key")
     return query_2(impl, device) @ keys.T
 
 
 @recipe
 def attn_weights_2_trainable(impl: Implementation, device: torch.device) -> torch.Tensor:
-    d_k = book_sa_v1(impl, device).W_key.shape[1]
+    d_k = projection(book_sa_v1(impl, device), "W_key").shape[1]
     return torch.softmax(attn_scores_2_trainable(impl, device) / d_k**0.5, dim=-1)
 
 
 @recipe
 def context_vec_2_trainable(impl: Implementation, device: torch.device) -> torch.Tensor:
-    values = journey(device) @ book_sa_v1(impl, device).W_value
+    values = journey(device) @ projection(book_sa_v1(impl, device), "W_value")
     return attn_weights_2_trainable(impl, device) @ values
 
 
@@ -192,20 +193,20 @@ def once_upon_sa_v1(impl: Implementation, device: torch.device) -> nn.Module:
 
 @recipe
 def once_upon_W_query(impl: Implementation, device: torch.device) -> torch.Tensor:
-    return once_upon_sa_v1(impl, device).W_query
+    return projection(once_upon_sa_v1(impl, device), "W_query")
 
 
 @recipe
 def once_upon_queries(impl: Implementation, device: torch.device) -> torch.Tensor:
     x = once_upon_embeddings(device)
-    return x @ once_upon_sa_v1(impl, device).W_query
+    return x @ projection(once_upon_sa_v1(impl, device), "W_query")
 
 
 @recipe
 def once_upon_scores(impl: Implementation, device: torch.device) -> torch.Tensor:
     x = once_upon_embeddings(device)
     sa = once_upon_sa_v1(impl, device)
-    return (x @ sa.W_query) @ (x @ sa.W_key).T
+    return (x @ projection(sa, "W_query")) @ (x @ projection(sa, "W_key")).T
 
 
 @recipe
@@ -265,7 +266,7 @@ def exercise_3_1_v1_after(impl: Implementation, device: torch.device) -> torch.T
 def sa_v2_scores(impl: Implementation, device: torch.device) -> torch.Tensor:
     sa_v2 = book_sa_v2(impl, device)
     inputs = journey(device)
-    return sa_v2.W_query(inputs) @ sa_v2.W_key(inputs).T  # (6, 6)
+    return projection(sa_v2, "W_query")(inputs) @ projection(sa_v2, "W_key")(inputs).T  # (6, 6)
 
 
 @recipe
@@ -292,7 +293,7 @@ def causal_softmax_weights(impl: Implementation, device: torch.device) -> torch.
 
 @recipe
 def masked_context_vecs(impl: Implementation, device: torch.device) -> torch.Tensor:
-    values = book_sa_v2(impl, device).W_value(journey(device))
+    values = projection(book_sa_v2(impl, device), "W_value")(journey(device))
     return causal_softmax_weights(impl, device) @ values
 
 

@@ -1,11 +1,15 @@
 """Load the stage modules of an implementation: the solutions, or a submission folder."""
 
 import importlib
+import importlib.abc
 import importlib.util
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+
+from grader.runner.book_calls import book_constructor
 
 # The stages are the judge's to name (grader/stages.py): the runner sees no registry, only the
 # stage number -> module name mapping each call is given.
@@ -22,10 +26,11 @@ class Implementation:
     problems: dict[int, str] = field(default_factory=dict)
 
     def name(self, public_name: str) -> object:
-        """The object called ``public_name`` in whichever stage module defines it."""
+        """The object called ``public_name`` in whichever stage module defines it; one of the book's classes
+        as a callable that builds it the way the book calls it (book_calls.book_constructor)."""
         for module in self.modules.values():
             if hasattr(module, public_name):
-                return getattr(module, public_name)
+                return book_constructor(getattr(module, public_name), public_name)
         raise LookupError(f"no stage module defines {public_name}")
 
     def __getattr__(self, public_name: str) -> object:
@@ -44,7 +49,7 @@ def load_package(package: str, modules: dict[int, str]) -> Implementation:
 
 def load_stage(folder: Path, stage: int, modules: dict[int, str]) -> Implementation:
     """Only stage ``stage`` of a submission folder, the other stages as already-installed stand-ins."""
-    register_package(Path(folder).resolve())
+    register_package(Path(folder).resolve(), modules.values())
     implementation = Implementation()
     for number, module_name in modules.items():
         name = f"{SUBMISSION_PACKAGE}.{module_name}"
@@ -57,12 +62,35 @@ def load_stage(folder: Path, stage: int, modules: dict[int, str]) -> Implementat
     return implementation
 
 
-def register_package(folder: Path) -> None:
-    """Make ``folder`` the package ``exercises``, so its stage files import one another as learners write it."""
+def register_package(folder: Path, stage_modules: Iterable[str] = ()) -> None:
+    """Make ``folder`` the package ``exercises``, so its stage files import one another as learners write it:
+    `from exercises.stage2_self_attention import ...`, or by the bare name of ``stage_modules`` (`import
+    stage4_causal_attention`, as a notebook beside the files does), which is the same module."""
     spec = importlib.util.spec_from_loader(SUBMISSION_PACKAGE, loader=None, is_package=True)
     package = importlib.util.module_from_spec(spec)
     package.__path__ = [str(folder)]
     sys.modules[SUBMISSION_PACKAGE] = package
+    bare = _BareStageNames(frozenset(stage_modules))
+    sys.meta_path[:] = [finder for finder in sys.meta_path if not isinstance(finder, _BareStageNames)] + [bare]
+
+
+class _BareStageNames(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """`import stage4_causal_attention` as `exercises.stage4_causal_attention`: one module, under both names
+    (a stand-in where the judge put one). Asked last, so nothing else on the path changes."""
+
+    def __init__(self, names: frozenset[str]):
+        self.names = names
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname in self.names:
+            return importlib.util.spec_from_loader(fullname, self)
+        return None
+
+    def create_module(self, spec):
+        return importlib.import_module(f"{SUBMISSION_PACKAGE}.{spec.name}")
+
+    def exec_module(self, module) -> None:
+        pass  # ran as its exercises.<name>
 
 
 def _import_stages(package: str, modules: dict[int, str], folder: Path | None = None,

@@ -12,6 +12,7 @@ import torch
 import torch.nn as nn
 from torch.overrides import TorchFunctionMode
 
+from grader.runner.book_calls import renamed
 from grader.runner.document_examples import run_recipe
 from grader.runner.implementation import Implementation
 from grader.runner.protocol import Foreign
@@ -130,6 +131,13 @@ def _built(impl: Implementation, device: str, cls: str, args: list, kwargs: dict
     if return_state:
         report["state"] = {k: v for k, v in built.state_dict().items()}
     if state is not None:
+        # Documented weights under the learner's own names, where it holds the same projections by other names
+        # (the structure check prices the naming, once).
+        mapping = renamed({k: tuple(p.shape) for k, p in built.named_parameters()},
+                          {k: tuple(v.shape) for k, v in state.items()})
+        if mapping is not None:
+            state = {mapping.get(k, k): v for k, v in state.items()}
+            report["renamed"] = mapping
         # Injected names the learner's module does not have: it lacks a documented weight.
         try:
             report["rejected"] = list(built.load_state_dict(state, strict=False).unexpected_keys)
@@ -215,6 +223,9 @@ def structure(built: nn.Module) -> dict:
         "direct_parameters": [name for name, _ in built.named_parameters(recurse=False)],
         "buffers": [[name, list(b.shape)] for name, b in built.named_buffers()],
         "modules": [[name, type(m).__name__] for name, m in built.named_modules() if name],
+        # the submodules that hold weights: one without any (a softmax, a scale) is the learner's own business
+        "weighted_modules": [[name, type(m).__name__] for name, m in built.named_modules()
+                             if name and next(m.parameters(), None) is not None],
         "state_dict": list(built.state_dict().keys()),
         # Tensors held as plain attributes: neither parameters nor buffers, so .to() leaves them.
         "plain_tensors": [name for name, value in vars(built).items() if isinstance(value, torch.Tensor)],
