@@ -10,7 +10,9 @@ import torch.nn as nn
 def mask_and_renormalize(attn_weights: torch.Tensor) -> torch.Tensor:
     """Zero the weights above the diagonal (torch.tril), then divide each row by its sum.
 
-    Shapes: attn_weights (..., num_tokens, num_tokens) -> same shape
+    Shapes: attn_weights (num_tokens, num_tokens) -> same shape, as in the book.
+    Advice, shown as notes (0 points unless your instructor prices them): work on a batch
+    (..., num_tokens, num_tokens) too, and make the mask on attn_weights' device.
 
     Example: row 2 of the book's weights [0.2041, 0.1659, 0.1662, ...] -> [0.5517, 0.4483, 0, 0, 0, 0]
     """
@@ -27,7 +29,8 @@ def causal_softmax(attn_scores: torch.Tensor, d_k: int) -> torch.Tensor:
 
     The scores are divided by sqrt(d_k) before the softmax, along the last dim.
 
-    Shapes: attn_scores (..., num_tokens, num_tokens) -> same shape
+    Shapes: attn_scores (num_tokens, num_tokens) -> same shape, as in the book (advice, as
+    for mask_and_renormalize: a batch (..., num_tokens, num_tokens) too, the mask on its device)
 
     Example: gives the same weights as mask_and_renormalize on the softmax of the same scores.
     """
