@@ -49,7 +49,11 @@ class Verdict:
 
     @property
     def caught(self) -> bool:
+        """Its stage lost points; for a mutant whose difference is a note (advice beyond the book, 0 points
+        unless a course prices it), a note of its stage spoke instead."""
         stage = self._stage(self.mutant["stage"])
+        if self.mutant.get("note"):
+            return any(c["id"].startswith("note.") and c["status"] != "passed" for c in stage["checks"])
         return stage["score"] < stage["max_score"]
 
     @property
