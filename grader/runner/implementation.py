@@ -26,18 +26,22 @@ class Implementation:
     problems: dict[int, str] = field(default_factory=dict)
 
     def name(self, public_name: str) -> object:
-        """The object called ``public_name`` in whichever stage module defines it; one of the book's classes
-        as a callable that builds it the way the book calls it (book_calls.book_constructor)."""
+        """The object called ``public_name`` in whichever stage module defines it."""
         for module in self.modules.values():
             if hasattr(module, public_name):
-                return book_constructor(getattr(module, public_name), public_name)
+                return getattr(module, public_name)
         raise LookupError(f"no stage module defines {public_name}")
+
+    def book(self, public_name: str) -> object:
+        """``public_name``, one of the book's classes as a callable that builds it the way the book calls it
+        (book_calls.book_constructor); anything else as it is. What the recipes and probes call."""
+        return book_constructor(self.name(public_name), public_name)
 
     def __getattr__(self, public_name: str) -> object:
         if public_name.startswith("_") or public_name in ("modules", "problems"):
             raise AttributeError(public_name)
         try:
-            return self.name(public_name)
+            return self.book(public_name)
         except LookupError as missing:
             raise AttributeError(str(missing)) from None
 

@@ -126,7 +126,7 @@ def _built(impl: Implementation, device: str, cls: str, args: list, kwargs: dict
     of other shapes: the report's "rejected" lists them."""
     if seed is not None:
         manual_seed(seed)
-    built = impl.name(cls)(*args, **(kwargs or {}))
+    built = impl.book(cls)(*args, **(kwargs or {}))
     report: dict = {"structure": structure(built)}
     if return_state:
         report["state"] = {k: v for k, v in built.state_dict().items()}
