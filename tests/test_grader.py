@@ -10,6 +10,7 @@ import torch
 from grader.hints import catalog
 from grader.learner import LearnerFailure
 from grader.plugin import GradingPlugin, run_checks
+from grader.stages import is_note
 from grader.points import STAGE_POINTS, points_table
 from grader.printed import PrintedOutput
 from tests.conftest import REPO
@@ -42,7 +43,9 @@ def test_points_table_matches_the_checks(solutions_report):
         assert {c["visibility"] for c in stage["checks"]} == {"visible", "hidden"}
         kinds = {c["id"].split(".")[0] for c in stage["checks"]}
         assert {"document", "random", "property", "structure", "shortcut"} <= kinds <= {
-            "document", "example", "random", "property", "structure", "shortcut"}, stage["id"]
+            "document", "example", "random", "property", "structure", "shortcut", "note"}, stage["id"]
+        # notes: advice beyond the book, shown to learners, worth nothing unless a course prices them
+        assert all(c["visibility"] == "visible" and table[c["id"]] == 0 for c in stage["checks"] if is_note(c["id"]))
         # visible: the documents' values, and the small public examples that tell mistakes apart
         assert all(c["visibility"] == "visible" for c in stage["checks"] if c["id"].split(".")[0] == "example")
 

@@ -159,7 +159,7 @@ def test_a_course_file_sets_due_dates_and_the_penalty_rule(tmp_path):
     ("[late_penalty]\nper = \"week\"\n", "late_penalty.per = 'week'; write \"day\" or \"hour\""),
     ("[late_penalty]\npenalty = -5\n", "late_penalty.penalty = -5 must be a number, 0 or more"),
     ("[late_penalty]\ncap = 150\n", "late_penalty.cap = 150 is over 100 percent"),
-    ("[late]\npenalty = 10\n", "unknown setting late (known: due, late_penalty, stages)"),
+    ("[late]\npenalty = 10\n", "unknown setting late (known: due, late_penalty, notes, stages)"),
     ("[due\n", "Expected ']'"),
     ("due = 2025-03-14T23:59:00Z\n", "due must be a table, [due], holding assignment, stage1"),
     ("[late_penalty]\ngrace = 1e300\n", "late_penalty.grace = 1e+300 minutes is longer than any term"),

@@ -16,22 +16,6 @@ from grader.learner import LearnerFailure
 from grader.verdict import agrees, hint_of, proven_mistake
 
 
-def device_hint(reply: dict, cls: str) -> CheckFailed | None:
-    """The failure a module's forward proves: a tensor made on a fixed device meets the module's own."""
-    operation = reply.get("fixed_device_use")
-    if operation is None:
-        return None
-    return CheckFailed(f"{cls}.forward makes a tensor without a device and combines it with the module's tensors "
-                       f"({operation}): on a GPU that fails", "fixed-device")
-
-
-def expect_no_fixed_device(learner, stage: int, cls: str, args: list, x: torch.Tensor) -> None:
-    """The note.fixed_device of a module: its forward makes no tensor on a fixed device that meets its own."""
-    moved = device_hint(build(learner, stage, cls, args, device_input=x), cls)
-    if moved is not None:
-        raise moved
-
-
 def run_injected(learner, reference, stage: int, cls: str, args: list, seed: int, x: torch.Tensor, **options):
     """(learner output, reference output, injected state) for ``cls(*args)`` with the reference's weights."""
     state = parameters_only(reference_state(reference.name(cls), args, seed))

@@ -238,3 +238,19 @@ def expect_documented_names(cls: str, held: list[str], documented: list[str]) ->
         raise CheckFailed(f"your {cls} has {', '.join(held)}; the checks and the book call them "
                           f"{', '.join(documented)}. The maths was graded with yours, taken in the order you "
                           "created them; only this check asks for the book's names")
+
+
+def device_hint(reply: dict, cls: str) -> CheckFailed | None:
+    """The failure a module's forward proves: a tensor made on a fixed device meets the module's own."""
+    operation = reply.get("fixed_device_use")
+    if operation is None:
+        return None
+    return CheckFailed(f"{cls}.forward makes a tensor without a device and combines it with the module's tensors "
+                       f"({operation}): on a GPU that fails", "fixed-device")
+
+
+def expect_no_fixed_device(learner, stage: int, cls: str, args: list, x: torch.Tensor) -> None:
+    """The note.fixed_device of a module: its forward makes no tensor on a fixed device that meets its own."""
+    moved = device_hint(build(learner, stage, cls, args, device_input=x), cls)
+    if moved is not None:
+        raise moved

@@ -3,10 +3,11 @@
 import torch
 
 from grader.checks.attention_probe import showing_attention
-from grader.checks.causal import expect_causal_and_independent, expect_no_fixed_device, expect_dropout_on_weights, run_injected
+from grader.checks.causal import expect_causal_and_independent, expect_dropout_on_weights, run_injected
 from grader.checks.examples import expect_example, expect_function_values_explained, expect_seeded_values_explained
 from grader.checks.shortcut import expect_attention_by_hand
 from grader.checks.support import (
+    expect_no_fixed_device,
     CheckFailed,
     build,
     call,

@@ -10,9 +10,10 @@ import torch
 from grader.checks import documented
 from grader.checks.attention_probe import showing_attention
 from grader.checks.examples import expect_example, explain_with_example
-from grader.checks.causal import expect_no_fixed_device, expect_causal_and_independent, expect_dropout_on_weights, one_head_state, run_injected
+from grader.checks.causal import expect_causal_and_independent, expect_dropout_on_weights, one_head_state, run_injected
 from grader.checks.shortcut import expect_attention_by_hand
 from grader.checks.support import (
+    expect_no_fixed_device,
     CheckFailed,
     expect_documented_names,
     build,

@@ -14,11 +14,12 @@ import zlib
 import torch
 
 from grader.checks import documented
-from grader.checks.causal import device_hint, expect_dropout_on_weights, one_head_state
+from grader.checks.causal import expect_dropout_on_weights, one_head_state
 from grader.checks.examples import SHAPE_ERRORS, fail_if_example_fails
 from grader.checks.delegation import delegated_shortcut
 from grader.checks.shortcut import SHORTCUT_SEED, expect_work_recorded
 from grader.checks.support import (
+    device_hint,
     CheckFailed,
     LearnerFailure,
     agrees,

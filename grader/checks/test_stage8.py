@@ -13,10 +13,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from grader.checks.causal import expect_no_fixed_device, expect_causal_and_independent, expect_dropout_on_weights, one_head_state, run_injected
+from grader.checks.causal import expect_causal_and_independent, expect_dropout_on_weights, one_head_state, run_injected
 from grader.checks.delegation import expect_attention_by_hand_or_delegated
 from grader.checks.examples import build_causal
 from grader.checks.support import (
+    expect_no_fixed_device,
     CheckFailed,
     agrees,
     build,
