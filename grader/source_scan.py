@@ -381,20 +381,3 @@ def _read_string(text: str, statement: _Statement, line: int, where: str, depth:
         statement.binds |= part.binds
         statement.uses += [Use(use.name, line, where, "string") for use in part.uses]
         statement.reads += [Use(use.name, line, where, "string") for use in part.reads]
-
-
-def init_parameters(source: bytes | None, cls: str) -> list[str] | None:
-    """The parameter names of class ``cls``'s __init__ (without self) in the judge's own copy of a stage file;
-    None where the file does not define them plainly (no such class or __init__, or unreadable)."""
-    try:
-        tree = ast.parse(source or b"")
-    except (SyntaxError, ValueError):
-        return None
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == cls:
-            for item in node.body:
-                if isinstance(item, ast.FunctionDef) and item.name == "__init__":
-                    arguments = item.args
-                    names = [a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]]
-                    return None if arguments.kwarg else names[1:]
-    return None

@@ -25,3 +25,5 @@ def test_one_difference_costs_one_check(tmp_path, variant):
     for check in failed:
         for words in variant["shows"]:
             assert words in check["message"], (check["id"], check["message"])
+    spoke = {c["id"] for c in stage["checks"] if c["id"].startswith("note.") and c["status"] != "passed"}
+    assert spoke == set(variant.get("notes", [])), spoke

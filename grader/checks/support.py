@@ -12,7 +12,9 @@ from grader.checks.documented import DOCUMENTED
 from grader.document_values import document_values
 from grader.learner import LearnerFailure, LearnerWorkers
 from grader.verdict import CheckFailed, agrees, expect_all_close, expect_close  # noqa: F401 - re-exported for the checks
+from grader.runner.book_calls import BOOK_SIGNATURES
 from grader.runner.seeding import manual_seed
+from grader.class_source import init_signature
 
 
 def check(name: str, visible: bool = False, target: str | None = None):
@@ -254,3 +256,16 @@ def expect_no_fixed_device(learner, stage: int, cls: str, args: list, x: torch.T
     moved = device_hint(build(learner, stage, cls, args, device_input=x), cls)
     if moved is not None:
         raise moved
+
+
+def expect_book_signature(learner: LearnerWorkers, source: bytes | None, stage: int, classes: dict[str, list]) -> None:
+    """note.signature: each class's constructor, read from the judge's own copy of the file, takes the book's
+    parameters in the book's order with its defaults. ``classes``: name -> arguments it is built with first (a
+    stub's NotImplementedError answers for it)."""
+    for cls, args in classes.items():
+        build(learner, stage, cls, args)
+        written, book = init_signature(source, cls), BOOK_SIGNATURES[cls]
+        if written is not None and written != book:
+            raise CheckFailed(f"your {cls}({written}) is not the book's {cls}({book}). The checks call it the way "
+                              "the book does, so it cost nothing here; code written for the book's signature, which "
+                              "passes its arguments by position, would not fit yours", "signature")

@@ -6,6 +6,7 @@ from grader.checks.attention_probe import expect_attention, showing_attention
 from grader.checks.examples import expect_seeded_values_explained
 from grader.checks.shortcut import expect_attention_by_hand
 from grader.checks.support import (
+    expect_book_signature,
     CheckFailed,
     expect_documented_names,
     build,
@@ -18,7 +19,7 @@ from grader.checks.support import (
     reference_state,
 )
 from grader.diagnosis import single_head_variants
-from grader.source_scan import init_parameters
+from grader.class_source import init_parameters
 
 STAGE = 2
 # (num_tokens, d_in, d_out): one token, d_out > d_in, the book's, d_in > d_out
@@ -141,3 +142,9 @@ def test_shortcut_v1(learner, learner_source, reference):
 @check("shortcut.SelfAttention_v2", target="SelfAttention_v2")
 def test_shortcut_v2(learner, learner_source, reference):
     _shortcut_check(learner, learner_source, reference, "SelfAttention_v2")
+
+
+@check("note.signature", visible=True)
+def test_book_signature(learner, learner_source):
+    """A note: the book's signature, which the checks do not need (they call by the book's names)."""
+    expect_book_signature(learner, learner_source[STAGE], STAGE, {"SelfAttention_v1": [3, 2], "SelfAttention_v2": [3, 2]})

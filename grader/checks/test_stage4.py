@@ -7,6 +7,7 @@ from grader.checks.causal import expect_causal_and_independent, expect_dropout_o
 from grader.checks.examples import expect_example, expect_function_values_explained, expect_seeded_values_explained
 from grader.checks.shortcut import expect_attention_by_hand
 from grader.checks.support import (
+    expect_book_signature,
     expect_no_fixed_device,
     CheckFailed,
     build,
@@ -172,3 +173,9 @@ def test_causal_attention_structure(learner, device):
 def test_causal_attention_shortcut(learner, learner_source, reference):
     x = torch.rand(2, 6, 3, generator=generator("shortcut.CausalAttention"))
     expect_attention_by_hand(learner, learner_source, reference, STAGE, "CausalAttention", [3, 2, 6, 0.0], x)
+
+
+@check("note.signature", visible=True)
+def test_book_signature(learner, learner_source):
+    """A note: the book's signature, which the checks do not need (they call by the book's names)."""
+    expect_book_signature(learner, learner_source[STAGE], STAGE, {"CausalAttention": [3, 2, 6, 0.0]})

@@ -13,6 +13,7 @@ from grader.checks.examples import expect_example, explain_with_example
 from grader.checks.causal import expect_causal_and_independent, expect_dropout_on_weights, one_head_state, run_injected
 from grader.checks.shortcut import expect_attention_by_hand
 from grader.checks.support import (
+    expect_book_signature,
     expect_no_fixed_device,
     CheckFailed,
     expect_documented_names,
@@ -210,3 +211,9 @@ def test_multihead_shortcut(learner, learner_source, reference):
     reply = expect_attention_by_hand(learner, learner_source, reference, STAGE, "MultiHeadAttention", args, x)
     if any(kind == "MultiheadAttention" for _, kind in reply["structure"]["modules"]):
         raise CheckFailed("MultiHeadAttention holds a torch.nn.MultiheadAttention", "banned-api")
+
+
+@check("note.signature", visible=True)
+def test_book_signature(learner, learner_source):
+    """A note: the book's signature, which the checks do not need (they call by the book's names)."""
+    expect_book_signature(learner, learner_source[STAGE], STAGE, {"MultiHeadAttentionWrapper": [3, 2, 6, 0.0, 2], "MultiHeadAttention": [3, 2, 6, 0.0, 2]})

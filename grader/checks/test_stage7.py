@@ -19,6 +19,7 @@ from grader.checks.examples import SHAPE_ERRORS, fail_if_example_fails
 from grader.checks.delegation import delegated_shortcut
 from grader.checks.shortcut import SHORTCUT_SEED, expect_work_recorded
 from grader.checks.support import (
+    expect_book_signature,
     device_hint,
     CheckFailed,
     LearnerFailure,
@@ -467,3 +468,9 @@ def test_shortcut(learner, learner_source, reference):
         output = None
     right = agrees(output, reference_output(reference.name("MultiHeadAttention"), args, state, x))
     expect_work_recorded(reply["ops"], shortcut, right, f"{CLS}.forward")
+
+
+@check("note.signature", visible=True)
+def test_book_signature(learner, learner_source):
+    """A note: the book's signature, which the checks do not need (they call by the book's names)."""
+    expect_book_signature(learner, learner_source[STAGE], STAGE, {"MultiHeadAttentionKV": [3, 2, 6, 0.0, 2]})

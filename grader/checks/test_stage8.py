@@ -17,6 +17,7 @@ from grader.checks.causal import expect_causal_and_independent, expect_dropout_o
 from grader.checks.delegation import expect_attention_by_hand_or_delegated
 from grader.checks.examples import build_causal
 from grader.checks.support import (
+    expect_book_signature,
     expect_no_fixed_device,
     CheckFailed,
     agrees,
@@ -354,3 +355,9 @@ def test_shortcut(learner, learner_source, reference):
                                                   [3, 8, 6, 0.0, 4, 2], x)
     if any(kind == "MultiheadAttention" for _, kind in reply["structure"]["modules"]):
         raise CheckFailed(f"{CLS} holds a torch.nn.MultiheadAttention", "banned-api")
+
+
+@check("note.signature", visible=True)
+def test_book_signature(learner, learner_source):
+    """A note: the book's signature, which the checks do not need (they call by the book's names)."""
+    expect_book_signature(learner, learner_source[STAGE], STAGE, {"GroupedQueryAttention": [4, 8, 5, 0.0, 4, 2]})
