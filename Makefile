@@ -38,7 +38,7 @@ help:
 	@echo "make nbgrader      write the nbgrader course to build/nbgrader (installs nbgrader)"
 	@echo "make nbgrader-demo a whole nbgrader term on two made-up students, then grades.csv"
 	@echo "make nbgrader-reconcile  grade COURSE/autograded (default build/nbgrader) with grade-all; list where nbgrader differs, and why"
-	@echo "make test          run the repository's own test suite (PYTEST_ARGS='-m \"not nbgrader\"' skips the slow nbgrader tests)"
+	@echo "make test          run the repository's own test suite (PYTEST_ARGS='-m \"not nbgrader and not artefacts\"' skips the slow nbgrader and fresh-install tests)"
 	@echo "make release      the students' repository: dist/student/ and dist/student.zip (no solutions, no hidden checks)"
 	@echo "make figures       redraw docs/figures from solutions/ (installs matplotlib)"
 	@echo "make stubs         regenerate exercises/ from solutions/ (overwrites your work!)"
