@@ -10,6 +10,13 @@ GRADE_ARGS ?=
 HTML_REPORT ?= grade-report.html
 PYTEST_ARGS ?=
 
+# torch: on Linux the default index's wheel is the CUDA build (GBs of nvidia-* packages), so the
+# CPU wheel of the pinned version comes from PyTorch's CPU index first, and from the default index
+# only where that index cannot be reached. macOS and Windows wheels on the default index are CPU-only.
+UNAME_S ?= $(shell uname -s)
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH_PIN := $(shell grep -o 'torch==[0-9.]*' pyproject.toml)
+
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
 INSTRUCTOR_STAMP := $(VENV)/.instructor-installed
@@ -31,7 +38,7 @@ help:
 	@echo "make nbgrader      write the nbgrader course to build/nbgrader (installs nbgrader)"
 	@echo "make nbgrader-demo a whole nbgrader term on two made-up students, then grades.csv"
 	@echo "make nbgrader-reconcile  grade COURSE/autograded (default build/nbgrader) with grade-all; list where nbgrader differs, and why"
-	@echo "make test          run the repository's own test suite (PYTEST_ARGS='-m \"not nbgrader\"' skips the slow nbgrader tests)"
+	@echo "make test          run the repository's own test suite (PYTEST_ARGS='-m \"not nbgrader and not artefacts\"' skips the slow nbgrader and fresh-install tests)"
 	@echo "make release      the students' repository: dist/student/ and dist/student.zip (no solutions, no hidden checks)"
 	@echo "make figures       redraw docs/figures from solutions/ (installs matplotlib)"
 	@echo "make stubs         regenerate exercises/ from solutions/ (overwrites your work!)"
@@ -46,6 +53,10 @@ $(VENV)/bin/python:
 
 $(RUNTIME_STAMP): pyproject.toml | $(VENV)/bin/python
 	@echo "Setting up $(VENV) (first run only: about a minute)..."
+ifeq ($(UNAME_S),Linux)
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --index-url $(TORCH_CPU_INDEX) "$(TORCH_PIN)" \
+		|| echo "PyTorch's CPU index could not be reached: torch comes from the default index (on Linux its CUDA build, several GB)"
+endif
 	$(PY) -m pip install --quiet --disable-pip-version-check -e .
 	@touch $@
 

@@ -17,7 +17,8 @@ import jsonschema
 import pytest
 
 from grader import sandbox
-from grader.authoring.gradescope import build
+from grader.authoring.gradescope import NEVER_SHIPPED, build, entry_points
+from grader.authoring.shipping import closure, data_files
 from grader.runner.confine import UNPRIVILEGED_UID, landlock_abi
 from grader.runner.zygote import _readable_as
 from tests import without_landlock
@@ -163,6 +164,17 @@ def test_the_zip_holds_what_grading_needs_and_nothing_else(autograder_zip):
     assert "torch==2.13.0\n" in requirements
     for script in ("setup.sh", "run_autograder"):
         subprocess.run(["bash", "-n", str(REPO / "grader" / "authoring" / "gradescope" / script)], check=True)
+
+
+def test_the_zip_holds_what_grading_imports(autograder_zip, tmp_path):
+    """Read in the unpacked zip itself: every import of what grading runs resolves there, and nothing else is there."""
+    with zipfile.ZipFile(autograder_zip) as archive:
+        archive.extractall(tmp_path)
+        names = {n for n in archive.namelist() if n.startswith(("grader/", "solutions/"))}
+    modules = closure(entry_points(), never=NEVER_SHIPPED, root=tmp_path)
+    files = [*modules.values(), *data_files(modules, root=tmp_path)]
+    assert {path.relative_to(tmp_path).as_posix() for path in files} == names
+    assert {"grader.toml_file", "grader.notebook_files", "grader.runner.zygote", "solutions.stage8_gqa"} <= set(modules)
 
 
 def test_the_same_sources_give_the_same_zip(autograder_zip, tmp_path):

@@ -10,7 +10,8 @@ import zipfile
 
 import pytest
 
-from grader.authoring.release import build_release
+from grader.authoring.release import CHECKS_CONFTEST, NEVER_SHIPPED, build_release, learner_entry_points
+from grader.authoring.shipping import closure, data_files
 from grader.authoring.stubs import BEGIN, END
 from grader.course import course_text
 from grader.plugin import planned_checks
@@ -75,6 +76,31 @@ def test_only_allowed_files(release):
     assert not outside
     for absent in ("solutions", "tests", "grader/authoring", "grader/schemas", "docs/instructors.md"):
         assert not (folder / absent).exists()
+
+
+def test_the_grader_is_what_its_users_and_visible_checks_import(release):
+    """Read in the release itself: every grader import resolves there, and no module is there that no
+    learner command or visible check imports (a module only hidden checks use stays behind)."""
+    folder, _ = release
+    checks = [f"grader.checks.test_stage{n}" for n in STAGES]
+    modules = closure([*learner_entry_points(), CHECKS_CONFTEST, *checks], never=NEVER_SHIPPED, root=folder)
+    shipped = {str(path.relative_to(folder)) for path in modules.values()}
+    shipped |= {str(path.relative_to(folder)) for path in data_files(modules, root=folder)}
+    assert shipped == {name for name in release_files(folder) if name.startswith("grader/")}
+    for module in ("grader.toml_file", "grader.notebook_files", "grader.batch", "grader.notebook", "grader.runner.zygote"):
+        assert module in modules  # imported inside a function, or run by name (-m), or by a notebook
+
+
+def test_the_pyproject_installs_every_package_and_data_file(release):
+    import tomllib
+
+    folder, _ = release
+    settings = tomllib.loads((folder / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert sorted(settings["packages"]) == sorted(str(p.parent.relative_to(folder)).replace("/", ".")
+                                                  for p in folder.rglob("__init__.py"))
+    assert sorted(f"{package.replace('.', '/')}/{name}" for package, names in settings["package-data"].items()
+                  for name in names) == [n for n in release_files(folder)
+                                         if n.startswith("grader/") and not n.endswith(".py")]
 
 
 def test_no_solution_and_no_hidden_check(release):

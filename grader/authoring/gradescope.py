@@ -5,25 +5,29 @@
 Gradescope unpacks the zip into /autograder/source, runs setup.sh once to build its image and
 run_autograder for every submission, which grades /autograder/submission with --sandbox isolated
 and writes /autograder/results/results.json (what students see: grader.report.to_gradescope). The
-zip holds the grader with its checks and the solutions (the hidden checks compare against them;
-neither students nor their code ever read the zip) and a requirements.txt made from
+zip holds what run_autograder runs and imports, the checks pytest collects and the solutions (the
+hidden checks compare against them; neither students nor their code ever read the zip), each with
+every module it imports and the data files they read (grader.authoring.shipping), a requirements.txt made from
 pyproject.toml, so the versions are the repository's; and a course.toml saying whether the bonus
 stages are graded, from the course file (default: course.toml at the repository's root). Entries
 carry a fixed date: the same sources give the same zip.
 """
 
 import argparse
+import configparser
 import sys
 import tomllib
 import zipfile
 from pathlib import Path
 
+from grader.authoring.shipping import script_modules, shipment
 from grader.course import course_stages, course_text
+from grader.stages import STAGE_MODULES
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = Path(__file__).with_name("gradescope")
-PACKAGES = ["grader", "solutions"]
-LEFT_OUT = {"authoring", "__pycache__"}  # authoring tools are for the repository, not for grading
+CHECKS = REPO / "grader" / "checks"
+NEVER_SHIPPED = ("grader.authoring", "tests")  # authoring tools and tests are for the repository, not for grading
 FIXED_DATE = (2026, 1, 1, 0, 0, 0)
 
 
@@ -32,16 +36,22 @@ def requirements() -> str:
     return "".join(f"{requirement}\n" for requirement in project["dependencies"])
 
 
+def entry_points() -> list[str]:
+    """What grading runs: the modules run_autograder runs or imports, the check modules pytest collects
+    (conftest.py and pytest.ini's python_files), and the reference's stage modules, which the judge loads by name."""
+    python_files = configparser.ConfigParser()
+    python_files.read(CHECKS / "pytest.ini")
+    checks = sorted({path.stem for pattern in python_files["pytest"]["python_files"].split() for path in CHECKS.glob(pattern)})
+    return [*script_modules((SCRIPTS / "run_autograder").read_text(encoding="utf-8")), "grader.checks.conftest",
+            *(f"grader.checks.{name}" for name in checks), *(f"solutions.{name}" for name in STAGE_MODULES.values())]
+
+
 def contents(course: Path | None = None) -> dict[str, tuple[bytes, bool]]:
     """Zip entry name -> (bytes, executable), for the course file at ``course`` (None: the repository's)."""
     entries = {name: ((SCRIPTS / name).read_bytes(), True) for name in ("setup.sh", "run_autograder")}
     entries["requirements.txt"] = (requirements().encode(), False)
     entries["course.toml"] = (course_text(course_stages(course)).encode(), False)
-    for package in PACKAGES:
-        for path in sorted((REPO / package).rglob("*")):
-            relative = path.relative_to(REPO)
-            if path.is_file() and not LEFT_OUT & set(relative.parts) and path.suffix != ".pyc":
-                entries[relative.as_posix()] = (path.read_bytes(), False)
+    entries.update({name: (data, False) for name, data in shipment(entry_points(), never=NEVER_SHIPPED).items()})
     return entries
 
 

@@ -5,7 +5,8 @@
 It holds the stages the course grades (course.toml: the core, and the bonus stages when it says so):
 their stubs (written from solutions/ as `make stubs` does), the learners' docs, the
 grader with the visible checks only (each check module rewritten without its hidden checks and
-whatever only they used), the GitHub Classroom workflow, a Makefile whose `make grade` labels its score provisional and whose
+whatever only they used) and the modules that they and the learners' commands import, found by
+reading them (grader.authoring.shipping), the GitHub Classroom workflow, a Makefile whose `make grade` labels its score provisional and whose
 `make submit` zips the stage files as `make grade-all` takes them, and a README. No solutions/,
 no hidden check, no points or data of one, no tests.
 """
@@ -19,6 +20,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+from grader.authoring.shipping import packages, script_modules, shipment
 from grader.authoring.stubs import expected_exercises
 from grader.course import course_stages, course_text
 from grader.plugin import planned_checks
@@ -27,18 +29,15 @@ from grader.stages import BONUS, REGISTRY_FILE, Stage, registry
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = REPO / "dist" / "student"
 RELEASE_DIR = Path(__file__).with_name("release")  # the student Makefile, README, pyproject
-TEMPLATES = {"Makefile", "README.md"}  # their @STAGE_FILES@ and @STAGE_TABLE@ are the release's stages
+CLASSROOM_WORKFLOW = Path(__file__).with_name("classroom") / "classroom.yml"
+TEMPLATES = {"Makefile", "README.md", "pyproject.toml"}  # their @...@ are the release's stages and packages
 LEARNER_DOCS = ["errata.md", "troubleshooting.md"]  # and each stage's guide
-# The judge and the runner, whole: none of them holds a solution or a hidden check.
-GRADER_FILES = ["__init__.py", "__main__.py", "batch.py", "course.py", "document_values.py", "document_values.toml",
-                "evidence.py", "feedback.py", "heatmap.py", "hints.py", "hints.toml", "html_report.py", "learner.py",
-                "notebook.py", "plugin.py", "points.py", "printed.py", "report.py", "sandbox.py", "session.py",
-                "stages.py", "submission.py", "tensor_diff.py", "verdict.py"]
-CHECK_SUPPORT = ["__init__.py", "conftest.py", "pytest.ini", "support.py", "documented.py"]
-# Used by hidden checks: shipped only when a visible check imports them.
-OPTIONAL_MODULES = {"grader.diagnosis": "diagnosis.py", "grader.checks.causal": "checks/causal.py",
-                    "grader.checks.attention_probe": "checks/attention_probe.py",
-                    "grader.checks.examples": "checks/examples.py"}
+# What the learners run: `make grade` and the Classroom workflow run `python -m grader` (read from
+# their text), a notebook imports grader.notebook; pytest loads the checks' conftest and the visible
+# check modules. The release ships these and whatever they import (grader.authoring.shipping).
+NOTEBOOK_ENTRY = "grader.notebook"
+CHECKS_CONFTEST = "grader.checks.conftest"
+NEVER_SHIPPED = ("grader.authoring", "solutions", "tests")  # the build stops if the closure reaches them
 
 
 def _is_hidden_check(node: ast.AST) -> bool:
@@ -109,13 +108,39 @@ def _released_registry(stages: list[Stage]) -> str:
     return "".join(lines)
 
 
-def _filled(name: str, text: str, stages: list[Stage]) -> str:
-    """A template of release/ with the released stages filled in."""
+def _filled(name: str, text: str, stages: list[Stage], shipped: dict[str, bytes]) -> str:
+    """A template of release/ with the released stages, and the packages and data files shipped, filled in."""
     if name not in TEMPLATES:
         return text
     table = "".join(f"| {s.number}{' (bonus)' if s.track == BONUS else ''} | `{s.file}` | {s.title} | "
                     f"[docs/stage{s.number}.md](docs/stage{s.number}.md) |\n" for s in stages)
-    return text.replace("@STAGE_FILES@", " ".join(s.file for s in stages)).replace("@STAGE_TABLE@\n", table)
+    data: dict[str, list[str]] = {}
+    for path in shipped:
+        if not path.endswith(".py"):
+            data.setdefault(path.rpartition("/")[0].replace("/", "."), []).append(path.rpartition("/")[2])
+    package_data = "".join(f"{json.dumps(package)} = {json.dumps(names)}\n" for package, names in sorted(data.items()))
+    return (text.replace("@STAGE_FILES@", " ".join(s.file for s in stages)).replace("@STAGE_TABLE@\n", table)
+            .replace("@PACKAGES@", json.dumps([*packages(shipped), "exercises"])).replace("@PACKAGE_DATA@\n", package_data))
+
+
+def learner_entry_points() -> list[str]:
+    """The grader modules the release's users run: what its Makefile and Classroom workflow run, and the
+    notebook helper."""
+    scripts = [RELEASE_DIR / "Makefile", CLASSROOM_WORKFLOW]
+    return [*script_modules("".join(path.read_text(encoding="utf-8") for path in scripts)), NOTEBOOK_ENTRY]
+
+
+def released_grader(stages: list[Stage]) -> dict[str, bytes]:
+    """Path -> bytes of the grader the release holds: the visible check modules of ``stages`` (rewritten
+    without their hidden checks) and every module and data file that they and the learners' commands import."""
+    checks = {}
+    for stage in stages:
+        text = visible_only((REPO / "grader" / "checks" / f"test_stage{stage.number}.py").read_text(encoding="utf-8"))
+        compile(text, f"test_stage{stage.number}.py", "exec")
+        checks[f"grader.checks.test_stage{stage.number}"] = text
+    shipped = shipment([*learner_entry_points(), CHECKS_CONFTEST, *checks], checks, NEVER_SHIPPED)
+    shipped["grader/stages.toml"] = _released_registry(stages).encode()
+    return shipped
 
 
 def build_release(out: Path, course: Path | None = None) -> Path:
@@ -136,38 +161,17 @@ def build_release(out: Path, course: Path | None = None) -> Path:
     for png in sorted((REPO / "docs" / "figures").glob("*.png")):
         if f"figures/{png.name}" in shown:
             shutil.copy2(png, out / "docs" / "figures" / png.name)
-    grader = out / "grader"
-    (grader / "checks").mkdir(parents=True)
-    (grader / "runner").mkdir()
-    for name in GRADER_FILES:
-        shutil.copy2(REPO / "grader" / name, grader / name)
-    for path in sorted((REPO / "grader" / "runner").glob("*.py")):
-        shutil.copy2(path, grader / "runner" / path.name)
-    for name in CHECK_SUPPORT:
-        shutil.copy2(REPO / "grader" / "checks" / name, grader / "checks" / name)
-    checks_text = ""
-    for stage in (s.number for s in stages):
-        text = visible_only((REPO / "grader" / "checks" / f"test_stage{stage}.py").read_text(encoding="utf-8"))
-        compile(text, f"test_stage{stage}.py", "exec")
-        (grader / "checks" / f"test_stage{stage}.py").write_text(text, encoding="utf-8")
-        checks_text += text
-    shipped: set[str] = set()
-    while True:  # what the visible checks import, and what that imports in turn
-        wanted = {m for m in OPTIONAL_MODULES if m not in shipped and f"from {m} import" in checks_text}
-        if not wanted:
-            break
-        for module in wanted:
-            shutil.copy2(REPO / "grader" / OPTIONAL_MODULES[module], grader / OPTIONAL_MODULES[module])
-            checks_text += (REPO / "grader" / OPTIONAL_MODULES[module]).read_text(encoding="utf-8")
-        shipped |= wanted
-    (grader / REGISTRY_FILE.name).write_text(_released_registry(stages), encoding="utf-8")
+    shipped = released_grader(stages)
+    for name, data in shipped.items():
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).write_bytes(data)
     (out / "course.toml").write_text(course_text([s.number for s in stages]), encoding="utf-8")
     for path in sorted(RELEASE_DIR.iterdir()):  # gitignore.release -> .gitignore
         target = out / (f".{path.stem}" if path.suffix == ".release" else path.name)
-        target.write_text(_filled(path.name, path.read_text(encoding="utf-8"), stages), encoding="utf-8")
+        target.write_text(_filled(path.name, path.read_text(encoding="utf-8"), stages, shipped), encoding="utf-8")
         shutil.copymode(path, target)
     (out / ".github" / "workflows").mkdir(parents=True)
-    shutil.copy2(REPO / "grader" / "authoring" / "classroom" / "classroom.yml", out / ".github" / "workflows" / "classroom.yml")
+    shutil.copy2(CLASSROOM_WORKFLOW, out / ".github" / "workflows" / "classroom.yml")
     archive = out.with_suffix(".zip")
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as bundle:
         for path in sorted(p for p in out.rglob("*") if p.is_file()):

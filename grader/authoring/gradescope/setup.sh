@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder image (Ubuntu 22.04 or 24.04).
+# AUTOGRADER_ROOT exists so that the repository's tests can run it against a temporary tree instead
+# of /autograder (as run_autograder's does).
 set -euo pipefail
+ROOT="${AUTOGRADER_ROOT:-/autograder}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update
 # bubblewrap confines learner code. Where the container forbids the namespaces it needs, run_autograder's
@@ -12,8 +15,9 @@ if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
     apt-get install -y --no-install-recommends python3.11 python3.11-venv
     PYTHON=python3.11
 fi
-"$PYTHON" -m venv /autograder/venv
-# The CPU wheel of the pinned torch: the default index would pull several GB of CUDA packages.
-/autograder/venv/bin/pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cpu \
-    "$(grep '^torch==' /autograder/source/requirements.txt)"
-/autograder/venv/bin/pip install --no-cache-dir -r /autograder/source/requirements.txt
+"$PYTHON" -m venv "$ROOT/venv"
+# The CPU wheel of the pinned torch, alone: the default index would pull several GB of CUDA packages.
+# Its dependencies come with the requirements, from the default index.
+"$ROOT/venv/bin/pip" install --no-cache-dir --no-deps --index-url https://download.pytorch.org/whl/cpu \
+    "$(grep '^torch==' "$ROOT/source/requirements.txt")"
+"$ROOT/venv/bin/pip" install --no-cache-dir -r "$ROOT/source/requirements.txt"
