@@ -17,6 +17,7 @@ import base64
 import importlib.metadata
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -127,6 +128,18 @@ def test_the_release_gives_a_correct_submission_every_visible_point(solved):
     assert {c["visibility"] for s in report["stages"] for c in s["checks"]} == {"visible"}
     total = sum(VISIBLE.values())
     assert f"Provisional total (visible checks only): {total:g}/{total:g}" in done.stdout
+
+
+def test_the_release_gives_the_books_own_code_every_visible_point(release, tmp_path):
+    """tests/book/: the chapter's code pasted into the stubs, graded by the student's own `make grade`."""
+    folder, _, _ = release
+    book = shutil.copytree(REPO / "tests" / "book", tmp_path / "book")
+    report = tmp_path / "book.json"
+    done = run(["make", "grade", f"SUBMISSION={book}", f"GRADE_ARGS=--json {report}"], folder)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    scores = {int(s["id"].removeprefix("stage")): (s["score"], s["max_score"]) for s in json.loads(report.read_text())["stages"]}
+    assert scores == {stage: (points, points) for stage, points in VISIBLE.items()}
+    assert "Notes (advice beyond the book" in done.stdout and "What to fix" not in done.stdout
 
 
 def test_the_releases_make_submit_zips_the_stage_files(release, solved):

@@ -73,3 +73,14 @@ def test_a_wrong_note_price_is_refused_in_one_line(tmp_path, line, words):
     result = subprocess.run([sys.executable, "-m", "grader", str(BOOK), "--course", str(course)], cwd=REPO,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 2 and words in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_what_is_built_for_students_carries_the_courses_note_prices():
+    import tomllib
+
+    from grader.course import course_text, note_prices
+
+    prices = {"stage3": {"note.in_place": 2}, "stage4": {"note.fixed_device": 1.5}}
+    written = tomllib.loads(course_text([1, 2, 3, 4, 5], prices))
+    assert note_prices(written) == prices and written["stages"] == {"bonus": False}
+    assert "notes" not in tomllib.loads(course_text([1, 2, 3, 4, 5]))

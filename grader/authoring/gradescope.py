@@ -21,7 +21,7 @@ import zipfile
 from pathlib import Path
 
 from grader.authoring.shipping import script_modules, shipment
-from grader.course import course_stages, course_text
+from grader.course import course_stages, course_text, note_prices, read_course
 from grader.stages import STAGE_MODULES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,7 +50,7 @@ def contents(course: Path | None = None) -> dict[str, tuple[bytes, bool]]:
     """Zip entry name -> (bytes, executable), for the course file at ``course`` (None: the repository's)."""
     entries = {name: ((SCRIPTS / name).read_bytes(), True) for name in ("setup.sh", "run_autograder")}
     entries["requirements.txt"] = (requirements().encode(), False)
-    entries["course.toml"] = (course_text(course_stages(course)).encode(), False)
+    entries["course.toml"] = (course_text(course_stages(course), note_prices(read_course(course), course)).encode(), False)
     entries.update({name: (data, False) for name, data in shipment(entry_points(), never=NEVER_SHIPPED).items()})
     return entries
 

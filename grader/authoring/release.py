@@ -22,7 +22,7 @@ from pathlib import Path
 
 from grader.authoring.shipping import packages, script_modules, shipment
 from grader.authoring.stubs import expected_exercises
-from grader.course import course_stages, course_text
+from grader.course import course_stages, course_text, note_prices, read_course
 from grader.plugin import planned_checks
 from grader.stages import BONUS, REGISTRY_FILE, Stage, registry
 
@@ -165,7 +165,7 @@ def build_release(out: Path, course: Path | None = None) -> Path:
     for name, data in shipped.items():
         (out / name).parent.mkdir(parents=True, exist_ok=True)
         (out / name).write_bytes(data)
-    (out / "course.toml").write_text(course_text([s.number for s in stages]), encoding="utf-8")
+    (out / "course.toml").write_text(course_text([s.number for s in stages], note_prices(read_course(course), course)), encoding="utf-8")
     for path in sorted(RELEASE_DIR.iterdir()):  # gitignore.release -> .gitignore
         target = out / (f".{path.stem}" if path.suffix == ".release" else path.name)
         target.write_text(_filled(path.name, path.read_text(encoding="utf-8"), stages, shipped), encoding="utf-8")
