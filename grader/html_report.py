@@ -15,7 +15,10 @@ from grader.feedback import (
     STATUS_WORDS,
     checks_to_fix,
     flag_sentences,
+    mark,
     next_step,
+    notes_heading,
+    notes_to_read,
     points_text,
     repeat_message,
     stage_number,
@@ -38,6 +41,7 @@ table.stages { border-collapse: collapse; } table.stages td, table.stages th { p
 .not_implemented { color: #888; }
 section.check { border-left: 4px solid #cf222e; padding: .2rem 1rem; margin: 1.2rem 0; background: #fafafa; }
 section.check.timeout { border-color: #d4a72c; }
+section.check.note { border-color: #57606a; } .note { color: #57606a; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f0f0f0; padding: .5rem; }
 .maps { display: flex; flex-wrap: wrap; gap: 1.5rem; } figure { margin: 0; }
 table.heat { border-collapse: collapse; font-size: .75rem; }
@@ -58,7 +62,8 @@ def render_html(report: dict, submission: str, page: Path, student_facing: bool 
              f"(torch {_text(report['torch'])})</p>",
              *[f"<p class='flags'>{_text(sentence)}</p>" for sentence in flag_sentences(report)],
              f"<p class='total'>{total_label(report)}: {total}</p>",
-             _stage_table(report), _what_to_fix(report, page.parent), _next_step(report, submission)]
+             _stage_table(report), _what_to_fix(report, page.parent), _notes(report, page.parent),
+             _next_step(report, submission)]
     return ("<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>"
             f"<title>Grading report: {total}</title><style>{STYLE}</style></head>\n<body>\n"
             + "\n".join(part for part in parts if part) + "\n</body></html>\n")
@@ -67,8 +72,8 @@ def render_html(report: dict, submission: str, page: Path, student_facing: bool 
 def _stage_table(report: dict) -> str:
     rows = []
     for stage in report["stages"]:
-        marks = "".join(f"<span class='{c['status']}' title='{_text(c['id'])}: {STATUS_WORDS[c['status']]}'>"
-                        f"{MARKS[c['status']]}</span>" for c in stage["checks"])
+        marks = "".join(f"<span class='{c['status'] if mark(c) == MARKS[c['status']] else 'note'}' "
+                        f"title='{_text(c['id'])}: {STATUS_WORDS[c['status']]}'>{mark(c)}</span>" for c in stage["checks"])
         rows.append(f"<tr><td>stage {stage_number(stage)}</td><td>{_text(stage['title'])}</td>"
                     f"<td>{points_text(stage['score'])}/{points_text(stage['max_score'])}</td><td>{marks}</td></tr>")
     header = "<tr><th>stage</th><th></th><th>score</th><th>checks</th></tr>"
@@ -90,6 +95,19 @@ def _what_to_fix(report: dict, folder: Path) -> str:
             body.append(f"<h4>{PRINTED_HEADING}</h4><pre>{_text(c['printed'])}</pre>" if c["printed"] else "")
         sections.append(f"<section class='check {c['status']}'>{''.join(body)}</section>")
     return "<h2>What to fix</h2>" + "".join(sections) if sections else ""
+
+
+def _notes(report: dict, folder: Path) -> str:
+    """The notes with something to say, apart from the checks to fix and in their own colour."""
+    notes = notes_to_read(report)
+    sections = []
+    for number, c in notes:
+        worth = f": {points_text(c['score'])}/{points_text(c['max_score'])}" if c["max_score"] else ""
+        body = [f"<h3>stage {number} · {_text(c['id'])}{worth}</h3>",
+                f"<pre>{_text(c['message'])}</pre>" if c["message"] else "",
+                _hint(c["hint"], number, folder) if c["hint"] else ""]
+        sections.append(f"<section class='check note'>{''.join(body)}</section>")
+    return f"<h2>{_text(notes_heading(notes))}</h2>" + "".join(sections) if sections else ""
 
 
 def _hint(hint: str, stage: int, folder: Path) -> str:

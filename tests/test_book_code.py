@@ -40,6 +40,16 @@ def test_the_books_code_gets_exactly_its_notes_and_no_failure(book_report):
         assert f"hint [{hint}]" in result.stdout
 
 
+def test_the_html_page_shows_the_notes_apart_and_nothing_to_fix(book_report):
+    result, report = book_report
+    from grader.html_report import render_html
+
+    page = render_html(report, "book", REPO / "grade-report.html")
+    assert "What to fix" not in page and "<h2>Notes (advice beyond the book" in page
+    assert page.count("<section class='check note'>") == len(BOOK_NOTES)
+    assert page.count("<span class='note'") == len(BOOK_NOTES) and "<span class='failed'" not in page
+
+
 def test_the_books_code_scores_full_visible_marks(tmp_path):
     folder = tmp_path / "submission"
     shutil.copytree(BOOK, folder)
