@@ -239,7 +239,7 @@ def expect_documented_names(cls: str, held: list[str], documented: list[str]) ->
     if len(held) == len(documented) and held != documented and sorted(held) != sorted(documented):
         raise CheckFailed(f"your {cls} has {', '.join(held)}; the checks and the book call them "
                           f"{', '.join(documented)}. The maths was graded with yours, taken in the order you "
-                          "created them; only this check asks for the book's names")
+                          "created them; only this check asks for the book's names", "other-names")
 
 
 def device_hint(reply: dict, cls: str) -> CheckFailed | None:
