@@ -7,7 +7,7 @@ from grader.stages import is_note
 
 MARKS = {"passed": "✓", "failed": "✗", "error": "✗", "timeout": "⧗", "not_implemented": "·"}
 NOTE_MARK = "i"  # a note with something to say: advice, never a failure
-NOTES_HEADING = "Notes (advice beyond the book: {worth})"
+NOTES_HEADING = "Notes (marked i above: advice beyond the book, {worth})"
 STATUS_WORDS = {"passed": "passed", "failed": "failed", "error": "error", "timeout": "ran out of time",
                 "not_implemented": "not implemented yet"}
 WITHHELD = "the hidden check's inputs are not shown; see the visible checks and the stage's guide"
@@ -90,8 +90,8 @@ def notes_to_read(report: dict) -> list[tuple[int, dict]]:
 
 def notes_heading(notes: list[tuple[int, dict]]) -> str:
     priced = sum(check["max_score"] for _, check in notes)
-    worth = (f"{points_text(priced)} points your instructor priced" if priced else
-             "0 points unless your instructor prices them")
+    worth = (f"{points_text(priced)} points your instructor counts" if priced else
+             "no points unless your instructor counts them")
     return NOTES_HEADING.format(worth=worth)
 
 

@@ -73,7 +73,8 @@ def _stage_table(report: dict) -> str:
     rows = []
     for stage in report["stages"]:
         marks = "".join(f"<span class='{c['status'] if mark(c) == MARKS[c['status']] else 'note'}' "
-                        f"title='{_text(c['id'])}: {STATUS_WORDS[c['status']]}'>{mark(c)}</span>" for c in stage["checks"])
+                        f"title='{_text(c['id'])}: {STATUS_WORDS[c['status']] if mark(c) == MARKS[c['status']] else 'a note'}'>"
+                        f"{mark(c)}</span>" for c in stage["checks"])
         rows.append(f"<tr><td>stage {stage_number(stage)}</td><td>{_text(stage['title'])}</td>"
                     f"<td>{points_text(stage['score'])}/{points_text(stage['max_score'])}</td><td>{marks}</td></tr>")
     header = "<tr><th>stage</th><th></th><th>score</th><th>checks</th></tr>"

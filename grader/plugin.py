@@ -238,4 +238,6 @@ def _hint_for_exception(message: str) -> str | None:
     """A cause an exception's own words prove. A shape error proves none: many mistakes raise one."""
     if "Expected all tensors to be on the same device" in message:
         return "device-mismatch"
+    if "which the book's signature" in message:  # grader.runner.book_calls: a book call the signature refuses
+        return "signature"
     return None

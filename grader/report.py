@@ -213,7 +213,8 @@ def _indented(text: str, prefix: str = "    ") -> list[Line]:
 
 
 def _bar(score: float, max_score: float, width: int = 10) -> str:
-    filled = round(width * score / max_score) if max_score else 0
+    # full only when nothing is missing: 19/20 rounds to a full bar otherwise
+    filled = min(round(width * score / max_score), width - (score < max_score)) if max_score else 0
     return "█" * filled + "░" * (width - filled)
 
 

@@ -139,7 +139,7 @@ def test_the_release_gives_the_books_own_code_every_visible_point(release, tmp_p
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     scores = {int(s["id"].removeprefix("stage")): (s["score"], s["max_score"]) for s in json.loads(report.read_text())["stages"]}
     assert scores == {stage: (points, points) for stage, points in VISIBLE.items()}
-    assert "Notes (advice beyond the book" in done.stdout and "What to fix" not in done.stdout
+    assert "Notes (marked i above: advice beyond the book" in done.stdout and "What to fix" not in done.stdout
 
 
 def test_the_releases_make_submit_zips_the_stage_files(release, solved):

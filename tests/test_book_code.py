@@ -35,7 +35,7 @@ def test_the_books_code_gets_exactly_its_notes_and_no_failure(book_report):
     assert failed == BOOK_NOTES
     assert all(is_note(check) for _, check in failed)
     assert "What to fix" not in result.stdout
-    assert "Notes (advice beyond the book: 0 points unless your instructor prices them)" in result.stdout
+    assert "Notes (marked i above: advice beyond the book, no points unless your instructor counts them)" in result.stdout
     for hint in ("shares-memory", "bias-dropped", "fixed-device", "batched-inputs"):
         assert f"hint [{hint}]" in result.stdout
 
@@ -45,7 +45,7 @@ def test_the_html_page_shows_the_notes_apart_and_nothing_to_fix(book_report):
     from grader.html_report import render_html
 
     page = render_html(report, "book", REPO / "grade-report.html")
-    assert "What to fix" not in page and "<h2>Notes (advice beyond the book" in page
+    assert "What to fix" not in page and "<h2>Notes (marked i above: advice beyond the book" in page
     assert page.count("<section class='check note'>") == len(BOOK_NOTES)
     assert page.count("<span class='note'") == len(BOOK_NOTES) and "<span class='failed'" not in page
 
@@ -65,7 +65,7 @@ def test_a_course_that_prices_a_note_charges_it_and_says_so(tmp_path):
     result, report = grade(folder, "--course", str(course))
     scores = {s["id"]: (s["score"], s["max_score"]) for s in report["stages"]}
     assert scores["stage3"] == (20, 22) and scores["stage4"] == (20, 21) and scores["stage5"] == (20, 20)
-    assert "3 points your instructor priced" in result.stdout
+    assert "3 points your instructor counts" in result.stdout
     assert "stage 3 · note.in_place: 0/2" in result.stdout
 
 

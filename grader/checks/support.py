@@ -217,8 +217,8 @@ def expect_inputs_kept(learner: LearnerWorkers, stage: int, cases: dict[str, lis
                 raise CheckFailed(f"{function} changed its argument {index + 1} in place: after the call it holds "
                                   "other numbers than the caller passed", "input-overwritten")
         if reply["fixed_device_use"]:
-            raise CheckFailed(f"{function} makes a tensor without a device and combines it with its arguments "
-                              f"({reply['fixed_device_use']}): on a GPU that fails", "fixed-device")
+            raise CheckFailed(f"{function} makes a tensor on the default device, the CPU (no device=), and combines it "
+                              f"with its arguments ({reply['fixed_device_use']}): on a GPU that fails", "fixed-device")
 
 
 def call(learner: LearnerWorkers, stage: int, function: str, *args, **kwargs) -> object:
@@ -247,8 +247,8 @@ def device_hint(reply: dict, cls: str) -> CheckFailed | None:
     operation = reply.get("fixed_device_use")
     if operation is None:
         return None
-    return CheckFailed(f"{cls}.forward makes a tensor without a device and combines it with the module's tensors "
-                       f"({operation}): on a GPU that fails", "fixed-device")
+    return CheckFailed(f"{cls}.forward makes a tensor on the default device, the CPU (no device=), and combines it "
+                       f"with the module's tensors ({operation}): on a GPU that fails", "fixed-device")
 
 
 def expect_no_fixed_device(learner, stage: int, cls: str, args: list, x: torch.Tensor) -> None:
@@ -266,6 +266,7 @@ def expect_book_signature(learner: LearnerWorkers, source: bytes | None, stage: 
         build(learner, stage, cls, args)
         written, book = init_signature(source, cls), BOOK_SIGNATURES[cls]
         if written is not None and written != book:
-            raise CheckFailed(f"your {cls}({written}) is not the book's {cls}({book}). The checks call it the way "
-                              "the book does, so it cost nothing here; code written for the book's signature, which "
-                              "passes its arguments by position, would not fit yours", "signature")
+            raise CheckFailed(f"your {cls}({written}) is not the book's {cls}({book}). The grader passed the book's "
+                              "arguments by name where your parameters have the book's names, so the maths was graded "
+                              "as you wrote it; code written for the book passes them by position, and would put them "
+                              "in other parameters or fail", "signature")

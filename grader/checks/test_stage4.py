@@ -129,24 +129,47 @@ def test_inputs_kept(learner):
 
 @check("note.fixed_device", visible=True)
 def test_no_fixed_device(learner):
-    expect_inputs_kept(learner, STAGE, _function_cases(generator("note.fixed_device")), watch_device=True)
-    expect_no_fixed_device(learner, STAGE, "CausalAttention", [4, 3, 6, 0.1], torch.rand(2, 5, 4))
+    cases = _function_cases(generator("note.fixed_device"))
+    found = [_failure(lambda: expect_inputs_kept(learner, STAGE, {function: args}, watch_device=True))
+             for function, args in cases.items()]
+    found.append(_failure(lambda: expect_no_fixed_device(learner, STAGE, "CausalAttention", [4, 3, 6, 0.1],
+                                                         torch.rand(2, 5, 4))))
+    _raise_each(found)
 
 
 @check("note.batched", visible=True)
 def test_batched(learner, reference):
-    for function, args in _function_cases(generator("note.batched"), 3).items():
-        what = f"{function} of a batch of 5 x 5 matrices, shape {tuple(args[0].shape)}"
-        try:
-            expect_close(call(learner, STAGE, function, *args), getattr(reference, function)(*args), what)
-        except (CheckFailed, LearnerFailure) as failure:
-            if isinstance(failure, LearnerFailure) and failure.kind != "exception":
-                raise
-            # proven when each matrix of the batch, given alone, comes out right
-            alone = all(agrees(call(learner, STAGE, function, matrix, *args[1:]),
-                               getattr(reference, function)(matrix, *args[1:])) for matrix in args[0])
-            message = failure.message if isinstance(failure, CheckFailed) else f"{what}: your code raised {failure}"
-            raise CheckFailed(message, "batched-inputs" if alone else None) from None
+    _raise_each([_failure(lambda: _expect_batched(learner, reference, function, args))
+                 for function, args in _function_cases(generator("note.batched"), 3).items()])
+
+
+def _expect_batched(learner, reference, function: str, args: list) -> None:
+    what = f"{function} of a batch of 5 x 5 matrices, shape {tuple(args[0].shape)}"
+    try:
+        expect_close(call(learner, STAGE, function, *args), getattr(reference, function)(*args), what)
+    except (CheckFailed, LearnerFailure) as failure:
+        if isinstance(failure, LearnerFailure) and failure.kind != "exception":
+            raise
+        # proven when each matrix of the batch, given alone, comes out right
+        alone = all(agrees(call(learner, STAGE, function, matrix, *args[1:]),
+                           getattr(reference, function)(matrix, *args[1:])) for matrix in args[0])
+        message = failure.message if isinstance(failure, CheckFailed) else f"{what}: your code raised {failure}"
+        raise CheckFailed(message, "batched-inputs" if alone else None) from None
+
+
+def _failure(judge) -> CheckFailed | None:
+    try:
+        judge()
+    except CheckFailed as failed:
+        return failed
+    return None
+
+
+def _raise_each(found: list[CheckFailed | None]) -> None:
+    """One note for every function it concerns: a learner who fixes the first one named sees the others too."""
+    failed = [f for f in found if f is not None]
+    if failed:
+        raise CheckFailed("\n".join(f.message for f in failed), failed[0].hint)
 
 
 @check("structure.CausalAttention", target="CausalAttention")

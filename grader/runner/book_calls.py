@@ -63,8 +63,8 @@ def book_constructor(cls: object, name: str) -> object:
             learner.bind(*args, **kwargs)
         except TypeError:
             shown = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
-            raise TypeError(f"{name}{learner} cannot be called the way the book calls it, {name}({shown}): "
-                            f"the book's signature is {name}({BOOK_SIGNATURES[name]})") from None
+            raise TypeError(f"the grader builds {name}({shown}), which the book's signature {name}"
+                            f"({BOOK_SIGNATURES[name]}) takes, and your {name}{learner} does not") from None
         return cls(*args, **kwargs)
 
     construct.__name__ = construct.__qualname__ = name
