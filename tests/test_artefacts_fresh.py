@@ -130,16 +130,23 @@ def test_the_release_gives_a_correct_submission_every_visible_point(solved):
     assert f"Provisional total (visible checks only): {total:g}/{total:g}" in done.stdout
 
 
-def test_the_release_gives_the_books_own_code_every_visible_point(release, tmp_path):
-    """tests/book/: the chapter's code pasted into the stubs, graded by the student's own `make grade`."""
+def test_the_release_gives_the_books_own_code_every_visible_point(release, solved):
+    """tests/book/: the chapter's code pasted into the stubs of exercises/, graded by the student's own `make grade`
+    (which grades exercises/ alone). The solutions are put back afterwards, for the tests that read them."""
     folder, _, _ = release
-    book = shutil.copytree(REPO / "tests" / "book", tmp_path / "book")
-    report = tmp_path / "book.json"
-    done = run(["make", "grade", f"SUBMISSION={book}", f"GRADE_ARGS=--json {report}"], folder)
-    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-    scores = {int(s["id"].removeprefix("stage")): (s["score"], s["max_score"]) for s in json.loads(report.read_text())["stages"]}
-    assert scores == {stage: (points, points) for stage, points in VISIBLE.items()}
-    assert "Notes (marked i above: advice beyond the book" in done.stdout and "What to fix" not in done.stdout
+    for path in sorted((REPO / "tests" / "book").glob("*.py")):
+        shutil.copy2(path, folder / "exercises" / path.name)
+    report = folder.parent / "book.json"
+    try:
+        done = run(["make", "grade", f"GRADE_ARGS=--json {report}"], folder)
+        assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+        assert "torch.empty(inputs.shape[0])" in (folder / "exercises" / f"{STAGE_MODULES[1]}.py").read_text()
+        scores = {int(s["id"].removeprefix("stage")): (s["score"], s["max_score"])
+                  for s in json.loads(report.read_text())["stages"]}
+        assert scores == {stage: (points, points) for stage, points in VISIBLE.items()}
+        assert "Notes (marked i above: advice beyond the book" in done.stdout and "What to fix" not in done.stdout
+    finally:
+        learner_copy(folder / "exercises", stages=STAGES)
 
 
 def test_the_releases_make_submit_zips_the_stage_files(release, solved):
