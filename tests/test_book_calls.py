@@ -31,6 +31,12 @@ class NoDefault(nn.Module):
         self.got = (d_in, d_out, qkv_bias)
 
 
+class RenamedHeads(nn.Module):
+    def __init__(self, d_in, d_out, context_length, dropout, n_heads, qkv_bias=False):
+        super().__init__()
+        self.got = (d_in, d_out, context_length, dropout, n_heads, qkv_bias)
+
+
 class OtherNames(nn.Module):
     def __init__(self, in_dim, out_dim):
         super().__init__()
@@ -43,6 +49,10 @@ def test_arguments_reach_the_parameters_the_book_names_whatever_their_order():
     assert build(3, 2, 6, 0.5, False).got == (3, 2, 6, 0.5)  # a qkv_bias at the book's default needs no parameter
     with pytest.raises(TypeError, match=r"Swapped|CausalAttention\(d_in, d_out, context_length, dropout, qkv_bias=False\)"):
         build(3, 2, 6, 0.5, True)
+
+
+def test_a_renamed_parameter_takes_the_books_argument_by_position():
+    assert book_constructor(RenamedHeads, "MultiHeadAttention")(3, 2, 6, 0.0, num_heads=2).got == (3, 2, 6, 0.0, 2, False)
 
 
 def test_a_missing_default_is_the_books():

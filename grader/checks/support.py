@@ -12,7 +12,7 @@ from grader.checks.documented import DOCUMENTED
 from grader.document_values import document_values
 from grader.learner import LearnerFailure, LearnerWorkers
 from grader.verdict import CheckFailed, agrees, expect_all_close, expect_close  # noqa: F401 - re-exported for the checks
-from grader.runner.book_calls import BOOK_SIGNATURES
+from grader.runner.book_calls import BOOK_SIGNATURES, renamed
 from grader.runner.seeding import manual_seed
 from grader.class_source import init_signature
 
@@ -270,3 +270,18 @@ def expect_book_signature(learner: LearnerWorkers, source: bytes | None, stage: 
                               "arguments by name where your parameters have the book's names, so the maths was graded "
                               "as you wrote it; code written for the book passes them by position, and would put them "
                               "in other parameters or fail", "signature")
+
+
+def under_documented_names(held: dict, documented: dict[str, list]) -> dict:
+    """``held`` (parameter name -> tensor or shape) under the documented names, where the learner's projections
+    pair with the documented ones by creation order, kind and shape (grader.runner.book_calls.renamed); else
+    as it is. What the maths checks read; the structure check alone prices the names."""
+    def shape(value) -> tuple:
+        return tuple(value.shape) if isinstance(value, torch.Tensor) else tuple(value)
+
+    mapping = renamed({name: shape(value) for name, value in held.items()},
+                      {name: tuple(size) for name, size in documented.items()})
+    if mapping is None:
+        return held
+    back = {mine: theirs for theirs, mine in mapping.items()}
+    return {back.get(name, name): value for name, value in held.items()}

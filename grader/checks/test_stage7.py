@@ -19,6 +19,7 @@ from grader.checks.examples import SHAPE_ERRORS, fail_if_example_fails
 from grader.checks.delegation import delegated_shortcut
 from grader.checks.shortcut import SHORTCUT_SEED, expect_work_recorded
 from grader.checks.support import (
+    expect_documented_names,
     expect_book_signature,
     device_hint,
     CheckFailed,
@@ -409,6 +410,8 @@ def test_structure(learner, reference, device):
     shape = reply["structure"]
     expected_linears = [["W_query", [6, 4]], ["W_key", [6, 4]], ["W_value", [6, 4]], ["out_proj", [6, 6]]]
     linears = [[name.removesuffix(".weight"), s] for name, s in shape["parameters"] if name.endswith(".weight")]
+    if [s for _, s in linears] == [s for _, s in expected_linears]:
+        expect_documented_names(CLS, [n for n, _ in linears], [n for n, _ in expected_linears])
     if linears != expected_linears or [n for n, _ in shape["parameters"] if n.endswith(".bias")] != ["out_proj.bias"]:
         raise CheckFailed(f"MultiHeadAttentionKV(4, 6, 5, 0.1, 3) should hold stage 5's parameters: W_query, W_key, "
                           f"W_value (6 x 4, no bias), then out_proj (6 x 6, with bias), and no others; it holds "

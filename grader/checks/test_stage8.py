@@ -17,6 +17,8 @@ from grader.checks.causal import expect_causal_and_independent, expect_dropout_o
 from grader.checks.delegation import expect_attention_by_hand_or_delegated
 from grader.checks.examples import build_causal
 from grader.checks.support import (
+    expect_documented_names,
+    under_documented_names,
     expect_book_signature,
     expect_no_fixed_device,
     CheckFailed,
@@ -172,7 +174,7 @@ def _example(learner) -> None:
                      f"{CLS}(3, {EXAMPLE_ARGS[1]}, 6, 0.0, num_heads={heads}, num_kv_groups={groups}) with random weights on a "
                      f"{EXAMPLE_SHAPE} input", lambda: grouped_variants(x, state, heads, groups))
     except CheckFailed as failed:  # weights of other shapes, or biases the documented weights do not replace
-        hint = failed.hint or _layout_hint(build(learner, STAGE, CLS, EXAMPLE_ARGS)["structure"]["parameters"],
+        hint = failed.hint or _layout_hint(_parameters(build(learner, STAGE, CLS, EXAMPLE_ARGS), EXAMPLE_ARGS),
                                            EXAMPLE_ARGS)
         raise CheckFailed(failed.message, hint, failed.evidence) from None
 
@@ -191,7 +193,7 @@ def test_document(learner):
     except CheckFailed as failed:
         if not holds:
             hint = (_creation_order_hint(learner, DOCUMENTED_ARGS, DOCUMENTED_SEED, reply["state"])
-                    or _layout_hint(reply["structure"]["parameters"], DOCUMENTED_ARGS))
+                    or _layout_hint(_parameters(reply, DOCUMENTED_ARGS), DOCUMENTED_ARGS))
             raise CheckFailed(f"{failed.message}\nWith seed {DOCUMENTED_SEED} its weights are not the guide's: create "
                               "W_query, W_key, W_value, then out_proj, as nn.Linear each", hint) from None
         if failed.hint is not None:
@@ -202,7 +204,7 @@ def test_document(learner):
             raise CheckFailed(f"{failed.message}\nOn a smaller example: {example.message}", example.hint) from None
         raise CheckFailed(f"{failed.message}\nIts seeded weights are the guide's, and it computes the right output on "
                           "a small example: look at what differs with these arguments") from None
-    parameters = build(learner, STAGE, CLS, GPT2_ARGS)["structure"]["parameters"]
+    parameters = _parameters(build(learner, STAGE, CLS, GPT2_ARGS), GPT2_ARGS)
     shapes = dict(parameters)
     count = sum(math.prod(shape) for shape in shapes.values())
     cached = sum(shapes.get(f"{name}.weight", [0])[0] for name in ("W_key", "W_value"))  # per token: a KV cache's share
@@ -231,6 +233,24 @@ def test_random(learner, reference):
     expect_all_close(cases)
 
 
+def _documented_shapes(args: list) -> dict[str, list]:
+    """The documented parameters of GroupedQueryAttention(*args) and their shapes, in creation order."""
+    d_in, d_out, heads, groups = args[0], args[1], args[4], args[5]
+    bias = len(args) > 6 and args[6]
+    kv_width = groups * (d_out // heads)
+    shapes = {}
+    for name, width, biased in (("W_query", d_out, bias), ("W_key", kv_width, bias), ("W_value", kv_width, bias)):
+        shapes[f"{name}.weight"] = [width, d_in]
+        if biased:
+            shapes[f"{name}.bias"] = [width]
+    return {**shapes, "out_proj.weight": [d_out, d_out], "out_proj.bias": [d_out]}
+
+
+def _parameters(reply: dict, args: list) -> list:
+    """The learner's [name, shape] parameters, under the documented names where they pair by creation order."""
+    return list(under_documented_names(dict(reply["structure"]["parameters"]), _documented_shapes(args)).items())
+
+
 @check("property.torch_gqa", target=CLS)
 def test_matches_torch_gqa(learner):
     """With its own seeded weights, the module computes torch's GQA of its own projections."""
@@ -240,11 +260,11 @@ def test_matches_torch_gqa(learner):
         args = [d_in, d_out, context_length, 0.0, heads, groups, bias]
         x = torch.rand(b, n, d_in, generator=rng)
         reply = build(learner, STAGE, CLS, args, seed=8200 + n, inputs=[x], return_state=True)
-        state = parameters_only(reply["state"])
+        state = under_documented_names(parameters_only(reply["state"]), _documented_shapes(args))
         shapes = {name: list(value.shape) for name, value in state.items() if isinstance(value, torch.Tensor)}
         kv_width = groups * (d_out // heads)
-        documented = {"W_query.weight": [d_out, d_in], "W_key.weight": [kv_width, d_in],
-                      "W_value.weight": [kv_width, d_in], "out_proj.weight": [d_out, d_out], "out_proj.bias": [d_out]}
+        documented = {name: shape for name, shape in _documented_shapes(args).items()  # the weights, out_proj's bias
+                      if not name.endswith(".bias") or name == "out_proj.bias"}
         if any(shapes.get(name) != shape for name, shape in documented.items()):
             raise CheckFailed(f"{CLS}{tuple(args)} should hold W_query (d_out x d_in), W_key and W_value "
                               f"(num_kv_groups * head_dim = {kv_width} x d_in) and out_proj (d_out x d_out) weights; "
@@ -303,6 +323,8 @@ def test_structure(learner):
     shape = reply["structure"]
     expected_linears = [["W_query", [8, 4]], ["W_key", [4, 4]], ["W_value", [4, 4]], ["out_proj", [8, 8]]]
     linears = [[name.removesuffix(".weight"), s] for name, s in shape["parameters"] if name.endswith(".weight")]
+    if [s for _, s in linears] == [s for _, s in expected_linears]:
+        expect_documented_names(CLS, [n for n, _ in linears], [n for n, _ in expected_linears])
     if linears != expected_linears:
         names = [n for n, _ in linears]
         hint = ("missing-out-proj" if "out_proj" not in names else

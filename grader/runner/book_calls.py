@@ -59,13 +59,21 @@ def book_constructor(cls: object, name: str) -> object:
                         and book.parameters[n].default is not inspect.Parameter.empty:
                     kept[n] = book.parameters[n].default
             return cls(**kept)
-        try:  # other names (in_dim for d_in): the book's own positional call, if the learner's order takes it
-            learner.bind(*args, **kwargs)
-        except TypeError:
-            shown = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
-            raise TypeError(f"the grader builds {name}({shown}), which the book's signature {name}"
-                            f"({BOOK_SIGNATURES[name]}) takes, and your {name}{learner} does not") from None
-        return cls(*args, **kwargs)
+        # Other names (in_dim for d_in, n_heads for num_heads): the book's arguments by position, in the book's
+        # order, leaving out trailing ones at the book's default where the learner's signature has no room for them.
+        names, values = list(given), list(given.values())
+        while True:
+            try:
+                learner.bind(*values)
+            except TypeError:
+                default = book.parameters[names[-1]].default if names else inspect.Parameter.empty
+                if default is not inspect.Parameter.empty and values[-1] == default:
+                    names.pop(), values.pop()
+                    continue
+                shown = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
+                raise TypeError(f"the grader builds {name}({shown}), which the book's signature {name}"
+                                f"({BOOK_SIGNATURES[name]}) takes, and your {name}{learner} does not") from None
+            return cls(*values)
 
     construct.__name__ = construct.__qualname__ = name
     construct.__wrapped__ = cls  # type: ignore[attr-defined]
