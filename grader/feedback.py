@@ -95,12 +95,15 @@ def notes_heading(notes: list[tuple[int, dict]]) -> str:
     return NOTES_HEADING.format(worth=worth)
 
 
+def is_advice(check: dict) -> bool:
+    """A note that was not followed and costs nothing: shown as advice, not as a failure."""
+    return (is_note(check["id"]) and check["status"] in ("failed", "error") and not check["max_score"]
+            and not _stage_wide_cause(check))
+
+
 def mark(check: dict) -> str:
-    """The check's mark in a stage's row: a note that was not followed shows as advice, not as a failure."""
-    if is_note(check["id"]) and check["status"] in ("failed", "error") and not check["max_score"] \
-            and not _stage_wide_cause(check):
-        return NOTE_MARK
-    return MARKS[check["status"]]
+    """The check's mark in a stage's row."""
+    return NOTE_MARK if is_advice(check) else MARKS[check["status"]]
 
 
 def next_step(report: dict) -> tuple[int, str] | None:

@@ -10,11 +10,11 @@ import os
 from pathlib import Path
 
 from grader.feedback import (
-    MARKS,
     PRINTED_HEADING,
     STATUS_WORDS,
     checks_to_fix,
     flag_sentences,
+    is_advice,
     mark,
     next_step,
     notes_heading,
@@ -72,8 +72,8 @@ def render_html(report: dict, submission: str, page: Path, student_facing: bool 
 def _stage_table(report: dict) -> str:
     rows = []
     for stage in report["stages"]:
-        marks = "".join(f"<span class='{c['status'] if mark(c) == MARKS[c['status']] else 'note'}' "
-                        f"title='{_text(c['id'])}: {STATUS_WORDS[c['status']] if mark(c) == MARKS[c['status']] else 'a note'}'>"
+        marks = "".join(f"<span class='{'note' if is_advice(c) else c['status']}' "
+                        f"title='{_text(c['id'])}: {'a note' if is_advice(c) else STATUS_WORDS[c['status']]}'>"
                         f"{mark(c)}</span>" for c in stage["checks"])
         rows.append(f"<tr><td>stage {stage_number(stage)}</td><td>{_text(stage['title'])}</td>"
                     f"<td>{points_text(stage['score'])}/{points_text(stage['max_score'])}</td><td>{marks}</td></tr>")

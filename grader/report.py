@@ -5,10 +5,10 @@ import sys
 from collections.abc import Iterable
 
 from grader.feedback import (
-    MARKS,
     PRINTED_HEADING,
     checks_to_fix,
     flag_sentences,
+    is_advice,
     mark,
     next_step,
     notes_heading,
@@ -130,8 +130,7 @@ def _lines(report: dict, submission: str, folder: str) -> list[Line]:
         score = f"{points_text(stage['score']):>5}/{points_text(stage['max_score'])}"
         title = titles[stage["id"]]
         lines.append([(f"stage {number}  {title:<{width}} {score}  {_bar(stage['score'], stage['max_score'])}  ",
-                       None), *[(mark(c), _tone(c["status"]) if mark(c) == MARKS[c["status"]] else "dim")
-                                for c in stage["checks"]]])
+                       None), *[(mark(c), "dim" if is_advice(c) else _tone(c["status"])) for c in stage["checks"]]])
     lines.extend(_what_to_fix(report))
     lines.extend(_notes(report))
     lines.extend(_next_step(report, folder))

@@ -232,13 +232,15 @@ def expect_input_dependent(outputs: list, what: str) -> None:
         raise CheckFailed(f"{what}: the same output came back for different inputs", "hard-coded")
 
 
-def expect_documented_names(cls: str, held: list[str], documented: list[str]) -> None:
-    """Projections held under other names than the book's, as many and (elsewhere checked) of the same kinds:
-    one message naming both. The other checks found them by creation order and graded their maths; this
-    check alone prices the names."""
-    if len(held) == len(documented) and held != documented and sorted(held) != sorted(documented):
-        raise CheckFailed(f"your {cls} has {', '.join(held)}; the checks and the book call them "
-                          f"{', '.join(documented)}. The maths was graded with yours, taken in the order you "
+def expect_documented_names(cls: str, held: list, documented: list) -> None:
+    """Projections held under other names than the book's: one message naming both. ``held`` and ``documented``
+    are [name, kind or shape] pairs in creation order; the kinds or shapes must agree, pair by pair, and only the
+    names differ. The other checks found them by creation order and graded their maths; this check alone prices
+    the names."""
+    held_names, documented_names = [name for name, _ in held], [name for name, _ in documented]
+    if [what for _, what in held] == [what for _, what in documented] and sorted(held_names) != sorted(documented_names):
+        raise CheckFailed(f"your {cls} has {', '.join(held_names)}; the checks and the book call them "
+                          f"{', '.join(documented_names)}. The maths was graded with yours, taken in the order you "
                           "created them; only this check asks for the book's names", "other-names")
 
 

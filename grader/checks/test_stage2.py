@@ -95,7 +95,8 @@ def test_attention_weights_are_distributions(learner):
 def test_structure_v1(learner):
     shape = build(learner, STAGE, "SelfAttention_v1", [4, 3])["structure"]
     if not shape["weighted_modules"]:
-        expect_documented_names("SelfAttention_v1", shape["direct_parameters"], list(NAMES))
+        expect_documented_names("SelfAttention_v1", [[name, "Parameter"] for name in shape["direct_parameters"]],
+                                [[name, "Parameter"] for name in NAMES])
     if shape["direct_parameters"] != list(NAMES) or shape["weighted_modules"]:
         plain = [name for name in NAMES if name in shape["plain_tensors"]]
         hint = ("not-parameters" if plain else
@@ -114,8 +115,7 @@ def test_structure_v1(learner):
 def test_structure_v2(learner):
     for bias in (False, True):
         shape = build(learner, STAGE, "SelfAttention_v2", [4, 3, bias])["structure"]
-        if all(kind == "Linear" for _, kind in shape["weighted_modules"]):
-            expect_documented_names("SelfAttention_v2", [n for n, _ in shape["weighted_modules"]], list(NAMES))
+        expect_documented_names("SelfAttention_v2", shape["weighted_modules"], [[n, "Linear"] for n in NAMES])
         if shape["weighted_modules"] != [[n, "Linear"] for n in NAMES]:
             raise CheckFailed("SelfAttention_v2 should hold three nn.Linear named W_query, W_key, W_value, created "
                               f"in that order; it holds {shape['weighted_modules']}")

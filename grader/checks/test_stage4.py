@@ -177,7 +177,7 @@ def test_causal_attention_structure(learner, device):
     reply = build(learner, STAGE, "CausalAttention", [4, 3, 6, 0.1])
     shape = reply["structure"]
     linears = [m for m in shape["modules"] if m[1] == "Linear"]
-    expect_documented_names("CausalAttention", [name for name, _ in linears], list(PROJECTIONS))
+    expect_documented_names("CausalAttention", linears, [[name, "Linear"] for name in PROJECTIONS])
     if linears != [["W_query", "Linear"], ["W_key", "Linear"], ["W_value", "Linear"]]:
         raise CheckFailed(f"CausalAttention should hold nn.Linear W_query, W_key, W_value in that order; it holds {linears}")
     biases = [name for name, _ in shape["parameters"] if name.endswith(".bias")]

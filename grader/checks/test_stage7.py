@@ -400,18 +400,23 @@ def test_dropout(learner):
     )
 
 
-@check("structure.MultiHeadAttentionKV", target=CLS)
-def test_structure(learner, reference, device):
+def _fed_token_by_token(learner, reference, check_name: str) -> tuple[dict, torch.Tensor, dict]:
+    """CLS(4, 6, 5, 0.1, 3) with documented weights, fed 5 tokens one at a time (a step may raise), watching for
+    tensors made on a fixed device: the reply, the input and the weights."""
     args = [4, 6, 5, 0.1, 3]
     state = parameters_only(reference_state(reference.name(CLS), args, 9500))
-    x = torch.rand(2, 5, 4, generator=generator("structure.MultiHeadAttentionKV"))
+    x = torch.rand(2, 5, 4, generator=generator(check_name))
     steps = [{**step, "may_raise": True} for step in chunk_steps([1] * 5)]
-    reply = feed(learner, args, x, steps, state, watch_device=True)
+    return feed(learner, args, x, steps, state, watch_device=True), x, state
+
+
+@check("structure.MultiHeadAttentionKV", target=CLS)
+def test_structure(learner, reference, device):
+    reply, x, state = _fed_token_by_token(learner, reference, "structure.MultiHeadAttentionKV")
     shape = reply["structure"]
     expected_linears = [["W_query", [6, 4]], ["W_key", [6, 4]], ["W_value", [6, 4]], ["out_proj", [6, 6]]]
     linears = [[name.removesuffix(".weight"), s] for name, s in shape["parameters"] if name.endswith(".weight")]
-    if [s for _, s in linears] == [s for _, s in expected_linears]:
-        expect_documented_names(CLS, [n for n, _ in linears], [n for n, _ in expected_linears])
+    expect_documented_names(CLS, linears, expected_linears)
     if linears != expected_linears or [n for n, _ in shape["parameters"] if n.endswith(".bias")] != ["out_proj.bias"]:
         raise CheckFailed(f"MultiHeadAttentionKV(4, 6, 5, 0.1, 3) should hold stage 5's parameters: W_query, W_key, "
                           f"W_value (6 x 4, no bias), then out_proj (6 x 6, with bias), and no others; it holds "
@@ -449,11 +454,7 @@ def test_structure(learner, reference, device):
 @check("note.fixed_device", visible=True, target=CLS)
 def test_no_fixed_device(learner, reference):
     """A note: what we know beyond the book, which costs nothing unless an instructor prices it."""
-    args = [4, 6, 5, 0.1, 3]
-    state = parameters_only(reference_state(reference.name(CLS), args, 9500))
-    x = torch.rand(2, 5, 4, generator=generator("note.fixed_device"))
-    steps = [{**step, "may_raise": True} for step in chunk_steps([1] * 5)]
-    moved = device_hint(feed(learner, args, x, steps, state, watch_device=True), CLS)
+    moved = device_hint(_fed_token_by_token(learner, reference, "note.fixed_device")[0], CLS)
     if moved is not None:
         raise moved
 

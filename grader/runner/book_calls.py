@@ -42,14 +42,14 @@ def book_constructor(cls: object, name: str) -> object:
     except (TypeError, ValueError):  # a signature Python cannot read: called as given
         return cls
     book = book_signature(name)
+    named = {n for n, p in learner.parameters.items() if p.kind in _KEYWORD_KINDS}
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in learner.parameters.values())
 
     def construct(*args, **kwargs):
         try:
             given = dict(book.bind(*args, **kwargs).arguments)
         except TypeError:  # not a call the book makes: as given
             return cls(*args, **kwargs)
-        named = {n for n, p in learner.parameters.items() if p.kind in _KEYWORD_KINDS}
-        takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in learner.parameters.values())
         # an argument the learner's signature lacks, at the book's default, is the default it builds anyway
         kept = {n: v for n, v in given.items()
                 if n in named or takes_any or v is not book.parameters[n].default and v != book.parameters[n].default}
