@@ -90,24 +90,24 @@ grade-all: $(INSTRUCTOR_STAMP)
 
 similarity: $(SIMILARITY_STAMP)
 	@test -n "$(SUBMISSIONS)" -a -n "$(OUT)" || { echo "usage: make similarity SUBMISSIONS=folder OUT=folder [SIMILARITY_ARGS=...]"; exit 2; }
-	@$(PY) -m grader.similarity $(SUBMISSIONS) --out $(OUT) $(SIMILARITY_ARGS)
+	@$(PY) -m grader.classroom.similarity $(SUBMISSIONS) --out $(OUT) $(SIMILARITY_ARGS)
 
 # make canvas-export / moodle-export: one recipe, the LMS from the target's name.
 canvas-export moodle-export: %-export: $(RUNTIME_STAMP)
 	@test -n "$(OUT)" -a -n "$(ROSTER)" || { echo "usage: make $@ OUT=folder ROSTER=roster.csv [EXPORT=file] [EXPORT_ARGS=...]"; exit 2; }
-	@$(PY) -m grader.lms_export $* --grades $(OUT:%/=%)/grades.csv --roster $(ROSTER) --out $(or $(EXPORT),$(OUT:%/=%)/$*-import.csv) $(EXPORT_ARGS)
+	@$(PY) -m grader.classroom.lms_export $* --grades $(OUT:%/=%)/grades.csv --roster $(ROSTER) --out $(or $(EXPORT),$(OUT:%/=%)/$*-import.csv) $(EXPORT_ARGS)
 
 gradescope: $(RUNTIME_STAMP)
 	@$(PY) -m grader.authoring.gradescope dist/gradescope-autograder.zip
 
 nbgrader: $(NBGRADER_STAMP)
-	@$(PY) -m grader.authoring.nbgrader_course build/nbgrader
+	@$(PY) -m grader.authoring.nbgrader.course build/nbgrader
 
 nbgrader-demo: $(NBGRADER_STAMP)
-	@$(PY) -m grader.authoring.nbgrader_demo build/nbgrader-demo
+	@$(PY) -m grader.authoring.nbgrader.demo build/nbgrader-demo
 
 nbgrader-reconcile: $(NBGRADER_STAMP) $(INSTRUCTOR_STAMP)
-	@$(PY) -m grader.authoring.nbgrader_reconcile $(or $(COURSE),build/nbgrader)
+	@$(PY) -m grader.authoring.nbgrader.reconcile $(or $(COURSE),build/nbgrader)
 
 test: $(DEV_STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -1,4 +1,4 @@
-"""The grader from inside a Jupyter notebook of the nbgrader course (grader/authoring/nbgrader_course.py).
+"""The grader from inside a Jupyter notebook of the nbgrader course (grader/authoring/nbgrader/course.py).
 
 Each stage notebook's answer cell starts with ``%%writefile stage<N>_<topic>.py``: running it saves
 the cell as the same file the ``.py`` exercise is. ``load`` imports that file into the notebook;
@@ -10,7 +10,6 @@ and hints, never their data, which nothing in the kernel could then print into n
 """
 
 import importlib
-import json
 import subprocess
 import sys
 import tempfile
@@ -18,10 +17,12 @@ from functools import cache
 from pathlib import Path
 from types import ModuleType
 
-from grader.hints import explain
+from grader.core.hints import explain
+from grader.core.report import CheckReport, Report, Status
+from grader.core.report import read as read_report
 from grader.runner.implementation import SUBMISSION_PACKAGE, register_package
-from grader.stages import STAGE_MODULES
-from grader.runner.text import printable
+from grader.core.stages import STAGE_MODULES
+from grader.runner.escaping import printable
 
 GRADING_SECONDS = 240  # the whole grader run for one stage; a correct one takes about 3 s
 # What the test cells print, which nbgrader-reconcile reads back from a graded notebook as evidence
@@ -69,7 +70,7 @@ def _stage_file(stage: int) -> Path:
 
 
 @cache
-def _grade(stage: int, name: str, content: bytes) -> dict:
+def _grade(stage: int, name: str, content: bytes) -> Report:
     """The grader's report for one stage file; the same content is graded once per kernel."""
     with tempfile.TemporaryDirectory(prefix="notebook-grade-") as folder:
         submission = Path(folder) / "submission"
@@ -85,13 +86,16 @@ def _grade(stage: int, name: str, content: bytes) -> dict:
         if not report_path.is_file():
             reason = (finished.stderr or finished.stdout).strip().splitlines()[-1:] or ["no reason given"]
             raise NotebookGradingError(f"the grader could not run: {reason[0]}")
-        return json.loads(report_path.read_text(encoding="utf-8"))
+        report = read_report(report_path)
+        if report is None:
+            raise NotebookGradingError("the grader wrote a report that cannot be read")
+        return report
 
 
-def _verdict_line(c: dict, stage: int, hidden: bool) -> str:
-    mark = "✓" if c["status"] == "passed" else "✗"
+def _verdict_line(c: CheckReport, stage: int, hidden: bool) -> str:
+    mark = "✓" if c["status"] == Status.PASSED else "✗"
     line = f"{mark} {c['id']}: {c['score']:g}/{c['max_score']:g}"
-    if c["status"] == "passed":
+    if c["status"] == Status.PASSED:
         return line
     # The student view withholds a hidden check's message: only the catalog speaks for it.
     detail = [] if hidden else [f"    {printable(text, keep_newlines=False)}" for text in c["message"].split("\n")]

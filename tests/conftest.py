@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from grader.runner.implementation import Implementation, load_package
-from grader.stages import STAGE_MODULES
+from grader.core.stages import STAGE_MODULES
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -8,7 +8,7 @@ import tomllib
 from pathlib import Path
 
 from grader.authoring.stubs import learner_imports
-from grader.stages import STAGE_MODULES
+from grader.core.stages import STAGE_MODULES
 from tests.conftest import REPO
 
 SUBMISSIONS = REPO / "tests" / "submissions"  # whole stage files written as learners write them

@@ -31,8 +31,9 @@ import yaml
 from grader.authoring.gradescope import build as build_gradescope_zip
 from grader.authoring.release import build_release
 from grader.notebook import SUMMARY
-from grader.plugin import planned_checks
-from grader.stages import CORE, STAGE_MODULES, stages_of
+from grader.core.points import points_in_use
+from grader.judge.plugin import planned_checks
+from grader.core.stages import CORE, STAGE_MODULES, stages_of
 from tests.conftest import REPO
 from tests.grading import learner_copy
 from tests.test_gradescope import install
@@ -40,8 +41,8 @@ from tests.test_gradescope import install
 pytestmark = pytest.mark.artefacts
 
 STAGES = stages_of((CORE,))  # the artefacts are built without course.toml: the core stages
-VISIBLE = {stage: sum(c.points for c in planned_checks([stage]) if c.visibility == "visible") for stage in STAGES}
-SCHEMAS = REPO / "grader" / "schemas"
+VISIBLE = {stage: sum(c.points for c in planned_checks([stage], points_in_use()) if c.visibility == "visible") for stage in STAGES}
+SCHEMAS = REPO / "grader" / "core" / "schemas"
 # Variables that would lead a fresh environment back to this checkout, or carry this run's make or pytest options.
 LEAKS = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV", "CONDA_PREFIX", "__PYVENV_LAUNCHER__",
          "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")
@@ -220,8 +221,8 @@ def test_a_students_notebook_runs_in_the_students_environment(release, tmp_path_
     `nbgrader generate_assignment`); the student's Jupyter has the release installed, plus a kernel
     (nbclient and ipykernel, the versions nbgrader brings here). The students' copy of stage 1, with the
     solution pasted in, earns the stage's visible points."""
-    from grader.authoring.nbgrader_course import ASSIGNMENT, answer_cell
-    from grader.authoring.nbgrader_demo import prepare, solved_answers
+    from grader.authoring.nbgrader.course import ASSIGNMENT, answer_cell
+    from grader.authoring.nbgrader.demo import prepare, solved_answers
 
     folder, _, _ = release
     base = outside(tmp_path_factory, "nbgrader")

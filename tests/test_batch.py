@@ -13,11 +13,11 @@ import zipfile
 import jsonschema
 import pytest
 
-from grader.report import render_text
+from grader.views.terminal import render_text
 from tests.conftest import REPO
 from tests.grading import MUTANTS, batch, learner_copy
 
-SCHEMA = json.loads((REPO / "grader" / "schemas" / "report.schema.json").read_text())
+SCHEMA = json.loads((REPO / "grader" / "core" / "schemas" / "report.schema.json").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -140,9 +140,9 @@ def test_an_incomplete_report_is_graded_again_and_a_complete_one_is_not(graded, 
 def test_a_sandbox_that_dies_marks_its_student_incomplete_and_the_next_is_graded_in_a_fresh_one(tmp_path):
     import threading
 
-    from grader.sandbox import Sandbox
-    from grader.session import grade_each
-    from grader.submission import stage_submission
+    from grader.sandbox.zygote import Sandbox
+    from grader.judge.session import grade_each
+    from grader.intake.staging import stage_submission
 
     slow = learner_copy(tmp_path / "slow", stages=[1])
     path = slow / "stage1_softmax.py"
@@ -161,8 +161,8 @@ def test_a_sandbox_that_dies_marks_its_student_incomplete_and_the_next_is_graded
 
 
 def test_a_student_asked_for_is_found_whatever_unicode_form_the_id_was_typed_in(tmp_path):
-    from grader.batch import _chosen
-    from grader.intake import Student
+    from grader.classroom.plan import chosen_ids as _chosen
+    from grader.intake.layouts import Student
 
     students = [Student("Jos\u00e9", tmp_path), Student("ada", tmp_path)]
     assert _chosen(students, ["Jose\u0301"], tmp_path) == {"Jos\u00e9"}
@@ -234,7 +234,7 @@ def test_a_class_of_no_student_is_refused_in_one_line_and_nothing_is_written(tmp
 
 
 def test_ids_that_differ_only_by_case_are_named_in_one_line():
-    from grader.batch import case_twins
+    from grader.classroom.plan import case_twins
 
     assert case_twins(["Ada", "ada", "bo", "ADA", "Straße", "STRASSE"]) == [("ada", "Ada"), ("ADA", "Ada"),
                                                                            ("STRASSE", "Straße")]

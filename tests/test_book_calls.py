@@ -7,7 +7,7 @@ import torch.nn as nn
 
 from grader.runner.book_calls import BOOK_SIGNATURES, book_constructor, book_signature, projection, renamed
 from grader.runner.implementation import load_package
-from grader.stages import STAGE_MODULES
+from grader.core.stages import STAGE_MODULES
 
 
 def test_the_book_signatures_are_the_solutions():

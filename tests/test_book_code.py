@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from grader.stages import is_note
+from grader.core.stages import is_note
 from tests.grading import REPO, grade, stage_scores
 
 BOOK = REPO / "tests" / "book"
@@ -42,7 +42,7 @@ def test_the_books_code_gets_exactly_its_notes_and_no_failure(book_report):
 
 def test_the_html_page_shows_the_notes_apart_and_nothing_to_fix(book_report):
     result, report = book_report
-    from grader.html_report import render_html
+    from grader.views.html import render_html
 
     page = render_html(report, "book", REPO / "grade-report.html")
     assert "What to fix" not in page and "<h2>Notes (marked i above: advice beyond the book" in page
@@ -88,7 +88,7 @@ def test_a_wrong_note_price_is_refused_in_one_line(tmp_path, line, words):
 def test_what_is_built_for_students_carries_the_courses_note_prices():
     import tomllib
 
-    from grader.course import course_text, note_prices
+    from grader.core.course import course_text, note_prices
 
     prices = {"stage3": {"note.in_place": 2}, "stage4": {"note.fixed_device": 1.5}}
     written = tomllib.loads(course_text([1, 2, 3, 4, 5], prices))

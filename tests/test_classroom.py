@@ -9,14 +9,15 @@ import sys
 import jsonschema
 import pytest
 
-from grader.stages import CORE, stages_of
-from grader.plugin import planned_checks
+from grader.core.stages import CORE, stages_of
+from grader.core.points import points_in_use
+from grader.judge.plugin import planned_checks
 
 from tests.conftest import REPO
 from tests.grading import learner_copy
 
 WORKFLOW = (REPO / "grader" / "authoring" / "classroom" / "classroom.yml").read_text()
-SCHEMA = json.loads((REPO / "grader" / "schemas" / "classroom.schema.json").read_text())
+SCHEMA = json.loads((REPO / "grader" / "core" / "schemas" / "classroom.schema.json").read_text())
 
 
 def grading_command() -> str:
@@ -50,5 +51,5 @@ def test_the_grading_command_gives_the_reporter_the_visible_points(tmp_path, wor
     jsonschema.validate(result, SCHEMA)
     total = sum(test["score"] for test in result["tests"])
     assert result["max_score"] > 0 and total == (result["max_score"] if points == "all" else 0)
-    visible = {c.id for c in planned_checks(stages_of((CORE,))) if c.visibility == "visible"}
+    visible = {c.id for c in planned_checks(stages_of((CORE,)), points_in_use()) if c.visibility == "visible"}
     assert {test["name"].split(": ")[1] for test in result["tests"]} == visible

@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from grader.hints import catalog, explain
-from grader.stages import STAGES
+from grader.core.hints import catalog, explain
+from grader.core.stages import STAGES
 from tests.grading import MUTANTS, REPO
 from tests.mutation import truthful
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from grader.runner.document_examples import RECIPES, run_recipe
-from grader.document_values import document_values, errata
-from grader.tensor_diff import describe_difference
+from grader.judge.document_values import document_values, errata
+from grader.judge.tensor_diff import describe_difference
 from tests.conftest import seeds_dir
 
 VALUES = document_values()
@@ -121,7 +121,7 @@ def test_counting_parameters_passes_on_what_the_learners_module_raises():
 
 
 def test_learners_read_where_a_value_comes_from_in_their_own_words():
-    from grader.document_values import document_values
+    from grader.judge.document_values import document_values
 
     for value in document_values():
         assert "00" not in value.citation.split(" ")[0] and "_" not in value.citation.split(" ")[0], value.citation

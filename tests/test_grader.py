@@ -7,17 +7,18 @@ import jsonschema
 import pytest
 import torch
 
-from grader.hints import catalog
-from grader.learner import LearnerFailure
-from grader.plugin import GradingPlugin, run_checks
-from grader.stages import is_note
-from grader.points import STAGE_POINTS, points_table
-from grader.printed import PrintedOutput
+from grader.core.hints import catalog
+from grader.core.options import GradingOptions
+from grader.sandbox.workers import LearnerFailure
+from grader.judge.plugin import GradingPlugin, run_checks
+from grader.core.stages import is_note
+from grader.core.points import STAGE_POINTS, points_in_use
+from grader.sandbox.printed import PrintedOutput
 from tests.conftest import REPO
 from tests.grading import MUTANTS, grade, learner_copy, stage_scores
 from tests.mutation import truthful
 
-SCHEMAS = REPO / "grader" / "schemas"
+SCHEMAS = REPO / "grader" / "core" / "schemas"
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +38,7 @@ def test_solutions_score_full_marks(solutions_report):
 def test_points_table_matches_the_checks(solutions_report):
     _, report = solutions_report
     for stage in report["stages"]:
-        table = points_table()[stage["id"]]
+        table = points_in_use().table[stage["id"]]
         assert {c["id"] for c in stage["checks"]} == set(table), stage["id"]
         assert sum(table.values()) == STAGE_POINTS == stage["max_score"]
         assert {c["visibility"] for c in stage["checks"]} == {"visible", "hidden"}
@@ -102,7 +103,7 @@ def test_visible_only_is_provisional(tmp_path):
     result, report = grade(folder, "--visible-only", "--stage", "1")
     assert "provisional" in report["flags"]
     assert {c["visibility"] for s in report["stages"] for c in s["checks"]} == {"visible"}
-    assert report["max_score"] == sum(v for k, v in points_table()["stage1"].items() if k.startswith("document."))
+    assert report["max_score"] == sum(v for k, v in points_in_use().table["stage1"].items() if k.startswith("document."))
     assert "Provisional total (visible checks only)" in result.stdout
 
 
@@ -141,7 +142,7 @@ def test_tampering_in_learner_code_changes_no_verdict(tmp_path):
 
 
 def test_terminal_report_reads_without_colour_and_colours_on_request(solutions_report):
-    from grader.report import render_text
+    from grader.views.terminal import render_text
 
     _, report = solutions_report
     plain, coloured = render_text(report, "work", color=False), render_text(report, "work", color=True)
@@ -152,7 +153,7 @@ def test_terminal_report_reads_without_colour_and_colours_on_request(solutions_r
 def test_a_broken_check_module_is_reported_with_its_traceback(tmp_path):
     # A lane's session lists its failures a line each; the grader's own errors keep their detail.
     (tmp_path / "test_stage9.py").write_text("def test_broken(:\n    pass\n")
-    exit_code, output = run_checks(GradingPlugin(None, "cpu", [1], visible_only=False), str(tmp_path))
+    exit_code, output = run_checks(GradingPlugin(None, "cpu", GradingOptions((1,), points_in_use())), str(tmp_path))
     assert exit_code == pytest.ExitCode.INTERRUPTED
     assert "SyntaxError" in output and "test_stage9.py" in output
 
@@ -184,7 +185,7 @@ def test_each_check_draws_the_same_numbers_whatever_was_drawn_before_it():
     runs = []
     for extra in (1, 7):
         draws = _FirstDraws(extra)
-        run_checks(GradingPlugin(_NothingWritten(), "cpu", [4], visible_only=False), plugins=[draws])
+        run_checks(GradingPlugin(_NothingWritten(), "cpu", GradingOptions((4,), points_in_use())), plugins=[draws])
         runs.append(draws.first)
     assert len(runs[0]) > 5 and runs[0] == runs[1]
     assert len(set(runs[0].values())) == len(runs[0])  # each check its own numbers

@@ -16,7 +16,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from grader import sandbox
+from grader.sandbox import zygote as sandbox
 from grader.authoring.gradescope import NEVER_SHIPPED, build, entry_points
 from grader.authoring.shipping import closure, data_files
 from grader.runner.confine import UNPRIVILEGED_UID, landlock_abi
@@ -25,7 +25,7 @@ from tests import without_landlock
 from tests.conftest import REPO
 from tests.grading import learner_copy
 
-SCHEMA = json.loads((REPO / "grader" / "schemas" / "gradescope.schema.json").read_text())
+SCHEMA = json.loads((REPO / "grader" / "core" / "schemas" / "gradescope.schema.json").read_text())
 BUBBLEWRAP = sandbox.confinement("auto")
 needs_bubblewrap = pytest.mark.skipif(not BUBBLEWRAP.confined, reason=f"no sandbox here: {BUBBLEWRAP.detail}")
 needs_landlock = pytest.mark.skipif(landlock_abi() < 1, reason="this kernel has no Landlock")
@@ -156,8 +156,8 @@ def test_the_zip_holds_what_grading_needs_and_nothing_else(autograder_zip):
         names = archive.namelist()
         modes = {i.filename: i.external_attr >> 16 for i in archive.infolist()}
         requirements = archive.read("requirements.txt").decode()
-    assert {"setup.sh", "run_autograder", "requirements.txt", "grader/checks/test_stage5.py",
-            "grader/document_values.toml", "solutions/stage5_multihead_attention.py"} <= set(names)
+    assert {"setup.sh", "run_autograder", "requirements.txt", "grader/judge/checks/test_stage5.py",
+            "grader/judge/document_values.toml", "solutions/stage5_multihead_attention.py"} <= set(names)
     assert not [n for n in names if n.startswith(("tests/", "exercises/", "grader/authoring/", ".venv"))
                 or "__pycache__" in n], names
     assert modes["run_autograder"] & stat.S_IXUSR and modes["setup.sh"] & stat.S_IXUSR
@@ -174,7 +174,7 @@ def test_the_zip_holds_what_grading_imports(autograder_zip, tmp_path):
     modules = closure(entry_points(), never=NEVER_SHIPPED, root=tmp_path)
     files = [*modules.values(), *data_files(modules, root=tmp_path)]
     assert {path.relative_to(tmp_path).as_posix() for path in files} == names
-    assert {"grader.toml_file", "grader.notebook_files", "grader.runner.zygote", "solutions.stage8_gqa"} <= set(modules)
+    assert {"grader.core.toml_file", "grader.intake.notebook_files", "grader.runner.zygote", "solutions.stage8_gqa"} <= set(modules)
 
 
 def test_the_same_sources_give_the_same_zip(autograder_zip, tmp_path):

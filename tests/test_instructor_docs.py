@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.points import points_file_text
-from grader.stages import STAGES
+from grader.core.points import points_file_text
+from grader.core.stages import STAGES
 from tests.grading import REPO, learner_copy
 from tests.test_readme import PROVEN_BY_CI, PROVEN_BY_TESTS, RUN_HERE, STUDENT_REPOSITORY
 
@@ -38,7 +38,7 @@ PROVEN_ELSEWHERE = {
 # Benchmarks print figures and take minutes: run by hand, never as tests (the pages quote them).
 BENCHMARKS = {"bench-batch": "tests.benchmarks.bench_batch", "bench-grade": "tests.benchmarks.bench_grade"}
 # Where the real nbgrader CLI is run: the nbgrader tests, and the term they run through make nbgrader-demo.
-NBGRADER_RUNNERS = ["tests/test_nbgrader.py", "tests/test_nbgrader_exchange.py", "grader/authoring/nbgrader_demo.py"]
+NBGRADER_RUNNERS = ["tests/test_nbgrader.py", "tests/test_nbgrader_exchange.py", "grader/authoring/nbgrader/demo.py"]
 MOODLE_PARTICIPANTS = {"Fay Lee": "101", "Gus Ng": "102"}
 CANVAS_STUDENTS = {"leefay": "12345", "nggus": "67890"}
 
@@ -90,7 +90,7 @@ def commands(kind: str) -> list[str]:
 
 
 def module_of(command: str) -> list[str]:
-    """The `python -m` words a command runs (`grader batch`, `grader.similarity`), a make target's from `make -n`."""
+    """The `python -m` words a command runs (`grader batch`, `grader.classroom.similarity`), a make target's from `make -n`."""
     words = shlex.split(PLACEHOLDER.sub("x", command.replace("|", " ")))
     if words[0] == "make":
         dry = subprocess.run(["make", "-s", "-n", *words[1:]], cwd=REPO, capture_output=True, text=True,
@@ -222,7 +222,7 @@ def test_the_pages_show_commands_of_each_kind():
 
 
 def test_the_grading_policy_table_gives_each_stage_its_points_as_graded():
-    from grader.plugin import planned_checks
+    from grader.judge.plugin import planned_checks
 
     text = (REPO / "docs" / "instructors.md").read_text(encoding="utf-8")
     shown = {int(stage): (float(visible), float(hidden), float(total))

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.intake import Student, detect_layout, list_students, parse_time
-from grader.stages import STAGE_MODULES
-from grader.submission import STAGE_FILES, SubmittedPart, stage_file_meant, stage_submission
+from grader.intake.layouts import Student, detect_layout, list_students, parse_time
+from grader.core.stages import STAGE_MODULES
+from grader.intake.staging import STAGE_FILES, SubmittedPart, stage_file_meant, stage_submission
 from tests.grading import batch, learner_copy
 
 STAGE2 = f"{STAGE_MODULES[2]}.py"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.sandbox import confinement
+from grader.sandbox.zygote import confinement
 from tests.conftest import REPO
 from tests.grading import batch, learner_copy, stage_scores
 from tests.tampering import ATTACKS
@@ -440,9 +440,9 @@ raise RuntimeError(f"REPORT{found}")
 
 @needs_bubblewrap
 def test_no_student_text_is_left_in_the_memory_workers_are_forked_from(tmp_path):
-    from grader.sandbox import Sandbox
-    from grader.session import grade_each
-    from grader.submission import stage_submission
+    from grader.sandbox.zygote import Sandbox
+    from grader.judge.session import grade_each
+    from grader.intake.staging import stage_submission
 
     honest = _honest(tmp_path / "honest")
     (tmp_path / "scan").mkdir()
@@ -457,7 +457,7 @@ def test_no_student_text_is_left_in_the_memory_workers_are_forked_from(tmp_path)
 
 
 def test_each_lane_keeps_to_its_own_core(tmp_path):
-    from grader.batch import lane_cores
+    from grader.classroom.lanes import lane_cores
 
     cores = sorted(os.sched_getaffinity(0))
     if len(cores) < 2:
@@ -473,7 +473,7 @@ def test_each_lane_keeps_to_its_own_core(tmp_path):
 
 
 def test_the_references_are_covered_wherever_the_sandbox_shows_them(monkeypatch, tmp_path):
-    from grader import sandbox
+    from grader.sandbox import zygote as sandbox
 
     monkeypatch.setattr(sandbox, "SYSTEM_PATHS", [*sandbox.SYSTEM_PATHS, str(REPO.parent)])  # a checkout under /usr
     binds = sandbox._grading_binds("cpu")
@@ -493,7 +493,7 @@ def test_a_judge_killed_while_its_zygote_starts_leaves_no_folder(tmp_path):
     """Unsandboxed, the zygote removes the judge's folders once the judge is gone, even when the judge is
     killed in the seconds the zygote spends importing torch."""
     judge = ("import os, signal, threading\n"
-             "from grader.sandbox import Sandbox\n"
+             "from grader.sandbox.zygote import Sandbox\n"
              "threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGKILL)).start()\n"
              "Sandbox('cpu', 'none')\n")
     temporary = tmp_path / "tmp"

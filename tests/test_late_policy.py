@@ -12,20 +12,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.late_policy import (
+from grader.core.late_policy import (
     MARKED_LATE_WITHOUT_TIME,
     NO_SUBMISSION_TIME,
     LatePolicy,
     late_record,
     load_course,
 )
-from grader.course import CourseError
-from grader.points import rounded
-from grader.stages import STAGE_MODULES
+from grader.core.course import CourseError
+from grader.core.points import rounded
+from grader.core.stages import STAGE_MODULES
 from tests.conftest import REPO
 from tests.grading import learner_copy
 
-SCHEMA = json.loads((REPO / "grader" / "schemas" / "report.schema.json").read_text())
+SCHEMA = json.loads((REPO / "grader" / "core" / "schemas" / "report.schema.json").read_text())
 DUE = dt.datetime(2025, 3, 14, 23, 59, tzinfo=dt.timezone(dt.timedelta(hours=-5)))
 MICROSECOND = dt.timedelta(microseconds=1)
 HOUR, DAY = dt.timedelta(hours=1), dt.timedelta(days=1)
@@ -183,18 +183,18 @@ def test_a_course_file_that_cannot_be_used_is_refused_in_one_line(tmp_path, text
 # it lists, and marks the ones named in "marked" late the way Canvas's LATE does.
 WITH_TIMES = """
 import dataclasses, datetime, json, sys
-import grader.batch
+import grader.cli.batch
 
 times, marked = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-listed = grader.batch.list_students
+listed = grader.cli.batch.list_students
 
 def with_times(folder, layout):
     students, skipped = listed(folder, layout)
     return [dataclasses.replace(s, submitted=times.get(s.id) and datetime.datetime.fromisoformat(times[s.id]),
                                 late_marked=s.id in marked) for s in students], skipped
 
-grader.batch.list_students = with_times
-sys.exit(grader.batch.main(sys.argv[3:]))
+grader.cli.batch.list_students = with_times
+sys.exit(grader.cli.batch.main(sys.argv[3:]))
 """
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader.learner import LearnerFailure, LearnerWorkers
+from grader.sandbox.workers import LearnerFailure, LearnerWorkers
 from grader.runner.protocol import Foreign, ProtocolError, decode, encode, receive
-from grader.sandbox import Sandbox
-from grader.submission import stage_submission
+from grader.sandbox.zygote import Sandbox
+from grader.intake.staging import stage_submission
 from tests.conftest import REPO
 
 STAGE1 = (REPO / "solutions" / "stage1_softmax.py").read_text()

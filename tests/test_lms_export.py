@@ -1,4 +1,4 @@
-"""python -m grader.lms_export: grades.csv as Canvas's and Moodle's importers read a file.
+"""python -m grader.classroom.lms_export: grades.csv as Canvas's and Moodle's importers read a file.
 
 The formats, from the LMSs' own code: Canvas's gradebook importer (canvas-lms
 app/models/gradebook_importer.rb) wants a header whose first cells are Student and ID, then SIS
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import lms_export
+from grader.classroom import lms_export
 from tests.grading import REPO
 from tests.grading import make as run_make
 
@@ -171,7 +171,7 @@ def test_roster_problems_are_one_line_each(tmp_path, capsys):
 def test_make_targets_run_this_module_on_outs_grades(lms):
     dry_run = run_make(REPO, "-n", f"{lms}-export", "OUT=grades", "ROSTER=roster.csv")
     assert dry_run.returncode == 0
-    assert (f"-m grader.lms_export {lms} --grades grades/grades.csv --roster roster.csv "
+    assert (f"-m grader.classroom.lms_export {lms} --grades grades/grades.csv --roster roster.csv "
             f"--out grades/{lms}-import.csv") in dry_run.stdout
 
 

@@ -51,7 +51,7 @@ def test_the_suite_meets_its_targets(full, release):
 
 
 def test_the_suite_is_large_and_each_entry_is_sound():
-    from grader.hints import catalog
+    from grader.core.hints import catalog
 
     assert len(MUTANTS) >= 80 and len(ALTERNATIVES) >= 15
     for mutant in MUTANTS:

@@ -22,20 +22,20 @@ from nbgrader.nbgraderformat.v3 import MetadataValidatorV3
 from nbgrader.utils import compute_checksum
 from traitlets.config.loader import PyFileConfigLoader
 
-from grader.authoring import nbgrader_course
-from grader.authoring.nbgrader_course import (
+from grader.authoring.nbgrader import course as nbgrader_course
+from grader.authoring.nbgrader.course import (
     ASSIGNMENT, GENERATED_CONFIG, INSTRUCTOR_CONFIG, answer_cell, answer_cell_source, answer_source,
     autograder_cell_ids, hidden_cell_notice, stage_points, write_course)
-from grader.authoring.nbgrader_demo import grade, nbgrader, prepare, solved_answers, submit
-from grader.authoring.nbgrader_lms import CanvasCollector, MoodleCollector
-from grader.authoring.nbgrader_reconcile import (
+from grader.authoring.nbgrader.demo import grade, nbgrader, prepare, solved_answers, submit
+from grader.authoring.nbgrader.lms import CanvasCollector, MoodleCollector
+from grader.authoring.nbgrader.reconcile import (
     GradedCell, graded_cell_causes, shadowing_causes, stage_file_causes, tampering_causes,
     working_directory_causes)
 from grader.authoring.stubs import BEGIN, END
-from grader.plugin import planned_checks
-from grader.points import STAGE_POINTS
-from grader.course import course_stages
-from grader.stages import STAGE_MODULES
+from grader.judge.plugin import planned_checks
+from grader.core.points import STAGE_POINTS
+from grader.core.course import course_stages
+from grader.core.stages import STAGE_MODULES
 from tests.grading import MUTANTS, REPO, grade as grade_folder, learner_copy, stage_scores
 
 pytestmark = pytest.mark.nbgrader
@@ -50,7 +50,7 @@ CANVAS_DOWNLOAD = {
     "leedee_12345_900007_stage2_self_attention-1.ipynb": "cheat",  # the same file, uploaded again
     "smitheve_LATE_67890_900003_stage1_softmax.ipynb": "no hidden cell",
 }
-CANVAS_COLLECTOR = '# c.ZipCollectApp.collector_plugin = "grader.authoring.nbgrader_lms.CanvasCollector"'
+CANVAS_COLLECTOR = '# c.ZipCollectApp.collector_plugin = "grader.authoring.nbgrader.lms.CanvasCollector"'
 
 
 def released(course, stage: int, answer: str | None = None) -> nbformat.NotebookNode:
@@ -126,9 +126,9 @@ def term(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def reconciled(term):
-    """`python -m grader.authoring.nbgrader_reconcile` on the term, as an instructor runs it."""
+    """`python -m grader.authoring.nbgrader.reconcile` on the term, as an instructor runs it."""
     course, _, _ = term
-    return subprocess.run([sys.executable, "-m", "grader.authoring.nbgrader_reconcile", str(course)],
+    return subprocess.run([sys.executable, "-m", "grader.authoring.nbgrader.reconcile", str(course)],
                           capture_output=True, text=True, timeout=900)
 
 
@@ -571,7 +571,7 @@ def test_reconcile_exits_0_when_the_two_agree(term, tmp_path):
         for student in ("ada", "cy", "12345", "fay"):
             shutil.rmtree(agreeing / "autograded" / student)
             gradebook.remove_submission(ASSIGNMENT, student)
-    done = subprocess.run([sys.executable, "-m", "grader.authoring.nbgrader_reconcile", str(agreeing)],
+    done = subprocess.run([sys.executable, "-m", "grader.authoring.nbgrader.reconcile", str(agreeing)],
                           capture_output=True, text=True, timeout=900)
     assert (done.returncode, done.stdout) == (0, "nbgrader and grade-all agree on every stage of 2 students.\n")
 
@@ -579,4 +579,4 @@ def test_reconcile_exits_0_when_the_two_agree(term, tmp_path):
 def test_make_nbgrader_reconcile_runs_the_reconciliation():
     dry_run = subprocess.run(["make", "-n", "nbgrader-reconcile", "COURSE=some/course"], cwd=REPO,
                              capture_output=True, text=True)
-    assert dry_run.returncode == 0 and "-m grader.authoring.nbgrader_reconcile some/course" in dry_run.stdout
+    assert dry_run.returncode == 0 and "-m grader.authoring.nbgrader.reconcile some/course" in dry_run.stdout

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.authoring.nbgrader_course import ASSIGNMENT
-from grader.authoring.nbgrader_demo import prepare
+from grader.authoring.nbgrader.course import ASSIGNMENT
+from grader.authoring.nbgrader.demo import prepare
 
 pytestmark = pytest.mark.nbgrader
 COURSE_ID = "attention-exercises"

@@ -4,8 +4,8 @@ import time
 
 import pytest
 
-from grader.learner import LearnerFailure
-from grader.printed import MAX_COUNT, SHOWN_LINE_CHARACTERS, SHOWN_LINES, PrintedOutput
+from grader.sandbox.workers import LearnerFailure
+from grader.sandbox.printed import MAX_COUNT, SHOWN_LINE_CHARACTERS, SHOWN_LINES, PrintedOutput
 from tests.test_learner_process import STAGE1, scores, submission, workers_for  # noqa: F401 - a fixture
 
 BODY = "    return inputs @ query  #"

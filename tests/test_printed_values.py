@@ -5,8 +5,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader.document_values import parse_printed
-from grader.tensor_diff import describe_difference
+from grader.judge.document_values import parse_printed
+from grader.judge.tensor_diff import describe_difference
 
 
 def test_four_decimals_allow_one_unit_in_the_last_digit():

@@ -12,7 +12,7 @@ README = (REPO / "README.md").read_text(encoding="utf-8")
 CI = (REPO / ".ci" / "run").read_text(encoding="utf-8")
 # target -> the test file that runs what the target runs (checked against `make -n`)
 PROVEN_BY_TESTS = {
-    "nbgrader-demo": ("tests/test_nbgrader.py", "grader.authoring.nbgrader_demo"),
+    "nbgrader-demo": ("tests/test_nbgrader.py", "grader.authoring.nbgrader.demo"),
     "stubs": ("tests/test_stubs.py", "grader.authoring.stubs"),
     "figures": ("tests/test_figures.py", "grader.authoring.figures"),
 }

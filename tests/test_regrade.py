@@ -10,15 +10,15 @@ import sys
 import jsonschema
 import pytest
 
-from grader import fingerprint
-from grader.batch import close_ids
-from grader.fingerprint import RunFingerprint, grader_hash, points_hash, submission_hash, why_grade
-from grader.points import points_file_text
-from grader.submission import StagedSubmission
+from grader.classroom import fingerprint
+from grader.classroom.plan import close_ids
+from grader.classroom.fingerprint import RunFingerprint, grader_hash, points_hash, submission_hash, why_grade
+from grader.core.points import points_file_text
+from grader.intake.staging import StagedSubmission
 from tests.conftest import REPO
 from tests.grading import MUTANTS, batch, learner_copy
 
-SCHEMA = json.loads((REPO / "grader" / "schemas" / "report.schema.json").read_text())
+SCHEMA = json.loads((REPO / "grader" / "core" / "schemas" / "report.schema.json").read_text())
 STAGE1_MUTANT = next(m for m in MUTANTS if m["file"] == "stage1_softmax.py")
 STUDENTS = ["ada", "bo", "cy"]
 

@@ -13,16 +13,16 @@ import pytest
 from grader.authoring.release import CHECKS_CONFTEST, NEVER_SHIPPED, build_release, learner_entry_points
 from grader.authoring.shipping import closure, data_files
 from grader.authoring.stubs import BEGIN, END
-from grader.course import course_text
-from grader.plugin import planned_checks
-from grader.stages import CORE, STAGE_MODULES, stages_of
+from grader.core.course import course_text
+from grader.judge.plugin import planned_checks
+from grader.core.stages import CORE, STAGE_MODULES, stages_of
 from tests.grading import REPO, batch, learner_copy
 from tests.grading import make as run_make
 
 ALLOWED = [".gitignore", "Makefile", "README.md", "course.toml", "pyproject.toml", ".github/workflows/classroom.yml",
            "docs/stage?.md", "docs/errata.md", "docs/troubleshooting.md", "docs/figures/*.png",
-           "exercises/*.py", "grader/*.py", "grader/*.toml", "grader/runner/*.py", "grader/checks/*.py",
-           "grader/checks/pytest.ini"]
+           "exercises/*.py", "grader/*.py", "grader/*.toml", "grader/runner/*.py", "grader/judge/checks/*.py",
+           "grader/judge/checks/pytest.ini"]
 STAGES = stages_of((CORE,))  # a release built without course.toml: the core stages
 
 
@@ -74,7 +74,7 @@ def test_only_allowed_files(release):
     folder, _ = release
     outside = [name for name in release_files(folder) if not any(fnmatch.fnmatch(name, p) for p in ALLOWED)]
     assert not outside
-    for absent in ("solutions", "tests", "grader/authoring", "grader/schemas", "docs/instructors.md"):
+    for absent in ("solutions", "tests", "grader/authoring", "grader/core/schemas", "docs/instructors.md"):
         assert not (folder / absent).exists()
 
 
@@ -82,12 +82,12 @@ def test_the_grader_is_what_its_users_and_visible_checks_import(release):
     """Read in the release itself: every grader import resolves there, and no module is there that no
     learner command or visible check imports (a module only hidden checks use stays behind)."""
     folder, _ = release
-    checks = [f"grader.checks.test_stage{n}" for n in STAGES]
+    checks = [f"grader.judge.checks.test_stage{n}" for n in STAGES]
     modules = closure([*learner_entry_points(), CHECKS_CONFTEST, *checks], never=NEVER_SHIPPED, root=folder)
     shipped = {str(path.relative_to(folder)) for path in modules.values()}
     shipped |= {str(path.relative_to(folder)) for path in data_files(modules, root=folder)}
     assert shipped == {name for name in release_files(folder) if name.startswith("grader/")}
-    for module in ("grader.toml_file", "grader.notebook_files", "grader.batch", "grader.notebook", "grader.runner.zygote"):
+    for module in ("grader.core.toml_file", "grader.intake.notebook_files", "grader.classroom.batch", "grader.notebook", "grader.runner.zygote"):
         assert module in modules  # imported inside a function, or run by name (-m), or by a notebook
 
 
@@ -122,7 +122,7 @@ def test_points_are_the_visible_checks_points(release):
     folder, _ = release
     import tomllib
 
-    table = tomllib.loads((folder / "grader" / "stages.toml").read_text())
+    table = tomllib.loads((folder / "grader" / "core" / "stages.toml").read_text())
     visible = {(f"stage{c.stage}", c.id): c.points for c in planned_checks(STAGES) if c.visibility == "visible"}
     assert {(stage, check): points for stage, entry in table.items() for check, points in entry["points"].items()} == visible
 
@@ -185,7 +185,7 @@ def test_visible_only_drops_hidden_checks_with_their_data():
 
 import torch
 
-from grader.checks.support import check, generator
+from grader.judge.checks.support import check, generator
 
 SHAPES = [(3, 2), (4, 4)]  # hidden inputs
 SEED = 123

@@ -13,26 +13,30 @@ import jsonschema
 import pytest
 import torch
 
-from grader.evidence import MAX_SIDE, bounded_evidence
-from grader.html_report import render_html
-from grader.plugin import GradingPlugin, run_checks
-from grader.printed import PrintedOutput
-from grader.report import build, render_text, to_classroom, to_gradescope
-from grader.verdict import attention_evidence
+from grader.judge.evidence import MAX_SIDE, bounded_evidence
+from grader.views.html import render_html
+from grader.judge.plugin import GradingPlugin, run_checks
+from grader.sandbox.printed import PrintedOutput
+from grader.core.options import GradingOptions
+from grader.core.points import points_in_use
+from grader.core.report import build
+from grader.views.platforms import to_classroom, to_gradescope
+from grader.views.terminal import render_text
+from grader.judge.verdict import attention_evidence
 from tests.conftest import REPO
 from tests.grading import learner_copy
 
-SCHEMA = json.loads((REPO / "grader" / "schemas" / "report.schema.json").read_text())
+SCHEMA = json.loads((REPO / "grader" / "core" / "schemas" / "report.schema.json").read_text())
 HOSTILE = "\x1b[2J\u202e<script>alert(1)</script>"
 HOSTILE_SHOWN = "\\x1b[2J\\u202e<script>alert(1)</script>"
 # Checks that fail the way real ones do: the first prints, the second carries evidence, the third prints
 # past what a worker sends and runs out of time.
 FAKE_CHECKS = '''
 import torch
-from grader.learner import LearnerFailure
-from grader.plugin import learner  # noqa: F401 - the fixture
-from grader.verdict import CheckFailed, attention_evidence
-from grader.checks.support import check
+from grader.sandbox.workers import LearnerFailure
+from grader.judge.plugin import learner  # noqa: F401 - the fixture
+from grader.judge.verdict import CheckFailed, attention_evidence
+from grader.judge.checks.support import check
 
 
 @check("document.attention_scores", visible=True)
@@ -103,7 +107,7 @@ class Tags(html.parser.HTMLParser):
 
 def test_evidence_travels_from_a_failed_check_to_the_json_report(tmp_path):
     (tmp_path / "test_stage1.py").write_text(FAKE_CHECKS)
-    plugin = GradingPlugin(FakeLearner(), "cpu", [1], visible_only=False)
+    plugin = GradingPlugin(FakeLearner(), "cpu", GradingOptions((1,), points_in_use()))
     exit_code, output = run_checks(plugin, str(tmp_path), "-k", "fake_")
     assert exit_code == pytest.ExitCode.TESTS_FAILED, output
     report = build(plugin.results, [1], "cpu", torch.__version__, [], "bubblewrap")

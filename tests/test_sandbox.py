@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from grader import sandbox as sandbox_module
-from grader.learner import LearnerFailure, LearnerWorkers
-from grader.sandbox import Sandbox, confinement
-from grader.submission import stage_submission
+from grader.sandbox import zygote as sandbox_module
+from grader.sandbox.workers import LearnerFailure, LearnerWorkers
+from grader.sandbox.zygote import Sandbox, confinement
+from grader.intake.staging import stage_submission
 from tests.conftest import REPO
 from tests.grading import batch, grade, learner_copy, stage_scores, verdicts
 from tests.hostile import STAGE1, hostile_cases, write_hostile
@@ -33,7 +33,7 @@ def _try(name, action):
     except BaseException as error:
         _seen[name] = type(error).__name__
 _try("read_solutions", lambda: open(REPO + "/solutions/stage1_softmax.py").read())
-_try("read_checks", lambda: os.listdir(REPO + "/grader/checks"))
+_try("read_checks", lambda: os.listdir(REPO + "/grader/judge/checks"))
 _try("read_document_values", lambda: open(REPO + "/grader/document_values.toml").read())
 _try("write_repository", lambda: open(REPO + "/written.txt", "w").write("x"))
 _try("write_system", lambda: open("/usr/written.txt", "w").write("x"))
@@ -146,7 +146,7 @@ def test_forbidden_imports_cost_the_stage_that_tried(tmp_path):
     folder = learner_copy(tmp_path / "submission")
     for name, sneak in [
         ("stage2_self_attention.py", "from solutions.stage2_self_attention import SelfAttention_v1 as _reference\n"),
-        ("stage4_causal_attention.py", "try:\n    import grader.checks\nexcept ImportError:\n    pass\n"),
+        ("stage4_causal_attention.py", "try:\n    import grader.judge.checks\nexcept ImportError:\n    pass\n"),
         ("stage5_multihead_attention.py", "import importlib\n_values = lambda: importlib.import_module('grader')\n"
                                           "_values()\n"),
     ]:

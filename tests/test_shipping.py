@@ -25,7 +25,7 @@ def tree(tmp_path):
         "grader/table.toml": "",
         "grader/unused.toml": "",
         "grader/hidden_only.py": "",
-        "grader/checks.py": "from grader.hidden_only import secret\nfrom grader.sub import helper\n",
+        "grader/judge/checks.py": "from grader.hidden_only import secret\nfrom grader.sub import helper\n",
         "grader/authoring.py": "",
     }
     for name, text in files.items():
@@ -44,9 +44,9 @@ def test_the_closure_follows_every_kind_of_import(tree):
 
 def test_a_module_given_as_text_ships_what_the_text_imports(tree):
     """A check module rewritten without its hidden checks: what only those imported stays behind."""
-    files = shipment(["grader.checks"], {"grader.checks": "from grader.sub import helper\n"}, root=tree)
-    assert "grader/hidden_only.py" not in files and files["grader/checks.py"] == b"from grader.sub import helper\n"
-    assert "grader/hidden_only.py" in shipment(["grader.checks"], root=tree)
+    files = shipment(["grader.judge.checks"], {"grader.judge.checks": "from grader.sub import helper\n"}, root=tree)
+    assert "grader/hidden_only.py" not in files and files["grader/judge/checks.py"] == b"from grader.sub import helper\n"
+    assert "grader/hidden_only.py" in shipment(["grader.judge.checks"], root=tree)
 
 
 def test_an_import_that_resolves_to_no_file_stops_the_build(tree):
@@ -63,6 +63,6 @@ def test_a_module_the_artefact_must_never_hold_stops_the_build(tree):
 
 
 def test_scripts_name_the_modules_they_run():
-    script = 'PYTHONPATH=x "$PYTHON" -m grader "$ROOT/submission"\npython - <<PY\nfrom grader.sandbox import X\nPY\n'
-    assert script_modules(script) == ["grader.__main__", "grader.sandbox"]
+    script = 'PYTHONPATH=x "$PYTHON" -m grader "$ROOT/submission"\npython - <<PY\nfrom grader.sandbox.zygote import X\nPY\n'
+    assert script_modules(script) == ["grader.__main__", "grader.sandbox.zygote"]
     assert script_modules("$(PY) -m grader.authoring.release dist/student") == ["grader.authoring.release"]

@@ -3,14 +3,14 @@ and what it did not see of a right answer."""
 
 import pytest
 
-from grader.checks.shortcut import (
+from grader.judge.checks.shortcut import (
     ATTENTION_BY_HAND,
     SOFTMAX_BY_HAND,
     TRANSFER_BY_COPY,
     expect_not_spelled,
     expect_work_recorded,
 )
-from grader.verdict import CheckFailed
+from grader.judge.verdict import CheckFailed
 
 HAND_WRITTEN = b"import torch\n\ndef softmax_naive(x):\n    e = torch.exp(x)\n    return e / e.sum()\n"
 

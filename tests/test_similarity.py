@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import similarity
+from grader.classroom import similarity
 from grader.authoring.stubs import learner_imports
 from tests.grading import ALTERNATIVES, REPO, learner_copy
 from tests.grading import make as run_make
@@ -227,4 +227,4 @@ def test_a_class_of_one_compares_nothing_and_a_missing_folder_is_one_line(tmp_pa
 
 def test_make_similarity_runs_this_module():
     dry_run = run_make(REPO, "-n", "similarity", "SUBMISSIONS=class/", "OUT=grades/")
-    assert dry_run.returncode == 0 and "-m grader.similarity class/ --out grades/" in dry_run.stdout
+    assert dry_run.returncode == 0 and "-m grader.classroom.similarity class/ --out grades/" in dry_run.stdout

@@ -4,10 +4,10 @@ and nothing at all in right answers, however they are written."""
 
 import pytest
 
-from grader.checks.delegation import own_spellings
-from grader.checks.shortcut import ATTENTION_BY_HAND, SOFTMAX_BY_HAND, TRANSFER_BY_COPY
-from grader.stages import STAGE_MODULES
-from grader.source_scan import MODULE_LEVEL, SourceScan
+from grader.judge.checks.delegation import own_spellings
+from grader.judge.checks.shortcut import ATTENTION_BY_HAND, SOFTMAX_BY_HAND, TRANSFER_BY_COPY
+from grader.core.stages import STAGE_MODULES
+from grader.judge.source_scan import MODULE_LEVEL, SourceScan
 from tests.grading import ALTERNATIVES, BONUS_ON, MUTANTS, batch, learner_copy
 from tests.mutation import truthful
 from tests.tampering import ATTACKS, MODES_OFF_BY_BUILT_NAMES
@@ -23,7 +23,7 @@ WATCHED = {
     7: {"MultiHeadAttentionKV": ATTENTION_BY_HAND},
     8: {"GroupedQueryAttention": ATTENTION_BY_HAND},
 }
-# Stages whose attention may be the learner's own stage 6 function (grader.checks.delegation): its
+# Stages whose attention may be the learner's own stage 6 function (grader.judge.checks.delegation): its
 # name, taken from the learner's files, is theirs and no shortcut.
 DELEGATING = {7, 8}
 SOFTMAX = SOFTMAX_BY_HAND.spelled

@@ -10,12 +10,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from grader.checks.delegation import DELEGATED, own_spellings
+from grader.judge.checks.delegation import DELEGATED, own_spellings
 from grader.runner.document_examples import journey_batch
 from grader.runner.seeding import manual_seed
 from grader.runner.standins import stand_in_scaled_dot_product_attention
-from grader.source_scan import SourceScan
-from grader.stages import registry
+from grader.judge.source_scan import SourceScan
+from grader.core.stages import registry
 from solutions.stage5_multihead_attention import MultiHeadAttention
 from solutions.stage8_gqa import GroupedQueryAttention
 from tests.conftest import REPO

@@ -15,8 +15,8 @@ import pytest
 
 from grader.authoring.release import build_release
 from grader.authoring.stubs import learner_imports
-from grader.course import CourseError, course_stages
-from grader.stages import BONUS, CORE, STAGES, registry, stages_of
+from grader.core.course import CourseError, course_stages
+from grader.core.stages import BONUS, CORE, STAGES, registry, stages_of
 from tests.grading import REPO, learner_copy
 
 TOY = REPO / "tests" / "toy_stage"
@@ -43,9 +43,9 @@ def repo(tmp_path_factory) -> Path:
     copy = tmp_path_factory.mktemp("toy") / "repo"
     shutil.copytree(REPO, copy, ignore=NOT_COPIED)
     (copy / "solutions" / f"stage{NUMBER}_toy.py").write_text(toy("solution.py"), encoding="utf-8")
-    (copy / "grader" / "checks" / f"test_stage{NUMBER}.py").write_text(toy("checks.py"), encoding="utf-8")
+    (copy / "grader" / "judge" / "checks" / f"test_stage{NUMBER}.py").write_text(toy("checks.py"), encoding="utf-8")
     (copy / "docs" / f"stage{NUMBER}.md").write_text(toy("guide.md"), encoding="utf-8")
-    with (copy / "grader" / "stages.toml").open("a", encoding="utf-8") as registry_file:
+    with (copy / "grader" / "core" / "stages.toml").open("a", encoding="utf-8") as registry_file:
         registry_file.write(toy("entry.toml"))
     (copy / "course.toml").write_text(BONUS_ON, encoding="utf-8")
     run(copy, "grader.authoring.stubs")  # make stubs
@@ -86,9 +86,9 @@ def test_the_release_ships_the_new_stage(repo, tmp_path):
     student = tmp_path / "student"
     assert "raise NotImplementedError" in (student / "exercises" / f"stage{NUMBER}_toy.py").read_text()
     assert (student / "docs" / f"stage{NUMBER}.md").read_text() == toy("guide.md")
-    checks = (student / "grader" / "checks" / f"test_stage{NUMBER}.py").read_text()
+    checks = (student / "grader" / "judge" / "checks" / f"test_stage{NUMBER}.py").read_text()
     assert "document.double" in checks and "random.double" not in checks
-    released = tomllib.loads((student / "grader" / "stages.toml").read_text())
+    released = tomllib.loads((student / "grader" / "core" / "stages.toml").read_text())
     assert released[f"stage{NUMBER}"]["points"] == {"document.double": 1}
     assert f"stage{NUMBER}_toy.py" in (student / "Makefile").read_text()
     assert f"[docs/stage{NUMBER}.md]" in (student / "README.md").read_text()
@@ -97,7 +97,7 @@ def test_the_release_ships_the_new_stage(repo, tmp_path):
     off.write_text("[stages]\nbonus = false\n")
     run(repo, "grader.authoring.release", str(tmp_path / "core"), "--course", str(off))
     assert not (tmp_path / "core" / "exercises" / f"stage{NUMBER}_toy.py").exists()
-    assert f"stage{NUMBER}" not in tomllib.loads((tmp_path / "core" / "grader" / "stages.toml").read_text())
+    assert f"stage{NUMBER}" not in tomllib.loads((tmp_path / "core" / "grader" / "core" / "stages.toml").read_text())
 
 
 def test_the_gradescope_zip_holds_the_new_stage(repo, tmp_path):
@@ -105,13 +105,13 @@ def test_the_gradescope_zip_holds_the_new_stage(repo, tmp_path):
     with zipfile.ZipFile(tmp_path / "autograder.zip") as archive:
         names = set(archive.namelist())
         course = tomllib.loads(archive.read("course.toml").decode())
-    assert {f"grader/checks/test_stage{NUMBER}.py", f"solutions/stage{NUMBER}_toy.py"} <= names
+    assert {f"grader/judge/checks/test_stage{NUMBER}.py", f"solutions/stage{NUMBER}_toy.py"} <= names
     assert course == {"stages": {"bonus": True}}
 
 
 @pytest.mark.nbgrader
 def test_the_nbgrader_course_has_a_notebook_for_the_new_stage(repo, tmp_path):
-    run(repo, "grader.authoring.nbgrader_course", str(tmp_path / "course"))
+    run(repo, "grader.authoring.nbgrader.course", str(tmp_path / "course"))
     notebook = json.loads((tmp_path / "course" / "source" / "attention" / f"stage{NUMBER}_toy.ipynb").read_text())
     sources = ["".join(cell["source"]) for cell in notebook["cells"]]
     assert any(source.startswith(f"%%writefile stage{NUMBER}_toy.py") for source in sources)

@@ -7,7 +7,7 @@ import torch
 import torch.nn as nn
 
 from grader.authoring.stubs import MarkerError, expected_exercises, render_stub
-from grader.stages import STAGE_MODULES
+from grader.core.stages import STAGE_MODULES
 from tests.conftest import REPO
 from tests.example_calls import CLASSES, CONSTRUCTOR_ARGS, FORWARD_INPUT_SHAPE, FUNCTIONS, call_function
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.feedback import WITHHELD, student_view
-from grader.html_report import render_html
-from grader.report import render_text
+from grader.views.feedback import WITHHELD, student_view
+from grader.views.html import render_html
+from grader.views.terminal import render_text
 from tests.conftest import REPO
 from tests.grading import MUTANTS, batch, grade, learner_copy
 

@@ -6,7 +6,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from grader.submission_times import TimesError, load_times
+from grader.intake.submission_times import TimesError, load_times
 from tests.grading import batch, learner_copy
 
 WORKSHEET_HEADER = ["Identifier", "Full name", "Email address", "Status", "Grade", "Maximum grade",

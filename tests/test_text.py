@@ -2,7 +2,7 @@
 
 import pytest
 
-from grader.runner.text import printable
+from grader.runner.escaping import printable
 
 
 @pytest.mark.parametrize(("text", "shown"), [

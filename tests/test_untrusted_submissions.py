@@ -226,7 +226,7 @@ def test_a_learners_exception_reaches_gradescope_and_classroom_escaped(liar_grad
 
 
 def test_only_the_graders_own_colour_codes_reach_a_colour_terminal(graded_class):
-    from grader.report import COLOUR_CODES, render_text
+    from grader.views.terminal import COLOUR_CODES, render_text
 
     _, out = graded_class
     coloured = render_text(json.loads((out / "liar.json").read_text()), "liar", color=True)
@@ -238,12 +238,12 @@ def test_only_the_graders_own_colour_codes_reach_a_colour_terminal(graded_class)
 
 
 def test_staging_turns_any_failure_into_one_unreadable_flag_and_the_class_goes_on(monkeypatch):
-    from grader import batch
-    from grader.intake import Student
+    from grader.classroom import plan
+    from grader.intake.layouts import Student
 
     def failing(source: Path):
         raise ValueError("bad\nline\x1b[2J")
 
-    monkeypatch.setattr(batch, "stage_submission", failing)  # the judge stages every student itself
-    staged = [batch._stage(Student(name, Path("odd"))) for name in ("a", "b")]
+    monkeypatch.setattr(plan, "stage_submission", failing)  # the judge stages every student itself
+    staged = [plan.stage_student(Student(name, Path("odd"))) for name in ("a", "b")]
     assert [s.problem for s in staged] == ["ValueError: bad\\nline\\x1b[2J"] * 2

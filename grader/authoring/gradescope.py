@@ -4,7 +4,7 @@
 
 Gradescope unpacks the zip into /autograder/source, runs setup.sh once to build its image and
 run_autograder for every submission, which grades /autograder/submission with --sandbox isolated
-and writes /autograder/results/results.json (what students see: grader.report.to_gradescope). The
+and writes /autograder/results/results.json (what students see: grader.views.terminal.to_gradescope). The
 zip holds what run_autograder runs and imports, the checks pytest collects and the solutions (the
 hidden checks compare against them; neither students nor their code ever read the zip), each with
 every module it imports and the data files they read (grader.authoring.shipping), a requirements.txt made from
@@ -21,12 +21,12 @@ import zipfile
 from pathlib import Path
 
 from grader.authoring.shipping import script_modules, shipment
-from grader.course import course_stages, course_text, note_prices, read_course
-from grader.stages import STAGE_MODULES
+from grader.core.course import course_stages, course_text, note_prices, read_course
+from grader.core.stages import STAGE_MODULES
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = Path(__file__).with_name("gradescope")
-CHECKS = REPO / "grader" / "checks"
+CHECKS = REPO / "grader" / "judge" / "checks"
 NEVER_SHIPPED = ("grader.authoring", "tests")  # authoring tools and tests are for the repository, not for grading
 FIXED_DATE = (2026, 1, 1, 0, 0, 0)
 
@@ -42,8 +42,8 @@ def entry_points() -> list[str]:
     python_files = configparser.ConfigParser()
     python_files.read(CHECKS / "pytest.ini")
     checks = sorted({path.stem for pattern in python_files["pytest"]["python_files"].split() for path in CHECKS.glob(pattern)})
-    return [*script_modules((SCRIPTS / "run_autograder").read_text(encoding="utf-8")), "grader.checks.conftest",
-            *(f"grader.checks.{name}" for name in checks), *(f"solutions.{name}" for name in STAGE_MODULES.values())]
+    return [*script_modules((SCRIPTS / "run_autograder").read_text(encoding="utf-8")), "grader.judge.checks.conftest",
+            *(f"grader.judge.checks.{name}" for name in checks), *(f"solutions.{name}" for name in STAGE_MODULES.values())]
 
 
 def contents(course: Path | None = None) -> dict[str, tuple[bytes, bool]]:

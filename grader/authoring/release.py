@@ -22,9 +22,10 @@ from pathlib import Path
 
 from grader.authoring.shipping import packages, script_modules, shipment
 from grader.authoring.stubs import expected_exercises
-from grader.course import course_stages, course_text, note_prices, read_course
-from grader.plugin import planned_checks
-from grader.stages import BONUS, REGISTRY_FILE, Stage, registry
+from grader.core.course import course_stages, course_text, note_prices, read_course
+from grader.core.points import points_in_use
+from grader.judge.plugin import planned_checks
+from grader.core.stages import BONUS, REGISTRY_FILE, Stage, registry
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = REPO / "dist" / "student"
@@ -36,7 +37,7 @@ LEARNER_DOCS = ["errata.md", "troubleshooting.md"]  # and each stage's guide
 # their text), a notebook imports grader.notebook; pytest loads the checks' conftest and the visible
 # check modules. The release ships these and whatever they import (grader.authoring.shipping).
 NOTEBOOK_ENTRY = "grader.notebook"
-CHECKS_CONFTEST = "grader.checks.conftest"
+CHECKS_CONFTEST = "grader.judge.checks.conftest"
 NEVER_SHIPPED = ("grader.authoring", "solutions", "tests")  # the build stops if the closure reaches them
 
 
@@ -94,7 +95,7 @@ def visible_only(source: str) -> str:
 
 def _released_registry(stages: list[Stage]) -> str:
     """stages.toml of the release: the released stages, each priced by its visible checks alone."""
-    visible = [c for c in planned_checks([s.number for s in stages]) if c.visibility == "visible"]
+    visible = [c for c in planned_checks([s.number for s in stages], points_in_use()) if c.visibility == "visible"]
     lines = [f"# The stages of this repository ({REGISTRY_FILE.name} of the instructor's, as released): the points\n"
              "# of the visible checks; the rest of each stage's points is in your instructor's hidden checks.\n"]
     for stage in stages:
@@ -135,11 +136,11 @@ def released_grader(stages: list[Stage]) -> dict[str, bytes]:
     without their hidden checks) and every module and data file that they and the learners' commands import."""
     checks = {}
     for stage in stages:
-        text = visible_only((REPO / "grader" / "checks" / f"test_stage{stage.number}.py").read_text(encoding="utf-8"))
+        text = visible_only((REPO / "grader" / "judge" / "checks" / f"test_stage{stage.number}.py").read_text(encoding="utf-8"))
         compile(text, f"test_stage{stage.number}.py", "exec")
-        checks[f"grader.checks.test_stage{stage.number}"] = text
+        checks[f"grader.judge.checks.test_stage{stage.number}"] = text
     shipped = shipment([*learner_entry_points(), CHECKS_CONFTEST, *checks], checks, NEVER_SHIPPED)
-    shipped["grader/stages.toml"] = _released_registry(stages).encode()
+    shipped["grader/core/stages.toml"] = _released_registry(stages).encode()
     return shipped
 
 

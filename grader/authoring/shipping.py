@@ -53,7 +53,7 @@ def _imported(name: str, tree: ast.AST, is_package: bool, root: Path) -> list[tu
             else:
                 base = node.module
             found.append((base, node.lineno))
-            # `from grader.checks import documented`: a module; `from grader.sandbox import MODES`: a name
+            # `from grader.judge.checks import documented`: a module; `from grader.sandbox.zygote import MODES`: a name
             found += [(f"{base}.{alias.name}", node.lineno) for alias in node.names
                       if alias.name != "*" and module_file(f"{base}.{alias.name}", root)]
     return [(module, line) for module, line in found if module.split(".")[0] in PACKAGES]

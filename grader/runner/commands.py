@@ -11,7 +11,7 @@ import socket
 
 MAX_COMMAND_BYTES = 64 * 1024
 MAX_COMMAND_FDS = 16
-# The stage a student's first process is told to fork for --sandbox isolated's probe (grader.sandbox): a
+# The stage a student's first process is told to fork for --sandbox isolated's probe (grader.sandbox.zygote): a
 # worker that confines itself as any other, then, instead of importing a stage, tells which files it can open.
 ISOLATION_PROBE = 0
 

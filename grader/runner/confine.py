@@ -177,7 +177,7 @@ def restrict_files(readable: list[Path], writable: list[Path], devices: list[Pat
 
 def reachable(paths: list[str]) -> list[str]:
     """Those of ``paths`` this process can open for reading: a confined worker's answer to the isolation
-    probe (grader.sandbox.Sandbox._prove_isolation), which must be none of the grader's own files."""
+    probe (grader.sandbox.zygote.Sandbox._prove_isolation), which must be none of the grader's own files."""
     opened = []
     for path in paths:
         try:

@@ -11,7 +11,7 @@ from types import ModuleType
 
 from grader.runner.book_calls import book_constructor
 
-# The stages are the judge's to name (grader/stages.py): the runner sees no registry, only the
+# The stages are the judge's to name (grader/core/stages.py): the runner sees no registry, only the
 # stage number -> module name mapping each call is given.
 
 # Learner code imports its other stages as `exercises.<module>`, wherever the folder lives.

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from grader.runner.text import printable
+from grader.runner.escaping import printable
 
 # The largest answer a check asks for is a few hundred kilobytes; a frame is bounded far above
 # that, and so is what decoding it may build: each JSON value costs a Python object.

@@ -118,7 +118,7 @@ def stand_in_names(number: int, stage: dict) -> dict[str, object]:
 
 def install_stand_ins(graded_stage: int, stages: dict[int, dict]) -> None:
     """Make every stage but ``graded_stage`` importable as stand-ins under the submission package.
-    ``stages``: stage -> {"module", "names", "stand_ins"}, as the judge sends them (grader.stages.runner_stages)."""
+    ``stages``: stage -> {"module", "names", "stand_ins"}, as the judge sends them (grader.core.stages.runner_stages)."""
     for number, stage in stages.items():
         if number == graded_stage:
             continue

@@ -24,7 +24,7 @@ def run(stage: int, channel: int, parent: int, submission: Path, scratch: Path, 
         landlock: dict | None, stages: dict[int, dict]) -> None:
     """Confine this process (grader.runner.confine), say "ready", import the stage, then serve; for the
     stage ISOLATION_PROBE, confine it just the same, then answer which of the paths the judge names it can
-    open (grader.sandbox.Sandbox._prove_isolation).
+    open (grader.sandbox.zygote.Sandbox._prove_isolation).
 
     ``channel``: the socket the judge made for this worker; ``parent``: the student's first process;
     ``uid``: the one to become (from root), or None; ``landlock``: without bubblewrap, the paths this

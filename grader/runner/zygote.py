@@ -1,6 +1,6 @@
 """The zygote: imports torch once, then gives each student a fresh process tree of their own.
 
-    python -m grader.runner.zygote OPTIONS_JSON      (see grader.sandbox.Sandbox._start)
+    python -m grader.runner.zygote OPTIONS_JSON      (see grader.sandbox.zygote.Sandbox._start)
 
 The judge sends commands as datagrams (grader.runner.commands):
 

@@ -25,11 +25,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from grader.authoring.nbgrader_course import ASSIGNMENT, answer_cell_source
-from grader.authoring.nbgrader_demo import nbgrader, prepare, submit
-from grader.course import course_stages
-from grader.stages import STAGE_MODULES
-from grader.sandbox import confinement
+from grader.authoring.nbgrader.course import ASSIGNMENT, answer_cell_source
+from grader.authoring.nbgrader.demo import nbgrader, prepare, submit
+from grader.core.course import course_stages
+from grader.core.stages import STAGE_MODULES
+from grader.sandbox.zygote import confinement
 from tests.grading import MUTANTS, learner_copy
 from tests.hostile import hostile_cases, write_hostile
 

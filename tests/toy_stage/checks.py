@@ -2,7 +2,7 @@
 
 import torch
 
-from grader.checks.support import call, check, expect_close, generator
+from grader.judge.checks.support import call, check, expect_close, generator
 
 STAGE = @N@
 

@@ -1,0 +1,179 @@
+"""A class's grades.csv as the file an LMS gradebook imports: Canvas's gradebook CSV, or Moodle's grade import
+CSV (python -m grader.cli.lms_export; its help says how students are matched)."""
+
+import csv
+import io
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.core.output_files import inert
+from grader.core.report import Flag, FlagKind
+from grader.runner.escaping import printable
+
+CANVAS_STUDENT_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+CANVAS_IDENTIFIERS = ["ID", "SIS User ID", "SIS Login ID"]
+CANVAS_POINTS_ROW = "    Points Possible"  # as Canvas's export writes it; the importer looks for "Points Possible"
+# The cells of a Canvas export's rows about its assignments rather than a student, as its importer
+# tells them (gradebook_importer.rb): "Points Possible" first, or nothing but "Muted" / "Manual Posting".
+CANVAS_POINTS_POSSIBLE = "Points Possible"
+CANVAS_POSTING_CELL = re.compile(r"\s*(Muted|Manual Posting.*)?\s*", re.IGNORECASE)
+ROSTER_ID = "student_id"
+
+
+MOODLE_GRADE_MAX = 100  # a new Moodle grade item's maximum grade; its import caps grades at the item's maximum
+
+# Flags of grades.csv under which a grade is not the student's work as graded in full: the export
+# writes the grade, and names the student, so no one imports such a number unseen.
+WORTH_A_LOOK = {FlagKind.NO_STAGE_FILES, FlagKind.MISSING, FlagKind.UNREADABLE, FlagKind.INCOMPLETE, FlagKind.RENAMED,
+                FlagKind.UNSANDBOXED}
+
+
+@dataclass(frozen=True)
+class Grade:
+    points: float | None  # None: grades.csv has the student but no grade (never graded)
+    max_points: float | None
+    flags: str = ""
+
+
+
+
+
+
+def read_grades(path: Path) -> dict[str, Grade]:
+    """grades.csv by student_id (as the file writes it): the final score where the file has one, else the score."""
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        reader = csv.DictReader(handle)
+        columns = reader.fieldnames or []
+        if not {"student_id", "score", "max_score"} <= set(columns):
+            raise ValueError(f"{path} has no student_id, score and max_score columns: is it a grades.csv?")
+        grade_column = "final" if "final" in columns else "score"
+        grades = {}
+        for row in reader:
+            grades[row["student_id"]] = Grade(_number(row[grade_column], path), _number(row["max_score"], path),
+                                              row.get("flags") or "")
+    return grades
+
+
+def _number(cell: str | None, path: Path) -> float | None:
+    if not cell:
+        return None
+    try:
+        return float(cell)
+    except ValueError:
+        raise ValueError(f"{path}: {cell!r} is not a number") from None
+
+
+def read_roster(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """The roster's columns, and its students in its order, each with a student_id (a Canvas export's
+    rows about its assignments left out)."""
+    with open(path, encoding="utf-8-sig", newline="") as handle:  # a roster saved by Excel starts with a BOM
+        reader = csv.DictReader(handle)
+        columns = reader.fieldnames or []
+        key = ROSTER_ID if ROSTER_ID in columns else "ID" if "ID" in columns else None
+        if key is None:
+            raise ValueError(f"{path} has no {ROSTER_ID} column (nor a Canvas export's ID column)")
+        roster, seen = [], set()
+        for row in reader:
+            cells = {column: (value or "") for column, value in row.items() if column is not None}
+            student_id = cells[key]
+            if not student_id:
+                if not _about_assignments(list(cells.values())):
+                    print(f"lms_export: roster line {reader.line_num} has no {key}: left out", file=sys.stderr)
+                continue
+            if student_id in seen:
+                raise ValueError(f"{path}: {student_id} is in the roster twice")
+            seen.add(student_id)
+            roster.append(cells | {ROSTER_ID: student_id})
+    return columns, roster
+
+
+def _about_assignments(cells: list[str]) -> bool:
+    """Whether a row of a Canvas gradebook export describes its assignments rather than a student."""
+    return CANVAS_POINTS_POSSIBLE in cells[0] or all(CANVAS_POSTING_CELL.fullmatch(cell) for cell in cells)
+
+
+def common_max_points(grades: dict[str, Grade]) -> float:
+    """The max_score every graded row shares: scores of two point tables are not one column."""
+    maxima = {grade.max_points for grade in grades.values() if grade.max_points is not None}
+    if len(maxima) > 1:
+        raise ValueError(f"grades.csv mixes point tables (max_score {', '.join(f'{m:g}' for m in sorted(maxima))}): "
+                         "grade the class again, or pass --points-possible to scale each row to it")
+    if not maxima:
+        raise ValueError("grades.csv has no graded student: nothing to export")
+    return maxima.pop()
+
+
+def canvas_csv(columns: list[str], roster: list[dict[str, str]], grades: dict[str, Grade], assignment: str,
+               points_possible: float) -> tuple[str, int]:
+    """Canvas's gradebook import: the student columns and the assignment, a Points Possible row, a
+    row per student; and how many grades it holds."""
+    if not set(CANVAS_IDENTIFIERS) & set(columns):
+        raise ValueError(f"the roster has none of Canvas's columns {', '.join(CANVAS_IDENTIFIERS)}")
+    rows = []
+    for student in roster:
+        if not any(student.get(column) for column in CANVAS_IDENTIFIERS):
+            print(f"lms_export: {_named(student)} has no {', '.join(CANVAS_IDENTIFIERS)} in the roster: "
+                  "Canvas cannot match them, left out", file=sys.stderr)
+            continue
+        name, section = inert([student.get("Student", ""), student.get("Section", "")])
+        rows.append([name, *(student.get(column, "") for column in CANVAS_IDENTIFIERS), section,
+                     _grade_cell(student, grades, points_possible)])
+    header = [*CANVAS_STUDENT_COLUMNS, assignment]
+    points_row = [CANVAS_POINTS_ROW, "", "", "", "", _points(points_possible)]
+    return _csv_text([header, points_row, *rows]), sum(1 for row in rows if row[-1])
+
+
+def moodle_csv(columns: list[str], roster: list[dict[str, str]], grades: dict[str, Grade], assignment: str,
+               points_possible: float, identifier: str) -> tuple[str, int]:
+    """Moodle's CSV grade import: the identifier column the import maps users from, then the grade;
+    and how many grades it holds."""
+    if identifier not in columns:
+        raise ValueError(f"the roster has no {identifier!r} column (--identifier names the column Moodle maps "
+                         "students from)")
+    rows = []
+    for student in roster:
+        if not student[identifier]:  # Moodle stops the whole import at a row it cannot map to a user
+            print(f"lms_export: {_named(student)} has no {identifier} in the roster: left out", file=sys.stderr)
+            continue
+        rows.append([student[identifier], _grade_cell(student, grades, points_possible)])
+    if points_possible > MOODLE_GRADE_MAX:
+        print(f"lms_export: grades are out of {_points(points_possible)}, and Moodle's import caps a grade at its "
+              f"grade item's maximum (a new item's is {MOODLE_GRADE_MAX}): set the item's maximum grade to "
+              f"{_points(points_possible)}, or pass --points-possible {MOODLE_GRADE_MAX} to scale", file=sys.stderr)
+    return _csv_text([[identifier, assignment], *rows]), sum(1 for row in rows if row[-1])
+
+
+def _grade_cell(student: dict[str, str], grades: dict[str, Grade], points_possible: float) -> str:
+    """The student's grade in the LMS's points; blank (no grade, not 0) when grades.csv has none."""
+    grade = grades.get(_as_in_grades(student))
+    if grade is None or grade.points is None or not grade.max_points:
+        print(f"lms_export: no grade for {_named(student)}: left blank", file=sys.stderr)
+        return ""
+    if noted := [flag for text in grade.flags.split(";") if (flag := Flag.read(text.strip())).kind in WORTH_A_LOOK]:
+        print(f"lms_export: {_named(student)} exported with {_points(grade.points)}, flagged "
+              f"{printable('; '.join(noted), keep_newlines=False)[:300]}: check before importing", file=sys.stderr)
+    return _points(grade.points / grade.max_points * points_possible)
+
+
+def _named(student: dict[str, str]) -> str:
+    """The student as a line on stderr names them: the id, and the name where the roster has one."""
+    name = f"{student[ROSTER_ID]} ({student['Student']})" if student.get("Student") else student[ROSTER_ID]
+    return printable(name, keep_newlines=False)
+
+
+def _as_in_grades(student: dict[str, str]) -> str:
+    """The student's id as grades.csv writes it: an id a spreadsheet would run as a formula is quoted there."""
+    return inert([student[ROSTER_ID]])[0]
+
+
+def _points(value: float) -> str:
+    """Points as the LMSs write them: at most two decimals, a point for the decimal mark, no exponent."""
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def _csv_text(rows: list[list[str]]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)  # quotes a cell with a comma, a quote or a newline
+    return buffer.getvalue()

@@ -1,0 +1,85 @@
+"""Pairs of students whose stage files are alike, found with copydetect, boilerplate left out
+(python -m grader.cli.similarity; its help says what is compared)."""
+
+import csv
+import html
+import io
+import re
+import sys
+from pathlib import Path
+
+from grader.core.output_files import inert
+from grader.intake.layouts import Student
+from grader.intake.staging import SubmissionError, stage_submission
+
+REPO = Path(__file__).resolve().parents[2]
+CSV_COLUMNS = ["student_a", "student_b", "file", "similarity_a", "similarity_b", "tokens_overlap"]
+REPORT_NAME = "similarity.html"
+CSV_NAME = "similarity.csv"
+# A fenced block of a guide, as the learners read it (CommonMark: ``` or ~~~, an info string after).
+FENCED_PYTHON = re.compile(r"^(?P<fence>```|~~~)[ \t]*(?:python|py)[^\n]*\n(?P<code>.*?)^(?P=fence)[ \t]*$",
+                           re.MULTILINE | re.DOTALL)
+
+
+
+
+
+
+def write_stage_files(students: list[Student], folder: Path) -> tuple[dict[str, str], list[str]]:
+    """Each student's stage files, as staging reads them, in a folder of ``folder`` named after them;
+    the student id by folder name, and the files' paths relative to ``folder``, sorted. A student with
+    nothing to compare costs one line on stderr.
+
+    The folder's name is the id HTML-escaped: copydetect's report shows file paths in places
+    without escaping them, and an id comes from a name a student may have chosen."""
+    student_of, files = {}, []
+    for student in students:
+        try:
+            staged = stage_submission(student.source)
+        except SubmissionError as error:
+            print(f"similarity: skipped {student.id} (unreadable: {error})", file=sys.stderr)
+            continue
+        if staged.problem or not staged.files:
+            print(f"similarity: skipped {student.id} ({staged.problem or 'no stage files'})", file=sys.stderr)
+            continue
+        escaped = html.escape(student.id)  # one to one: every & is escaped too
+        (folder / escaped).mkdir(parents=True)
+        for name, data in staged.files.items():
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                print(f"similarity: left out {student.id}/{name} (not UTF-8 text)", file=sys.stderr)
+                continue
+            (folder / escaped / name).write_text(text, encoding="utf-8")
+            student_of[escaped] = student.id
+            files.append(f"{escaped}/{name}")
+    return student_of, sorted(files)
+
+
+def write_book_code(docs: Path, folder: Path) -> None:
+    """The Python code blocks of the guides, one .py file each in ``folder``."""
+    folder.mkdir(parents=True)
+    for guide in sorted(docs.glob("stage*.md")):
+        for number, block in enumerate(FENCED_PYTHON.finditer(guide.read_text(encoding="utf-8")), start=1):
+            (folder / f"{guide.stem}_block{number}.py").write_text(block["code"], encoding="utf-8")
+
+
+def pairs_csv(rows: list[list]) -> str:
+    """similarity.csv: the header, then ``rows`` with any text a spreadsheet would run quoted."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    writer.writerows(inert(row) for row in rows)
+    return buffer.getvalue()
+
+
+def pair_rows(pairs: list[list], student_of: dict[str, str]) -> list[list]:
+    """copydetect's [test share, reference share, test path, reference path, ..., overlap] entries as
+    [student a, student b, file, a's share, b's share, overlap], a before b; the most similar first, then
+    by id, so the same pairs give the same rows. ``student_of``: the id of each student's folder."""
+    rows = []
+    for test_share, reference_share, test_path, reference_path, *_, overlap in pairs:
+        (a, a_share), (b, b_share) = sorted([(student_of[Path(test_path).parent.name], test_share),
+                                             (student_of[Path(reference_path).parent.name], reference_share)])
+        rows.append([a, b, Path(test_path).name, round(float(a_share), 4), round(float(b_share), 4), int(overlap)])
+    return sorted(rows, key=lambda row: (-max(row[3], row[4]), row[0], row[1], row[2]))

@@ -1,0 +1,84 @@
+"""python -m grader.cli.lms_export canvas|moodle --grades OUT/grades.csv --roster ROSTER.csv --out FILE
+                               [--assignment NAME] [--points-possible N] [--identifier COLUMN]
+
+Turns the class's grades.csv into the file a gradebook imports: Canvas's gradebook CSV, or a
+CSV for Moodle's grade import. Students are found through a roster, a CSV with the column
+`student_id` (the id in grades.csv) and the LMS's own columns for them:
+
+  canvas  Student, ID, SIS User ID, SIS Login ID, Section: the columns of Canvas's own gradebook
+          export, of which Canvas matches a student by ID, else SIS User ID, else SIS Login ID.
+          A Canvas gradebook export is a roster as it is: without a student_id column, its ID
+          column (the Canvas user id a Canvas download names students by) is used.
+  moodle  the column named by --identifier (default "Email address"), which the import's
+          "Map from" is set to, with "Map to" the matching user field (email address,
+          username, ID number or user id).
+
+A roster student without a grade is written with a blank grade, never 0 (a blank cell is
+"no grade" to both importers), and named on stderr; a graded student missing from the roster is
+named on stderr, as is a roster row neither LMS could match. Formats, as the LMSs' own code reads them:
+canvas-lms app/models/gradebook_importer.rb (header row, "Points Possible" row, students matched
+by ID, SIS User ID, SIS Login ID, blank or "-" grades leave a grade unchanged) and
+lib/gradebook_exporter.rb (the columns and their order, no byte order mark by default); Moodle
+grade/import/csv/classes/load_data.php (a row whose user cannot be mapped aborts the whole
+import; "" or "-" is no grade) and lib/csvlib.class.php (UTF-8, a byte order mark is dropped,
+every row has the header's number of cells).
+"""
+
+import argparse
+import csv
+import sys
+from pathlib import Path
+
+from grader.classroom.lms_export import ROSTER_ID, _as_in_grades, canvas_csv, common_max_points, moodle_csv, read_grades, read_roster
+from grader.core.output_files import write_atomic
+from grader.runner.escaping import printable
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m grader.cli.lms_export", description=__doc__.split("\n\n")[1],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("lms", choices=["canvas", "moodle"])
+    parser.add_argument("--grades", type=Path, required=True, help="the grades.csv of `grader batch`")
+    parser.add_argument("--roster", type=Path, required=True, help=f"a CSV with {ROSTER_ID} and the LMS's columns")
+    parser.add_argument("--out", type=Path, required=True, help="the file to import")
+    parser.add_argument("--assignment", default="Attention exercises",
+                        help='the grade column\'s header: on Canvas, the assignment as its export names it, '
+                             '"Name (assignment id)", or a new assignment; on Moodle, a grade item to map it to')
+    parser.add_argument("--points-possible", type=float, metavar="N",
+                        help="the assignment's points in the LMS: scores are scaled from grades.csv's max_score "
+                             "to N (default: max_score, unscaled)")
+    parser.add_argument("--identifier", default="Email address",
+                        help="moodle: the roster column that identifies a student to Moodle")
+    args = parser.parse_args(argv)
+    if args.points_possible is not None and args.points_possible <= 0:
+        parser.error("--points-possible must be positive")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    try:
+        grades = read_grades(args.grades)
+        columns, roster = read_roster(args.roster)
+        points_possible = args.points_possible or common_max_points(grades)
+        if args.lms == "canvas":
+            text, exported = canvas_csv(columns, roster, grades, args.assignment, points_possible)
+        else:
+            text, exported = moodle_csv(columns, roster, grades, args.assignment, points_possible, args.identifier)
+    except (OSError, UnicodeDecodeError, csv.Error, ValueError) as error:
+        print(f"lms_export: {printable(str(error), keep_newlines=False)}", file=sys.stderr)
+        return 2
+    graded_not_in_roster = sorted(set(grades) - {_as_in_grades(student) for student in roster})
+    for student_id in graded_not_in_roster:
+        print(f"lms_export: {printable(student_id, keep_newlines=False)} is in {args.grades} but not in the roster: "
+              "not exported", file=sys.stderr)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(args.out, text)
+    print(f"lms_export: {exported} grade(s) of {len(roster)} roster student(s) in {args.out}"
+          + (f"; {len(graded_not_in_roster)} graded student(s) not in the roster" if graded_not_in_roster else ""),
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

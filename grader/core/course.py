@@ -1,0 +1,71 @@
+"""The course settings an instructor writes once (course.toml at the root of this tree): which tracks
+are graded, and the late policy (grader/core/late_policy.py). Every command reads the same file, and what
+is built from this tree for students (the release, the Gradescope zip, the nbgrader course) carries
+the setting of its tracks along."""
+
+from pathlib import Path
+
+from grader.core.stages import BONUS, CORE, NOTE_KIND, is_note, registry, stages_of
+from grader.core.toml_file import read_toml
+
+COURSE_FILE = Path(__file__).resolve().parents[2] / "course.toml"
+
+
+class CourseError(ValueError):
+    """The course file cannot be used; its message is one line."""
+
+
+def read_course(path: Path | None) -> dict:
+    """The course file's table: ``path``, else course.toml at this tree's root if there is one, else {}."""
+    if path is None:
+        if not COURSE_FILE.is_file():
+            return {}
+        path = COURSE_FILE
+    return read_toml(Path(path), CourseError)
+
+
+def tracks(course: dict, path: Path | None = None) -> tuple[str, ...]:
+    """The tracks a course grades: the core always, the bonus when [stages] bonus = true."""
+    settings = course.get("stages", {})
+    where = path or COURSE_FILE
+    if not isinstance(settings, dict) or set(settings) - {"bonus"}:
+        raise CourseError(f"{where}: [stages] holds one setting, bonus = true or false")
+    bonus = settings.get("bonus", False)
+    if not isinstance(bonus, bool):
+        raise CourseError(f"{where}: stages.bonus = {bonus!r}; write true or false")
+    return (CORE, BONUS) if bonus else (CORE,)
+
+
+def note_prices(course: dict, path: Path | None = None) -> dict[str, dict[str, float]]:
+    """stage id -> note check id -> points, from the course's [notes] table ("stage3.in_place" = 2): the notes
+    an instructor prices. A note costs nothing otherwise."""
+    where = path or COURSE_FILE
+    table = course.get("notes", {})
+    if not isinstance(table, dict):
+        raise CourseError(f"{where}: [notes] is a table of \"stage<N>.<note>\" = points")
+    known = {f"{stage.id}.{check.removeprefix(NOTE_KIND + '.')}": (stage.id, check)
+             for stage in registry().values() for check in stage.points if is_note(check)}
+    prices: dict[str, dict[str, float]] = {}
+    for key, value in table.items():
+        if key not in known:
+            raise CourseError(f"{where}: notes.{key} is no note; the notes are {', '.join(sorted(known))}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+            raise CourseError(f"{where}: notes.{key} = {value!r} is not a number of points")
+        stage, check = known[key]
+        prices.setdefault(stage, {})[check] = value
+    return prices
+
+
+def course_stages(path: Path | None = None) -> list[int]:
+    """The stages graded by default under the course file at ``path`` (None: this tree's course.toml)."""
+    return stages_of(tracks(read_course(path), path))
+
+
+def course_text(stages: list[int], notes: dict[str, dict[str, float]] | None = None) -> str:
+    """The course.toml written into what is built for students to grade ``stages``: the tracks setting, and
+    the prices of the notes (note_prices) where the instructor gave some."""
+    bonus = any(registry()[number].track == BONUS for number in stages)
+    priced = "".join(f'"{stage}.{check.removeprefix(NOTE_KIND + ".")}" = {value:g}\n'
+                     for stage, checks in (notes or {}).items() for check, value in checks.items())
+    return ("# Written by the instructor's build: the stages graded here. Do not edit.\n"
+            f"[stages]\nbonus = {'true' if bonus else 'false'}\n" + (f"\n[notes]\n{priced}" if priced else ""))

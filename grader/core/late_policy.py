@@ -1,0 +1,155 @@
+"""A course's due dates and what lateness costs (course.toml, grader/core/course.py), and the late penalty of one report.
+
+The judge computes the penalty from the time the LMS says the work was handed in and from this
+file: never from anything a submission holds. A penalty is a percentage of a late stage's points
+possible (as Canvas's late policy takes it), for each started day or hour after its due time, up
+to a cap; a late stage never loses more than it earned, and on-time stages lose nothing.
+"""
+
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.core.course import COURSE_FILE, CourseError, read_course, tracks
+from grader.core.points import rounded
+from grader.core.stages import STAGES
+
+UNITS = {"day": dt.timedelta(days=1), "hour": dt.timedelta(hours=1)}
+STAGE_KEYS = {f"stage{n}" for n in STAGES}
+NO_SUBMISSION_TIME = "no-submission-time"
+MARKED_LATE_WITHOUT_TIME = "late (marked by Canvas, no time)"
+
+
+@dataclass(frozen=True)
+class LatePolicy:
+    """Defaults: no due date, no penalty."""
+
+    due: dt.datetime | None = None
+    stage_due: dict[str, dt.datetime] = field(default_factory=dict)  # "stage1" -> its own due time
+    per: str = "day"
+    penalty: float = 0  # percent of a late stage's points possible, per started unit
+    cap: float = 100  # percent, at most
+    grace: dt.timedelta = dt.timedelta(0)
+
+    def due_of(self, stage_id: str) -> dt.datetime | None:
+        return self.stage_due.get(stage_id, self.due)
+
+    @property
+    def has_due_date(self) -> bool:
+        return self.due is not None or bool(self.stage_due)
+
+    def percent(self, submitted: dt.datetime, due: dt.datetime) -> float:
+        """The percentage a stage due at ``due`` loses when handed in at ``submitted``: nothing up to the
+        end of the grace period; after it, ``penalty`` for each started unit since ``due``, to ``cap``."""
+        lateness = submitted - due
+        if lateness <= self.grace:
+            return 0
+        started_units = -(-lateness // UNITS[self.per])  # exact, in microseconds: no float at a boundary
+        return min(self.cap, self.penalty * started_units)
+
+
+def load_course(path: Path | None) -> LatePolicy:
+    """The late policy of the course file at ``path`` (None: this tree's course.toml, if any; without
+    one, the defaults). CourseError says what is wrong."""
+    course = read_course(path)
+    path = path or COURSE_FILE
+    tracks(course, path)  # the file's other setting is checked here too: one bad line, one message
+    _known_keys(path, "", course, {"due", "late_penalty", "stages", "notes"})
+    due = course.get("due", {})
+    rule = course.get("late_penalty", {})
+    _known_keys(path, "due.", due, {"assignment", *STAGE_KEYS})
+    _known_keys(path, "late_penalty.", rule, {"per", "penalty", "cap", "grace"})
+    times = {key: _due_time(path, f"due.{key}", value) for key, value in due.items()}
+    per = rule.get("per", "day")
+    if not isinstance(per, str) or per not in UNITS:
+        raise CourseError(f"{path}: late_penalty.per = {per!r}; write \"day\" or \"hour\"")
+    penalty = _number(path, "late_penalty.penalty", rule.get("penalty", 0))
+    cap = _number(path, "late_penalty.cap", rule.get("cap", 100))
+    if cap > 100:
+        raise CourseError(f"{path}: late_penalty.cap = {cap!r} is over 100 percent")
+    grace = _number(path, "late_penalty.grace", rule.get("grace", 0))
+    try:
+        grace_period = dt.timedelta(minutes=grace)
+    except OverflowError:
+        raise CourseError(f"{path}: late_penalty.grace = {grace!r} minutes is longer than any term") from None
+    if "late_penalty" in course and not times:
+        raise CourseError(f"{path}: [late_penalty] with no [due]: a penalty never applies without a due date; "
+                          "add [due] assignment = 2025-03-14T23:59:00-05:00 (or stage<N> = ...)")
+    return LatePolicy(times.pop("assignment", None), times, per, penalty, cap, grace_period)
+
+
+def late_record(policy: LatePolicy, submitted: dt.datetime | None, late_marked: bool, stages: list[dict],
+                time_unread: str | None = None) -> dict:
+    """The report's ``late`` object for a student graded ``stages`` (the report's) who handed in at
+    ``submitted`` (None: the LMS gave no time; ``late_marked``: it said "late" all the same;
+    ``time_unread``: why a time the download holds could not be read, which the flag then says)."""
+    flags = []
+    if submitted is None and late_marked:
+        flags.append(MARKED_LATE_WITHOUT_TIME)
+    elif submitted is None and policy.has_due_date:
+        flags.append(f"{NO_SUBMISSION_TIME}: {time_unread}" if time_unread else NO_SUBMISSION_TIME)
+    per_stage = []
+    for stage in stages:
+        due = policy.due_of(stage["id"])
+        percent = policy.percent(submitted, due) if submitted and due else 0
+        # a late stage loses at most what it earned: never the points of another stage
+        lost = min(stage["score"], stage["max_score"] * percent / 100)
+        per_stage.append({"id": stage["id"], "due": utc_text(due), "hours_late": _hours_late(submitted, due),
+                          "penalty_percent": rounded(percent), "penalty_points": rounded(lost)})
+    return {"submitted": utc_text(submitted), "due": utc_text(policy.due),
+            "hours_late": _hours_late(submitted, policy.due),
+            "penalty_percent": rounded(policy.percent(submitted, policy.due) if submitted and policy.due else 0),
+            "penalty_points": rounded(sum(s["penalty_points"] for s in per_stage)), "stages": per_stage,
+            "flags": flags}
+
+
+def _hours_late(submitted: dt.datetime | None, due: dt.datetime | None) -> float | None:
+    """Hours from ``due`` to ``submitted``, rounded *up* to the hundredth (36 s): the penalty charges
+    every started unit, so work handed in a fraction of a second late never shows 0 hours late."""
+    if submitted is None or due is None:
+        return None
+    started_hundredths = -(-max(submitted - due, dt.timedelta(0)) // dt.timedelta(seconds=36))  # exact
+    return rounded(started_hundredths / 100)
+
+
+def utc_text(moment: dt.datetime | None) -> str | None:
+    """``moment`` in UTC, to the second, and to the microsecond when it holds a fraction of a second
+    (0.4 s after the due time is late, and shows so): the same time gives the same text, whatever
+    offset it came with."""
+    return None if moment is None else moment.astimezone(dt.UTC).isoformat(timespec="auto")
+
+
+def in_utc_range(moment: dt.datetime) -> bool:
+    """Whether ``moment`` has a UTC time (utc_text): 9999-12-31 west of UTC, or year 1 east of it, has none."""
+    try:
+        moment.astimezone(dt.UTC)
+    except OverflowError:
+        return False
+    return True
+
+
+def _known_keys(path: Path, prefix: str, table, known: set[str]) -> None:
+    if not isinstance(table, dict):
+        raise CourseError(f"{path}: {prefix.rstrip('.')} must be a table, [{prefix.rstrip('.')}], holding "
+                          f"{', '.join(sorted(known))}")
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise CourseError(f"{path}: unknown setting {prefix}{unknown[0]} (known: {', '.join(sorted(known))})")
+
+
+def _due_time(path: Path, key: str, value) -> dt.datetime:
+    if not isinstance(value, dt.datetime) or value.utcoffset() is None:
+        shown = value.isoformat() if isinstance(value, (dt.date, dt.time)) else repr(value)  # as it was written
+        unquoted = " (unquoted: a TOML date-time, not text)" if isinstance(value, str) else ""
+        raise CourseError(f"{path}: {key} = {shown} needs a date, a time and a UTC offset{unquoted}, "
+                          "e.g. 2025-03-14T23:59:00-05:00 or 2025-03-15T04:59:00Z")
+    if not in_utc_range(value):
+        raise CourseError(f"{path}: {key} = {value.isoformat()} is past the last (or before the first) time UTC can "
+                          "write; give a real due date, or leave the key out for none")
+    return value
+
+
+def _number(path: Path, key: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+        raise CourseError(f"{path}: {key} = {value!r} must be a number, 0 or more")
+    return value

@@ -1,0 +1,30 @@
+"""How a run grades, as one frozen value: built once by the command line (grader/cli/) and passed down to
+the sandbox, the judge and a batch's lanes, which never change it."""
+
+from dataclasses import dataclass
+
+from grader.core.points import Points
+
+DEVICES = ("cpu", "cuda", "auto")
+SANDBOX_MODES = ("auto", "bwrap", "isolated", "none")
+
+
+@dataclass(frozen=True)
+class GradingOptions:
+    stages: tuple[int, ...]  # the stages graded, in order
+    points: Points
+    visible_only: bool = False  # the visible checks alone: a provisional score
+    timeout: float = 1.0  # seconds one call into learner code may take
+    device: str = "cpu"  # "cpu" or "cuda"; "auto" until a sandbox has resolved it
+    sandbox: str = "auto"  # one of SANDBOX_MODES
+
+
+@dataclass(frozen=True)
+class ClassOptions:
+    """What grading a class adds to the options of one submission (python -m grader batch)."""
+
+    grading: GradingOptions
+    workers: int
+    force: bool
+    students: tuple[str, ...] | None  # --student: only these ids; None: whoever the plan decides
+    student_timeout: float  # seconds one student's grading may take in all

@@ -1,0 +1,203 @@
+"""The report of one submission: its model, built here and nowhere else, written as
+grader/core/schemas/report.schema.json says and read back through the same model.
+
+A report is a JSON object; in memory it is that object, typed (``Report``, ``StageReport``,
+``CheckReport``), with its statuses and flags as values that are their own JSON text: ``Status`` and
+``FlagKind`` are string enums, a ``Flag`` is the string ``"kind: detail"`` that also knows its kind and
+detail. Every view (grader/views/) is a function of a ``Report``.
+"""
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, NotRequired, TypedDict
+
+from grader.core.points import Points, rounded
+from grader.core.stages import registry
+
+
+class Status(StrEnum):
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    NOT_IMPLEMENTED = "not_implemented"
+
+
+class FlagKind(StrEnum):
+    """What a reader of a score must know about how it was made: never a silently weaker grade."""
+
+    UNSANDBOXED = "unsandboxed"  # the learner's code ran without a sandbox
+    INCOMPLETE = "incomplete"  # the grader itself could not finish: complete is false, graded again next run
+    PROVISIONAL = "provisional"  # the visible checks alone ran
+    UNREADABLE = "unreadable"  # the submission could not be read (or two claim one id)
+    NO_STAGE_FILES = "no-stage-files"
+    MISSING = "missing"  # some graded stages have no file
+    RENAMED = "renamed"  # a stage file under a near name, graded as the file it stands for
+    IGNORED = "ignored"  # files that are no stage file
+
+
+class Flag(str):
+    """A flag as its JSON text, ``kind`` or ``kind: detail``, with both parts kept: nothing parses it back."""
+
+    kind: str
+    detail: str | None
+
+    def __new__(cls, kind: str, detail: str | None = None) -> "Flag":
+        flag = super().__new__(cls, f"{kind}: {detail}" if detail is not None else kind)
+        flag.kind, flag.detail = kind, detail
+        return flag
+
+    @classmethod
+    def read(cls, text: str) -> "Flag":
+        """The flag a report file holds as ``text``: the one place a flag's text is taken apart."""
+        kind, colon, detail = text.partition(": ")
+        return cls(kind, detail if colon else None)
+
+
+class VisibleVerdict(TypedDict):
+    status: Status
+    score: float
+    message: str
+    hint: str | None
+
+
+class CheckReport(TypedDict):
+    id: str
+    visibility: str  # "visible" or "hidden"
+    status: Status
+    score: float
+    max_score: float
+    message: str
+    hint: str | None
+    evidence: dict | None  # grader.judge.evidence.bounded_evidence: two attention maps for the heat maps
+    printed: str  # what the learner's code printed during the check, "" if nothing
+    visible_verdict: NotRequired[VisibleVerdict]  # what a visible check's own inputs earned, where a hidden one voided it
+
+
+class StageReport(TypedDict):
+    id: str
+    title: str
+    track: str
+    score: float
+    max_score: float
+    checks: list[CheckReport]
+
+
+class Report(TypedDict):
+    score: float
+    max_score: float
+    device: str
+    torch: str
+    sandbox: str
+    stages: list[StageReport]
+    flags: list[Flag]
+    complete: bool
+    # what a batch adds: the fingerprint it was graded from, when, and the course's late penalty
+    fingerprint: NotRequired[dict]
+    graded_at: NotRequired[str]
+    late: NotRequired[dict]
+
+
+@dataclass
+class CheckResult:
+    """One check's verdict, as the judge records it; a stage's results become its StageReport."""
+
+    stage: int
+    id: str
+    visibility: str
+    target: str | None
+    status: Status
+    score: float
+    max_score: float
+    message: str
+    hint: str | None
+    evidence: dict | None
+    printed: str
+    from_source: bool = False  # the verdict rests on the source alone (CheckFailed.from_source)
+    visible_verdict: VisibleVerdict | None = None  # set where a hidden input's shortcut voided a visible check
+
+
+def build(results: Iterable[CheckResult], stages: list[int], device: str, torch_version: str,
+          flags: list[Flag], sandbox: str) -> Report:
+    """The report of a graded submission."""
+    results = list(results)
+    report_stages = []
+    for stage in stages:
+        checks = [r for r in results if r.stage == stage]
+        report_stages.append(_stage(stage, sum(c.score for c in checks), sum(c.max_score for c in checks),
+                                    [_check(c) for c in checks]))
+    return _report(report_stages, device, torch_version, sandbox, flags)
+
+
+def failed(stages: list[int], points: Points, device: str, reason: str) -> Report:
+    """A zero marked incomplete, for a submission whose grading did not finish: graded again next run."""
+    report_stages = [_stage(n, 0, points.stage_total(n), []) for n in stages]
+    return _report(report_stages, device, "", "", [Flag(FlagKind.INCOMPLETE, f"not graded: {reason}")])
+
+
+def is_complete(flags: Iterable[Flag]) -> bool:
+    return not any(flag.kind == FlagKind.INCOMPLETE for flag in flags)
+
+
+def _report(stages: list[StageReport], device: str, torch_version: str, sandbox: str, flags: list[Flag]) -> Report:
+    return {"score": rounded(sum(s["score"] for s in stages)), "max_score": rounded(sum(s["max_score"] for s in stages)),
+            "device": device, "torch": torch_version, "sandbox": sandbox, "stages": stages, "flags": flags,
+            "complete": is_complete(flags)}
+
+
+def _stage(number: int, score: float, max_score: float, checks: list[CheckReport]) -> StageReport:
+    stage = registry()[number]
+    return {"id": stage.id, "title": stage.title, "track": stage.track, "score": rounded(score),
+            "max_score": rounded(max_score), "checks": checks}
+
+
+def _check(c: CheckResult) -> CheckReport:
+    check: CheckReport = {"id": c.id, "visibility": c.visibility, "status": c.status, "score": rounded(c.score),
+                          "max_score": rounded(c.max_score), "message": c.message, "hint": c.hint,
+                          "evidence": c.evidence, "printed": c.printed}
+    if c.visible_verdict:
+        check["visible_verdict"] = c.visible_verdict
+    return check
+
+
+# Writing and reading ----------------------------------------------------------------------------
+
+
+def to_json(report: Report) -> str:
+    return json.dumps(report, indent=2) + "\n"
+
+
+def read(path: Path) -> Report | None:
+    """The report ``path`` holds, through the model (flags and statuses as values); None when it cannot be
+    read or lacks what a gradebook row is made of (a report edited by hand may)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return from_json(data) if _well_formed(data) else None
+
+
+def from_json(data: Any) -> Report:
+    """``data`` (a report as JSON gives it) as a Report."""
+    data["flags"] = [Flag.read(flag) for flag in data["flags"]]
+    for stage in data["stages"]:
+        for check in stage.get("checks", []):
+            if check.get("status") in Status.__members__.values():
+                check["status"] = Status(check["status"])
+    return data
+
+
+def _well_formed(report: Any) -> bool:
+    def number(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    try:
+        return (number(report["score"]) and number(report["max_score"])
+                and isinstance(report["flags"], list) and all(isinstance(flag, str) for flag in report["flags"])
+                and all(isinstance(s["id"], str) and number(s["score"]) and number(s["max_score"])
+                        for s in report["stages"]))
+    except (KeyError, TypeError):
+        return False

@@ -1,0 +1,198 @@
+"""Read a learner module's attention weights, with the probe's assumptions checked first.
+
+With n one-hot tokens (x = I) and a value projection that routes token s to feature s of every
+head, a module that computes weights @ values returns its own attention weights. That holds only
+if the value path is what the probe assumes, so before reading, the probe checks it: doubling the
+value weights doubles the output (no bias, nothing after the values but linear maps), permuting
+them permutes the output the same way (weights @ values, per head), and with all scores equal
+the weights read as an even spread. When a check fails, the reading is not made: the probe says
+nothing rather than something untrue.
+"""
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from grader.judge.checks.support import CheckFailed, LearnerFailure, build, expect_close
+from grader.judge.diagnosis import attention_weights, weight_variants
+from grader.judge.verdict import attention_evidence
+
+# state_for(value_weight, query_weight, key_weight) -> the state to inject, for weights shaped
+# like nn.Linear's (d_out, d_in).
+StateFor = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], dict]
+
+
+def _linear_state(v: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> dict:
+    return {"W_query.weight": q, "W_key.weight": k, "W_value.weight": v}
+
+
+@dataclass(frozen=True)
+class Probe:
+    """How to build a module class for the probe: n tokens, ``heads`` heads of size n each."""
+
+    args: Callable[[int, int], list]
+    state_for: StateFor
+    causal: bool
+    batch: bool  # takes (b, n, d_in) rather than (n, d_in)
+
+
+PROBES = {
+    "SelfAttention_v1": Probe(lambda n, h: [n, n], lambda v, q, k: {"W_query": q.T, "W_key": k.T, "W_value": v.T},
+                              causal=False, batch=False),
+    "SelfAttention_v2": Probe(lambda n, h: [n, n], _linear_state, causal=False, batch=False),
+    "CausalAttention": Probe(lambda n, h: [n, n, n, 0.0], _linear_state, causal=True, batch=True),
+    "MultiHeadAttention": Probe(lambda n, h: [n, h * n, n, 0.0, h],
+                                lambda v, q, k: {**_linear_state(v, q, k), "out_proj.weight": torch.eye(len(v)),
+                                                 "out_proj.bias": torch.zeros(len(v))},
+                                causal=True, batch=True),
+}
+
+
+def _route(n: int, heads: int, order: torch.Tensor) -> torch.Tensor:
+    """A (heads * n, n) value weight: feature (h, s) of every head carries token order[s]."""
+    return torch.eye(n)[order].repeat(heads, 1)
+
+
+def read_attention(learner, stage: int, cls: str, args: list, state_for: StateFor, n: int, heads: int,
+                   w_query: torch.Tensor, w_key: torch.Tensor, batch: bool,
+                   expected: torch.Tensor | None = None) -> torch.Tensor | None:
+    """The module's attention weights (heads, n, n) for queries x W_query^T and keys x W_key^T, x = I.
+
+    None when an assumption of the probe does not hold (see the module's docstring). What the
+    learner's code raises on the probe's inputs is raised. An output that is exactly ``expected``
+    is returned without the checks: it proves nothing wrong, so no claim rests on it.
+    """
+    eye = torch.eye(n)
+    x = eye[None] if batch else eye
+    identity, shuffled = torch.arange(n), torch.roll(torch.arange(n), 1)
+    zeros = torch.zeros_like(w_query)
+
+    def run(value_weight: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor | None:
+        out = build(learner, stage, cls, args, state=state_for(value_weight, q, k), inputs=[x])["outputs"][0]
+        if not isinstance(out, torch.Tensor) or out.numel() != n * heads * n:
+            return None
+        return out.detach().to(torch.float64).reshape(n, heads, n).transpose(0, 1)  # (heads, n, n)
+
+    read = run(_route(n, heads, identity), w_query, w_key)
+    if read is not None and expected is not None and torch.allclose(read, expected, atol=1e-5):
+        return read  # exactly a right module's weights: nothing to claim, so nothing to verify
+    doubled = run(2 * _route(n, heads, identity), w_query, w_key)
+    permuted = run(_route(n, heads, shuffled), w_query, w_key)
+    even = run(_route(n, heads, identity), zeros, zeros)
+    if any(r is None for r in (read, doubled, permuted, even)):
+        return None
+    if not torch.allclose(doubled, 2 * read, atol=1e-5) or not torch.allclose(permuted, read[..., shuffled], atol=1e-5):
+        return None
+    causal_even = torch.tril(torch.ones(n, n)) / torch.arange(1, n + 1).view(n, 1)
+    full_even = torch.full((n, n), 1.0 / n)
+    if not any(torch.allclose(even, spread.double().expand(heads, n, n), atol=1e-5) for spread in (causal_even, full_even)):
+        return None
+    return read
+
+
+def _measure(learner, stage: int, cls: str, n: int, heads: int, rng: torch.Generator):
+    """(read weights or None, expected weights, queries, keys) for random query and key weights."""
+    probe = PROBES[cls]
+    w_query, w_key = torch.randn(heads * n, n, generator=rng), torch.randn(heads * n, n, generator=rng)
+    # x = I: head h's queries are rows h*n..(h+1)*n of W_query, transposed; the same for keys
+    q, k = (w.view(heads, n, n).transpose(-2, -1) for w in (w_query, w_key))
+    expected = attention_weights(q, k, divisor=n**0.5, causal=probe.causal).double()
+    read = read_attention(learner, stage, cls, probe.args(n, heads), probe.state_for, n, heads, w_query, w_key,
+                          probe.batch, expected)
+    return read, expected, q, k
+
+
+def _evidence(cls: str, n: int, expected: torch.Tensor, read: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> dict:
+    scores, causal = q[0] @ k[0].T, PROBES[cls].causal
+    note = (f"yours: {describe_weights(read[0], scores, causal)}. "
+            f"Expected: {describe_weights(expected[0], scores, causal)}")
+    head = " of head 1" if len(read) > 1 else ""
+    return attention_evidence(f"{cls}: attention weights{head} on {n} one-hot tokens (rows: queries, columns: keys)",
+                              expected[0], read[0], note)
+
+
+def expect_attention(learner, stage: int, cls: str, n: int, heads: int, rng: torch.Generator) -> None:
+    """The module's measured attention weights must be the expected ones; a proven mistake is named."""
+    read, expected, q, k = _measure(learner, stage, cls, n, heads, rng)
+    what = f"{cls} on {n} one-hot tokens with W_value = I"
+    if read is None:
+        raise CheckFailed(f"{what}: its attention weights could not be measured, because the output is not "
+                          "weights @ values: doubling W_value should double the output, permuting W_value should "
+                          "permute it the same way, and equal scores should spread the weights evenly; one of these "
+                          "did not hold (the other checks' messages say what differs)")
+    try:
+        expect_close(read if heads > 1 else read[0], expected if heads > 1 else expected[0],
+                     f"{what}: its attention weights" + (" (heads, queries, keys)" if heads > 1 else ""),
+                     lambda: {name: v if heads > 1 else v[0] for name, v in
+                              weight_variants(q, k, causal=PROBES[cls].causal).items()})
+    except CheckFailed as failed:
+        raise CheckFailed(failed.message, failed.hint, _evidence(cls, n, expected, read, q, k)) from None
+
+
+def evidence_for(learner, stage: int, cls: str, n: int = 5, heads: int = 1, rng: torch.Generator | None = None
+                 ) -> dict | None:
+    """Heat-map evidence for a failed check: the learner's attention on a probe next to the expected one.
+
+    None when the weights cannot be read, or are right (the mistake lies elsewhere: a map would not show it).
+    """
+    rng = rng or torch.Generator().manual_seed(n * 100 + heads)
+    try:
+        read, expected, q, k = _measure(learner, stage, cls, n, heads, rng)
+    except (LearnerFailure, CheckFailed):  # evidence is extra: what keeps it from being read stays unsaid
+        return None
+    if read is None or torch.allclose(read, expected, atol=1e-4):
+        return None
+    return _evidence(cls, n, expected, read, q, k)
+
+
+def effective_divisor(weights: torch.Tensor, scores: torch.Tensor) -> float | None:
+    """The number the scores were divided by, if ``weights`` are a softmax of scores / that number.
+
+    For a softmax, log w[t, s] - log w[t, s'] = (scores[t, s] - scores[t, s']) / divisor within a
+    row, over the positions it attends to; a least-squares fit over every such pair.
+    """
+    keep = weights > 1e-9
+    num, den = 0.0, 0.0
+    for row_w, row_s, row_keep in zip(weights.double(), scores.double(), keep):
+        if row_keep.sum() < 2:
+            continue
+        log_w, s = row_w[row_keep].log(), row_s[row_keep]
+        d_log, d_s = log_w - log_w.mean(), s - s.mean()
+        num, den = num + float((d_s * d_s).sum()), den + float((d_s * d_log).sum())
+    if den <= 0 or num == 0:
+        return None
+    divisor = num / den
+    fitted = torch.softmax(scores.double().masked_fill(~keep, float("-inf")) / divisor, dim=-1)
+    return divisor if torch.allclose(fitted.nan_to_num(), weights.double(), atol=1e-4) else None
+
+
+def describe_weights(weights: torch.Tensor, scores: torch.Tensor | None, causal: bool = True) -> str:
+    """What a (n, n) attention map shows, in plain words: row sums, what a causal map attends to, and
+    the divisor of the ``scores`` when the weights are a softmax of them divided by one number."""
+    n = weights.shape[-1]
+    sums = weights.sum(dim=-1)
+    parts = [f"row sums {', '.join(f'{s:.2f}' for s in sums.tolist())}"]
+    if causal:
+        later = bool(weights.triu(diagonal=1).abs().max() > 1e-6)
+        itself = bool((weights.diagonal() != 0).all())
+        parts.append("attends to later tokens" if later else
+                     "attends only to itself and earlier tokens" if itself else "not every token attends to itself")
+    if scores is not None:
+        sums_to_one = torch.allclose(sums, torch.ones(n, dtype=sums.dtype), atol=1e-4)
+        divisor = effective_divisor(weights, scores) if sums_to_one else None
+        parts.append(f"scores divided by {divisor:.3g}" if divisor is not None else
+                     "not a softmax of the scores divided by one number")
+    return "; ".join(parts)
+
+
+@contextlib.contextmanager
+def showing_attention(learner, stage: int, cls: str, heads: int = 1):
+    """A check failing inside gets the heat-map evidence of ``cls``'s measured attention, if readable."""
+    try:
+        yield
+    except CheckFailed as failed:
+        if failed.evidence is None:
+            failed.evidence = evidence_for(learner, stage, cls, heads=heads)
+        raise

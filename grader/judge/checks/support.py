@@ -1,0 +1,289 @@
+"""What every stage's checks share: the marker, seeded inputs, and the common ways to judge."""
+
+import functools
+import re
+import zlib
+
+import pytest
+import torch
+
+from grader.judge.checks import documented
+from grader.judge.checks.documented import DOCUMENTED
+from grader.judge.document_values import document_values
+from grader.sandbox.workers import LearnerFailure, LearnerWorkers
+from grader.judge.verdict import CheckFailed, agrees, expect_all_close, expect_close  # noqa: F401 - re-exported for the checks
+from grader.runner.book_calls import BOOK_SIGNATURES, renamed
+from grader.runner.seeding import manual_seed
+from grader.judge.class_source import init_signature
+
+
+def check(name: str, visible: bool = False, target: str | None = None):
+    """Mark a test as the check ``name``; ``target`` is the public name it grades (for shortcuts)."""
+    return pytest.mark.check(name=name, visibility="visible" if visible else "hidden", target=target)
+
+
+def generator(name: str) -> torch.Generator:
+    """A generator seeded from the check's name: fresh numbers, the same on every run."""
+    return torch.Generator().manual_seed(zlib.crc32(name.encode()))
+
+
+# A failed document check lists at most this many values: the first ones say enough.
+SHOWN_VALUES = 3
+
+
+def expect_document_values(learner: LearnerWorkers, stage: int, ids: list[str], device: str = "cpu",
+                           target: str | None = None) -> None:
+    """Run each document value's recipe in the learner's worker; fail listing the first mismatches.
+
+    With ``target``, the function or class the check judges: a value that is also computed with
+    another of the stage's names does not count against the target when a value computed from
+    those names without it is wrong too (a wrong attention_scores makes softmax_naive's values
+    wrong). Dropout values are skipped off the CPU: CUDA draws other masks from the same seed.
+    """
+    values = {v.id: v for v in document_values()}
+    chosen = [values[i] for i in ids if device == "cpu" or not values[i].cpu_only]
+    results = learner.request(stage, "recipes", names=[value.recipe for value in chosen])
+    problems = []
+    for value, result in zip(chosen, results):
+        problem = value.check(result)
+        if problem is not None and not (target and _inherited(learner, stage, value, target, device)):
+            problems.append(f"{value.citation}: {problem}")
+    if problems:
+        more = len(problems) - SHOWN_VALUES
+        raise CheckFailed("the worked examples' values are not reproduced:\n" + "\n".join(problems[:SHOWN_VALUES])
+                          + (f"\n(and {more} more value{'s' if more > 1 else ''} of the worked examples)" if more > 0 else ""))
+
+
+def _inherited(learner: LearnerWorkers, stage: int, value, target: str, device: str) -> bool:
+    """A value computed without ``target``, from names ``value`` also uses, is wrong as well."""
+    upstream = [v for v in document_values(stage) if target not in v.uses and v.uses
+                and set(v.uses) <= set(value.uses) and (device == "cpu" or not v.cpu_only)]
+    return any(v.check(learner.request(stage, "recipe", name=v.recipe)) is not None for v in upstream)
+
+
+def expect_seeded_module_values(learner: LearnerWorkers, stage: int, ids: list[str], cls: str, args: list,
+                                seed: int) -> None:
+    """Document values of a seeded module; when they differ, say if the creation order is to blame."""
+    try:
+        expect_document_values(learner, stage, ids, target=cls)
+    except CheckFailed as failed:
+        hint = init_order_hint(learner, stage, cls, args, seed)
+        raise CheckFailed(failed.message, hint) from None
+
+
+def expect_function_on_cases(learner: LearnerWorkers, stage: int, function: str, reference_function, cases: list,
+                             describe, variants_for=lambda *args: None) -> None:
+    """Call a learner function on each case (a tuple of arguments) and judge it against the reference.
+
+    Outputs for the last cases must differ (same shapes, other numbers): an answer copied from the
+    worked example would not.
+    """
+    outputs = [call(learner, stage, function, *args) for args in cases]
+    expect_input_dependent(outputs[2:], function)
+    expect_all_close([(output, reference_function(*args), describe(*args), lambda args=args: variants_for(*args))
+                      for args, output in zip(cases, outputs)])
+
+
+def build(learner: LearnerWorkers, stage: int, cls: str, args: list, probe: str = "module", **options) -> dict:
+    """Build the learner's module ``cls(*args)`` in its worker, with grader.runner.probes.module (or
+    another probe that builds one, such as cached_module)."""
+    reply = learner.request(stage, probe, cls=cls, args=list(args), **options)
+    mismatched = [_shapes(r) for r in reply.get("rejected", []) if "size mismatch" in r]
+    if mismatched:
+        raise CheckFailed(f"{cls}{tuple(args)} holds weights of other shapes than documented, so the grader cannot "
+                          f"put the documented weights in: {'; '.join(mismatched)}")
+    return reply
+
+
+def _shapes(torch_words: str) -> str:
+    """torch's "size mismatch for W_query: copying a param with shape torch.Size([3, 2]) from checkpoint,
+    the shape in current model is torch.Size([2, 3])." as "W_query is (2, 3), documented (3, 2)"."""
+    found = re.search(r"for ([\w.]+):.*?Size\(\[([\d, ]*)\]\).*?Size\(\[([\d, ]*)\]\)", torch_words)
+    if found is None:
+        return torch_words
+    name, documented, held = found.groups()
+    return f"{name} is ({held}), documented ({documented})"
+
+
+def build_with_weights(learner: LearnerWorkers, stage: int, cls: str, args: list, state: dict, **options) -> dict:
+    """Build ``cls(*args)`` with injected weights; each documented name has to exist in the learner's module."""
+    reply = build(learner, stage, cls, args, state=state, **options)
+    if reply["rejected"]:
+        held = [f"{name} {tuple(size)}" for name, size in reply["structure"]["parameters"]]
+        raise CheckFailed(f"{cls} does not hold the documented weights {reply['rejected']}; it holds {held}")
+    return reply
+
+
+def reference_state(module_class, args: list, seed: int) -> dict[str, torch.Tensor]:
+    """The weights a reference module gets under ``seed``: what gets injected into the learner's.
+
+    The same for every student: a batch builds each module once. Callers get their own dict of
+    tensors that no one changes.
+    """
+    return dict(_reference_state(module_class, tuple(args), seed))
+
+
+@functools.cache
+def _reference_state(module_class, args: tuple, seed: int) -> dict[str, torch.Tensor]:
+    manual_seed(seed)
+    return {k: v.clone() for k, v in module_class(*args).state_dict().items()}
+
+
+def parameters_only(state: dict) -> dict:
+    """The learnable weights of a reference state; the mask is the learner's own to build."""
+    return {k: v for k, v in state.items() if k.split(".")[-1] != "mask"}
+
+
+def reference_output(module_class, args: list, state: dict, x: torch.Tensor) -> torch.Tensor:
+    """What ``module_class(*args)`` holding ``state`` returns for ``x``, in evaluation mode."""
+    module = module_class(*args)
+    module.load_state_dict(state, strict=False)
+    module.eval()
+    with torch.no_grad():
+        return module(x)
+
+
+def init_order_hint(learner: LearnerWorkers, stage: int, cls: str, args: list, seed: int,
+                    maths_checked: bool = False) -> str | None:
+    """param-init-order or wrong-random-init, when proven.
+
+    Proven means: with the documented weights injected, the learner's module computes what the
+    documented one does (or the caller has checked its maths: ``maths_checked``), while its own
+    seeded weights differ from the documented ones: they are the numbers torch.randn draws in
+    their place (wrong-random-init), or otherwise created in another order or way (param-init-order).
+    """
+    try:
+        learner_state = build(learner, stage, cls, args, seed=seed, return_state=True)["state"]
+    except LearnerFailure:
+        return None  # no diagnosis possible: the check's own failure stands
+    expected = parameters_only(reference_state(DOCUMENTED[cls], args, seed))
+    if holds_weights(learner_state, expected):
+        return None  # the weights are the documented ones: whatever differs lies elsewhere
+    if not _same_layout(learner_state, expected):
+        return None  # other names, shapes or shared tensors: more than the creation order differs
+    if not maths_checked and not _computes_as_documented(learner, stage, cls, args, expected):
+        return None
+    manual_seed(seed)
+    drawn_normal = {name: torch.randn(value.shape) for name, value in expected.items()}
+    if _draws(learner_state) == _draws(drawn_normal):
+        return "wrong-random-init"
+    # Right maths, other seeded weights: they are created in another order or way, which is what the hint says.
+    return "param-init-order"
+
+
+def holds_weights(state: dict, expected: dict[str, torch.Tensor]) -> bool:
+    """``state`` holds every weight of ``expected``, equal to it."""
+    return all(k in state and torch.equal(state[k], v) for k, v in expected.items())
+
+
+def _same_layout(state: dict, expected: dict) -> bool:
+    """The same parameter names and shapes as documented, and no tensor held twice where the documented hold two."""
+    learned = parameters_only({k: v for k, v in state.items() if isinstance(v, torch.Tensor)})
+    if learned.keys() != expected.keys() or any(learned[k].shape != v.shape for k, v in expected.items()):
+        return False
+    names = list(expected)
+    return not any(torch.equal(learned[a], learned[b]) and not torch.equal(expected[a], expected[b])
+                   for i, a in enumerate(names) for b in names[i + 1:] if learned[a].shape == learned[b].shape)
+
+
+def _computes_as_documented(learner: LearnerWorkers, stage: int, cls: str, args: list, state: dict) -> bool:
+    """The learner's ``cls(*args)`` holding ``state`` returns the documented output on a probe input."""
+    d_in = args[0]
+    x = torch.rand(2, min(args[2], 5), d_in, generator=generator("maths")) if len(args) > 2 else \
+        torch.rand(5, d_in, generator=generator("maths"))
+    try:
+        reply = build(learner, stage, cls, args, state=state, inputs=[x])
+    except LearnerFailure:
+        return False
+    return not reply["rejected"] and agrees(reply["outputs"][0], documented.output(cls, args, state, x))
+
+
+def _draws(state: dict) -> list[float]:
+    """Every random number a module's weights hold, sorted: the mask buffer is not drawn."""
+    values = [v for k, v in state.items() if isinstance(v, torch.Tensor) and k.split(".")[-1] != "mask"]
+    return sorted(x for v in values for x in v.flatten().tolist())
+
+
+def expect_inputs_kept(learner: LearnerWorkers, stage: int, cases: dict[str, list], watch_device: bool = False) -> None:
+    """Each function, called on its arguments, leaves them as they were: the caller still needs them.
+
+    With ``watch_device``, it also makes no tensor on a fixed device that meets its arguments (on a
+    GPU that fails).
+    """
+    for function, args in cases.items():
+        reply = learner.request(stage, "call", function=function, args=list(args), watch_device=watch_device)
+        for index, (before, after) in enumerate(zip(args, reply["args_after"])):
+            if isinstance(after, torch.Tensor) and not torch.equal(after.to("cpu"), before):
+                raise CheckFailed(f"{function} changed its argument {index + 1} in place: after the call it holds "
+                                  "other numbers than the caller passed", "input-overwritten")
+        if reply["fixed_device_use"]:
+            raise CheckFailed(f"{function} makes a tensor on the default device, the CPU (no device=), and combines it "
+                              f"with its arguments ({reply['fixed_device_use']}): on a GPU that fails", "fixed-device")
+
+
+def call(learner: LearnerWorkers, stage: int, function: str, *args, **kwargs) -> object:
+    return learner.request(stage, "call", function=function, args=list(args), kwargs=kwargs)["result"]
+
+
+def expect_input_dependent(outputs: list, what: str) -> None:
+    """Different inputs giving one identical output point to a copied, not computed, answer."""
+    tensors = [o for o in outputs if isinstance(o, torch.Tensor)]
+    if len(tensors) >= 2 and all(t.shape == tensors[0].shape and torch.equal(t, tensors[0]) for t in tensors[1:]):
+        raise CheckFailed(f"{what}: the same output came back for different inputs", "hard-coded")
+
+
+def expect_documented_names(cls: str, held: list, documented: list) -> None:
+    """Projections held under other names than the book's: one message naming both. ``held`` and ``documented``
+    are [name, kind or shape] pairs in creation order; the kinds or shapes must agree, pair by pair, and only the
+    names differ. The other checks found them by creation order and graded their maths; this check alone prices
+    the names."""
+    held_names, documented_names = [name for name, _ in held], [name for name, _ in documented]
+    if [what for _, what in held] == [what for _, what in documented] and sorted(held_names) != sorted(documented_names):
+        raise CheckFailed(f"your {cls} has {', '.join(held_names)}; the checks and the book call them "
+                          f"{', '.join(documented_names)}. The maths was graded with yours, taken in the order you "
+                          "created them; only this check asks for the book's names", "other-names")
+
+
+def device_hint(reply: dict, cls: str) -> CheckFailed | None:
+    """The failure a module's forward proves: a tensor made on a fixed device meets the module's own."""
+    operation = reply.get("fixed_device_use")
+    if operation is None:
+        return None
+    return CheckFailed(f"{cls}.forward makes a tensor on the default device, the CPU (no device=), and combines it "
+                       f"with the module's tensors ({operation}): on a GPU that fails", "fixed-device")
+
+
+def expect_no_fixed_device(learner, stage: int, cls: str, args: list, x: torch.Tensor) -> None:
+    """The note.fixed_device of a module: its forward makes no tensor on a fixed device that meets its own."""
+    moved = device_hint(build(learner, stage, cls, args, device_input=x), cls)
+    if moved is not None:
+        raise moved
+
+
+def expect_book_signature(learner: LearnerWorkers, source: bytes | None, stage: int, classes: dict[str, list]) -> None:
+    """note.signature: each class's constructor, read from the judge's own copy of the file, takes the book's
+    parameters in the book's order with its defaults. ``classes``: name -> arguments it is built with first (a
+    stub's NotImplementedError answers for it)."""
+    for cls, args in classes.items():
+        build(learner, stage, cls, args)
+        written, book = init_signature(source, cls), BOOK_SIGNATURES[cls]
+        if written is not None and written != book:
+            raise CheckFailed(f"your {cls}({written}) is not the book's {cls}({book}). The grader passed the book's "
+                              "arguments by name where your parameters have the book's names, so the maths was graded "
+                              "as you wrote it; code written for the book passes them by position, and would put them "
+                              "in other parameters or fail", "signature")
+
+
+def under_documented_names(held: dict, documented: dict[str, list]) -> dict:
+    """``held`` (parameter name -> tensor or shape) under the documented names, where the learner's projections
+    pair with the documented ones by creation order, kind and shape (grader.runner.book_calls.renamed); else
+    as it is. What the maths checks read; the structure check alone prices the names."""
+    def shape(value) -> tuple:
+        return tuple(value.shape) if isinstance(value, torch.Tensor) else tuple(value)
+
+    mapping = renamed({name: shape(value) for name, value in held.items()},
+                      {name: tuple(size) for name, size in documented.items()})
+    if mapping is None:
+        return held
+    back = {mine: theirs for theirs, mine in mapping.items()}
+    return {back.get(name, name): value for name, value in held.items()}

@@ -1,0 +1,136 @@
+"""Stage 1: attention scores, a softmax by hand, context vectors."""
+
+import torch
+
+from grader.judge.checks.examples import expect_function_values_explained
+from grader.judge.checks.shortcut import SOFTMAX_BY_HAND, expect_not_spelled, expect_work_recorded
+from grader.judge.checks.support import (
+    CheckFailed,
+    call,
+    check,
+    expect_close,
+    expect_function_on_cases,
+    expect_inputs_kept,
+    generator,
+)
+from grader.judge.diagnosis import simple_attention_variants, softmax_variants
+from grader.judge.verdict import agrees, hint_of, proven_mistake
+
+STAGE = 1
+SHAPES = [(1, 3), (5, 2), (6, 3), (9, 16)]  # (num_tokens, d_in): one token, narrow, the book's, wide
+
+
+@check("document.attention_scores", visible=True, target="attention_scores")
+def test_document_attention_scores(learner):
+    expect_function_values_explained(learner, STAGE, ["stage1.attn_scores_2", "stage1.attn_scores",
+                                                      "stage1.attn_weights_2_tmp"], "attention_scores")
+
+
+@check("document.softmax_naive", visible=True, target="softmax_naive")
+def test_document_softmax_naive(learner):
+    expect_function_values_explained(
+        learner, STAGE, ["stage1.attn_weights_2_naive", "stage1.attn_weights_2_naive_sum", "stage1.attn_weights"],
+        "softmax_naive")
+
+
+@check("document.context_vector", visible=True, target="context_vector")
+def test_document_context_vector(learner):
+    expect_function_values_explained(learner, STAGE, ["stage1.context_vec_2"], "context_vector")
+
+
+@check("document.simple_self_attention", visible=True, target="simple_self_attention")
+def test_document_simple_self_attention(learner):
+    expect_function_values_explained(learner, STAGE, ["stage1.all_context_vecs"], "simple_self_attention")
+
+
+@check("random.attention_scores", target="attention_scores")
+def test_random_attention_scores(learner, reference):
+    rng = generator("random.attention_scores")
+    cases = [(torch.rand(n, d, generator=rng), torch.rand(d, generator=rng)) for n, d in SHAPES]
+    expect_function_on_cases(learner, STAGE, "attention_scores", reference.attention_scores, cases,
+                             lambda inputs, query: f"attention_scores of {inputs.shape[0]} token(s) of size {inputs.shape[1]}")
+
+
+@check("random.softmax_naive", target="softmax_naive")
+def test_random_softmax_naive(learner, reference):
+    rng = generator("random.softmax_naive")
+    cases = [(torch.rand(n, generator=rng) * 8 - 4,) for n in (1, 2, 6, 6)]
+    expect_function_on_cases(learner, STAGE, "softmax_naive", reference.softmax_naive, cases,
+                             lambda x: f"softmax_naive of {x.shape[0]} score(s)",
+                             softmax_variants)
+
+
+@check("random.context_vector", target="context_vector")
+def test_random_context_vector(learner, reference):
+    rng = generator("random.context_vector")
+    cases = [(torch.rand(n, d, generator=rng), torch.softmax(torch.rand(n, generator=rng), dim=0)) for n, d in SHAPES]
+    expect_function_on_cases(learner, STAGE, "context_vector", reference.context_vector, cases,
+                             lambda inputs, _: f"context_vector of {inputs.shape[0]} token(s) of size {inputs.shape[1]}")
+
+
+@check("random.simple_self_attention", target="simple_self_attention")
+def test_random_simple_self_attention(learner, reference):
+    rng = generator("random.simple_self_attention")
+    cases = [(torch.rand(n, d, generator=rng),) for n, d in SHAPES]
+    expect_function_on_cases(
+        learner, STAGE, "simple_self_attention", reference.simple_self_attention, cases,
+        lambda x: f"simple_self_attention of {x.shape[0]} token(s) of size {x.shape[1]}",
+        simple_attention_variants,
+    )
+
+
+@check("property.softmax_naive", target="softmax_naive")
+def test_softmax_naive_properties(learner):
+    x = torch.rand(7, generator=generator("property.softmax_naive")) * 6 - 3
+    weights, shifted = call(learner, STAGE, "softmax_naive", x), call(learner, STAGE, "softmax_naive", x + 2.0)
+    try:
+        expect_close(weights.sum() if isinstance(weights, torch.Tensor) else weights, torch.tensor(1.0),
+                     "the sum of softmax_naive's weights")
+        if not (weights > 0).all():
+            raise CheckFailed("softmax_naive gave a weight that is not positive: exp() is always positive")
+        expect_close(shifted, weights, "softmax_naive(x + 2) compared with softmax_naive(x) (a softmax ignores a shift)")
+        if not torch.equal(torch.argsort(weights), torch.argsort(x)):
+            raise CheckFailed("softmax_naive changed the order of the scores: a larger score must get a larger weight")
+    except CheckFailed as failed:  # it names a mistake only when the weights themselves are that mistake's
+        proven = proven_mistake(weights, torch.softmax(x, dim=0), softmax_variants(x))
+        raise CheckFailed(failed.message, failed.hint or (proven and hint_of(proven))) from None
+
+
+@check("property.inputs_kept")
+def test_inputs_kept(learner):
+    rng = generator("property.inputs_kept")
+    inputs = torch.rand(4, 3, generator=rng)
+    expect_inputs_kept(learner, STAGE, {
+        "attention_scores": [inputs, inputs[1].clone()],
+        "softmax_naive": [torch.rand(5, generator=rng) * 4 - 2],
+        "context_vector": [inputs, torch.softmax(torch.rand(4, generator=rng), dim=0)],
+        "simple_self_attention": [inputs],
+    })  # fmt: skip
+
+
+@check("shortcut.softmax_naive", target="softmax_naive")
+def test_softmax_naive_is_written_by_hand(learner, learner_source, reference):
+    expect_not_spelled(learner_source, STAGE, "softmax_naive", SOFTMAX_BY_HAND)
+    scores = torch.rand(6, generator=generator("shortcut.softmax_naive"))
+    reply = learner.request(STAGE, "call", function="softmax_naive", args=[scores], record=True)
+    right = agrees(reply["result"], reference.softmax_naive(scores))
+    expect_work_recorded(reply["ops"], SOFTMAX_BY_HAND, right, "softmax_naive")
+
+
+@check("structure.outputs")
+def test_output_shapes_and_devices(learner, device):
+    rng = generator("structure.outputs")
+    inputs, query, score = torch.rand(1, 4, generator=rng), torch.rand(4, generator=rng), torch.rand(1, generator=rng)
+    results = {
+        "attention_scores": (call(learner, STAGE, "attention_scores", inputs, query), (1,)),
+        "softmax_naive": (call(learner, STAGE, "softmax_naive", score), (1,)),
+        "context_vector": (call(learner, STAGE, "context_vector", inputs, torch.ones(1)), (4,)),
+        "simple_self_attention": (call(learner, STAGE, "simple_self_attention", inputs), (1, 4)),
+    }
+    for name, (result, shape) in results.items():
+        if not isinstance(result, torch.Tensor) or tuple(result.shape) != shape:
+            got = tuple(result.shape) if isinstance(result, torch.Tensor) else type(result).__name__
+            raise CheckFailed(f"{name} with a single token: expected shape {shape}, got {got}", "wrong-shape")
+        if result.learner_device.split(":")[0] != device:
+            raise CheckFailed(f"{name} returned a tensor on {result.learner_device} for inputs on {device}",
+                              "device-mismatch")

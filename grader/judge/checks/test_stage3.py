@@ -1,0 +1,160 @@
+"""Stage 3: transfer_weights_v2_to_v1, judged on stand-ins so that stage 2 cannot cost points here.
+
+The worker hands the learner's function two stand-ins built under a seed (v1 with three
+nn.Parameter, v2 with three nn.Linear, as documented) and returns the weights v1 ends up with.
+What v2 held is worked out here, from the same seed (learner code can rewrite anything the worker
+records beside it), and so is what v1's weights compute, with torch's own attention.
+"""
+
+import torch
+
+from grader.judge.checks import documented
+from grader.judge.checks.shortcut import TRANSFER_BY_COPY, expect_not_spelled, expect_work_recorded
+from grader.judge.checks.support import CheckFailed, check, expect_close
+from grader.judge.document_values import document_values
+from grader.runner.seeding import manual_seed
+from grader.runner.standins import seeded_transfer_pair
+from grader.judge.tensor_diff import describe_value
+from grader.judge.verdict import agrees
+
+STAGE = 3
+NAMES = ("W_query", "W_key", "W_value")
+SHAPES = [(3, 2), (4, 4), (2, 5), (6, 3)]  # (d_in, d_out): the book's, square, d_out > d_in, d_in > d_out
+
+
+def transfer(learner, d_in: int, d_out: int, seed: int, **options) -> dict:
+    reply = learner.request(STAGE, "transfer", d_in=d_in, d_out=d_out, seed=seed, **options)
+    if options.get("qkv_bias"):
+        return reply
+    if reply["raised"]:
+        kind, message = reply["raised"]
+        raise CheckFailed(f"transfer_weights_v2_to_v1 raised {kind} for a v2 without bias, saying: \u201c{message}\u201d",
+                          _hint_for_raise(learner, message, d_in, d_out, seed))
+    for name in NAMES:
+        if not isinstance(reply["v1"][name], torch.Tensor):
+            got = reply["v1"][name]
+            raise CheckFailed(f"after the transfer, sa_v1.{name} is {describe_value(got)}, not a tensor")
+    return reply
+
+
+def _hint_for_raise(learner, message: str, d_in: int, d_out: int, seed: int) -> str | None:
+    """What an error the transfer raised proves: torch's own words, or the square case that runs."""
+    if "leaf Variable that requires grad" in message:
+        return "copy-without-no-grad"
+    if "as parameter" in message and "Parameter or None expected" in message:
+        return "not-parameters"
+    shapes = "must match" in message or "size mismatch" in message or "shape" in message
+    if not shapes or d_in == d_out:
+        return None
+    # d_in == d_out: the same copy runs; holding v2's weights as they are proves the missing .T
+    square = learner.request(STAGE, "transfer", d_in=d_out, d_out=d_out, seed=seed)
+    v2 = v2_weights(d_out, d_out, seed)
+    untransposed = not square["raised"] and all(
+        isinstance(square["v1"][n], torch.Tensor) and torch.equal(square["v1"][n], v2[n]) for n in NAMES)
+    return "weights-not-transposed" if untransposed else None
+
+
+def v2_weights(d_in: int, d_out: int, seed: int) -> dict[str, torch.Tensor]:
+    """The weights of the v2 the worker handed over under ``seed``: what a right transfer copies."""
+    _, sa_v2 = seeded_transfer_pair(d_in, d_out, seed)
+    return {name: getattr(sa_v2, name).weight.detach() for name in NAMES}
+
+
+def expect_transposed(v1: dict, v2: dict, what: str) -> None:
+    for name in NAMES:
+        others = [v2[other].T for other in NAMES if other != name and not torch.equal(v2[other], v2[name])]
+        if any(v1[name].shape == o.shape and torch.allclose(v1[name], o) for o in others):
+            raise CheckFailed(f"{what}: sa_v1.{name} holds the transposed weight of another projection",
+                              "weights-swapped")
+        transposed = v2[name].T
+        if not torch.equal(v2[name].flatten(), transposed.flatten()) and torch.equal(v1[name].flatten(), v2[name].flatten()):
+            raise CheckFailed(f"{what}: sa_v1.{name} holds the numbers of sa_v2.{name}.weight in their stored order "
+                              "(as it is, or reshaped) rather than transposed", "weights-not-transposed")
+        if v1[name].shape == v2[name].shape != v2[name].T.shape:
+            raise CheckFailed(f"{what}: sa_v1.{name} has shape {tuple(v1[name].shape)}, nn.Linear's (d_out, d_in)",
+                              "weights-not-transposed")
+        expect_close(v1[name], v2[name].T, f"{what}: sa_v1.{name}")
+
+
+@check("document.transfer", visible=True, target="transfer_weights_v2_to_v1")
+def test_document_transfer(learner):
+    reply = transfer(learner, 3, 2, seed=123)
+    manual_seed(123)  # exercise 3.1: v1, then v2, then x
+    documented.SelfAttention_v1(3, 2), documented.SelfAttention_v2(3, 2)
+    x = torch.rand(2, 3)
+    value = next(v for v in document_values(STAGE) if v.id == "stage3.v1_after_transfer")
+    problem = value.check(documented.attention(x, reply["v1"]))
+    if problem is not None:
+        expect_transposed(reply["v1"], v2_weights(3, 2, seed=123), "exercise 3.1")  # names a mistake we know
+        raise CheckFailed(f"{value.citation}: {problem}")
+
+
+@check("random.transfer", target="transfer_weights_v2_to_v1")
+def test_random_transfer(learner):
+    for index, (d_in, d_out) in enumerate(SHAPES):
+        reply = transfer(learner, d_in, d_out, seed=2000 + index)
+        expect_transposed(reply["v1"], v2_weights(d_in, d_out, 2000 + index), f"d_in={d_in}, d_out={d_out}")
+
+
+@check("property.outputs_agree", target="transfer_weights_v2_to_v1")
+def test_outputs_agree_after_transfer(learner, reference):
+    for index, (d_in, d_out) in enumerate(SHAPES):
+        reply = transfer(learner, d_in, d_out, seed=3000 + index)
+        v1, v2 = reference.SelfAttention_v1(d_in, d_out), reference.SelfAttention_v2(d_in, d_out)
+        v1.load_state_dict(reply["v1"])
+        handed = v2_weights(d_in, d_out, seed=3000 + index)
+        v2.load_state_dict({f"{name}.weight": weight for name, weight in handed.items()})
+        x = torch.rand(5, d_in, generator=torch.Generator().manual_seed(index))
+        with torch.no_grad():
+            expected, got = v2(x), v1(x)
+        expect_close(got, expected,
+                     f"sa_v1(x) after the transfer against sa_v2(x), d_in={d_in}, d_out={d_out}")
+
+
+@check("structure.returns_v1", target="transfer_weights_v2_to_v1")
+def test_transfer_returns_v1(learner):
+    reply = transfer(learner, 4, 3, seed=4000)
+    if not reply["returned_v1"]:
+        raise CheckFailed("transfer_weights_v2_to_v1 must return the same sa_v1 object it was given")
+    if reply["v1_parameters"] != list(NAMES):
+        raise CheckFailed("after the transfer, sa_v1's parameters should still be W_query, W_key, W_value "
+                          f"(nn.Parameter); they are {reply['v1_parameters']}")
+
+
+# Notes: what we know beyond the book's exercise 3.1, whose own answer assigns new nn.Parameter objects and
+# says nothing of a bias. They cost nothing unless an instructor prices them (course.toml [notes]).
+
+@check("note.in_place", visible=True, target="transfer_weights_v2_to_v1")
+def test_transfer_is_in_place(learner):
+    reply = transfer(learner, 4, 3, seed=4000)
+    if reply["shares_memory"]:
+        also = "" if reply["same_parameters"] else ("; and they are new parameter objects, which an optimizer made "
+                                                    "before the transfer never sees")
+        raise CheckFailed("after the transfer, sa_v1's weights share memory with sa_v2's (nn.Parameter(sa_v2.W_query."
+                          f"weight.T) is a view of v2's weight), so training one would change the other{also}",
+                          "shares-memory")
+    if not reply["same_parameters"]:
+        raise CheckFailed("after the transfer, sa_v1 holds new parameter objects: an optimizer made before the "
+                          "transfer still holds the old ones; copying into the ones sa_v1 has (copy_ under "
+                          "torch.no_grad()) lets it see the change", "new-parameters")
+
+
+@check("note.bias_refused", visible=True, target="transfer_weights_v2_to_v1")
+def test_bias_is_refused(learner):
+    reply = transfer(learner, 3, 2, seed=5000, qkv_bias=True)
+    if not reply["raised"]:
+        raise CheckFailed("a SelfAttention_v2 with qkv_bias=True was transferred without an error, but "
+                          "SelfAttention_v1 has no bias to hold it, so the two no longer agree", "bias-dropped")
+    kind, message = reply["raised"]
+    if kind != "ValueError" or "bias" not in message.lower():
+        raise CheckFailed(f"for qkv_bias=True the transfer raised {kind}: {message}; a ValueError that mentions the "
+                          "bias says what went wrong", "bias-dropped")
+
+
+@check("shortcut.transfer", target="transfer_weights_v2_to_v1")
+def test_transfer_copies_rather_than_fits(learner, learner_source):
+    expect_not_spelled(learner_source, STAGE, "transfer_weights_v2_to_v1", TRANSFER_BY_COPY)
+    reply = transfer(learner, 3, 2, seed=6000, record=True)
+    v2 = v2_weights(3, 2, seed=6000)
+    right = all(agrees(reply["v1"][name], v2[name].T) for name in NAMES)
+    expect_work_recorded(reply["ops"], TRANSFER_BY_COPY, right, "transfer_weights_v2_to_v1")

@@ -1,0 +1,480 @@
+"""Stage 7 (bonus): MultiHeadAttentionKV, stage 5's multi-head attention with a KV cache.
+
+Each check feeds a sequence to the learner's module in steps (grader.runner.probes.cached_module)
+and compares what comes back with the full causal forward of the whole sequence, which the judge
+computes from the same weights: with torch's attention for the visible checks, with the reference
+MultiHeadAttention of stage 5 for the hidden ones. A learner's class may subclass stage 5's
+MultiHeadAttention: while this stage is graded that is a stand-in holding stage 5's documented
+attributes, whose forward refuses to run (grader.runner.standins), so a mistake in stage 5 costs
+nothing here and no attention of ours runs beside the learner's.
+"""
+
+import zlib
+
+import torch
+
+from grader.judge.checks import documented
+from grader.judge.checks.causal import expect_dropout_on_weights, one_head_state
+from grader.judge.checks.examples import SHAPE_ERRORS, fail_if_example_fails
+from grader.judge.checks.delegation import delegated_shortcut
+from grader.judge.checks.shortcut import SHORTCUT_SEED, expect_work_recorded
+from grader.judge.checks.support import (
+    expect_documented_names,
+    expect_book_signature,
+    device_hint,
+    CheckFailed,
+    LearnerFailure,
+    agrees,
+    build,
+    build_with_weights,
+    check,
+    expect_all_close,
+    expect_close,
+    generator,
+    holds_weights,
+    init_order_hint,
+    parameters_only,
+    reference_output,
+    reference_state,
+)
+from grader.judge.diagnosis import linear, multihead_variants
+from grader.judge.document_values import document_values
+from grader.runner.document_examples import journey_batch
+from grader.runner.protocol import Foreign
+from grader.judge.tensor_diff import describe_value
+
+STAGE = 7
+CLS = "MultiHeadAttentionKV"
+PROJECTIONS = ("W_query", "W_key", "W_value")
+# The book's seeded multi-head example (stage 5), fed one token at a time.
+BOOK_ARGS = [3, 2, 6, 0.0, 2]
+# A small public example that tells the cache's mistakes apart: a chunk of 2 tokens after cached ones.
+EXAMPLE_ARGS, EXAMPLE_SIZES = [3, 4, 6, 0.0, 2], [2, 1, 2]
+# (batch, num_tokens, d_in, d_out, context_length, num_heads, qkv_bias): one token, the whole context,
+# one head, head_dim = 2 with biases
+TOKEN_SHAPES = [(1, 1, 3, 4, 4, 2, False), (3, 5, 4, 6, 8, 3, False), (2, 6, 3, 8, 6, 4, False),
+                (4, 7, 6, 6, 7, 1, False), (2, 5, 5, 12, 9, 6, True)]
+# (batch, d_in, d_out, context_length, num_heads, qkv_bias, chunk sizes): one chunk is the whole forward
+CHUNK_CASES = [(2, 4, 6, 8, 3, False, [3, 1, 2]), (3, 3, 8, 8, 2, False, [2, 2, 2, 1]), (1, 5, 4, 6, 2, True, [1, 4]),
+               (2, 6, 6, 7, 1, False, [4, 3]), (2, 4, 8, 9, 4, False, [5])]
+
+
+def chunk_steps(sizes: list[int]) -> list[dict]:
+    """Feed consecutive chunks of ``sizes`` tokens with use_cache=True."""
+    steps, start = [], 0
+    for size in sizes:
+        steps.append({"tokens": [start, start + size], "use_cache": True})
+        start += size
+    return steps
+
+
+def feed(learner, args: list, x: torch.Tensor, steps: list[dict], state: dict | None = None, **options) -> dict:
+    """The learner's MultiHeadAttentionKV(*args), holding ``state`` if given, run through ``steps`` on x."""
+    if state is None:
+        return build(learner, STAGE, CLS, args, probe="cached_module", x=x, steps=steps, **options)
+    return build_with_weights(learner, STAGE, CLS, args, state, probe="cached_module", x=x, steps=steps, **options)
+
+
+def feed_chunks(learner, args: list, state: dict, x: torch.Tensor, sizes: list[int]) -> dict:
+    """``feed`` in chunks of ``sizes``, naming a chunk mask not offset by the cache when the failure proves it:
+    a shape error that names the chunk's size and the keys' (cached and new), on the first chunk of several
+    tokens after cached ones, from a module that takes the chunks before it and the tokens one at a time."""
+    try:
+        return feed(learner, args, x, chunk_steps(sizes), state)
+    except LearnerFailure as failure:
+        ends = [sum(sizes[:i + 1]) for i in range(len(sizes))]
+        later = [i for i, size in enumerate(sizes) if i > 0 and size > 1]
+        shape_error = failure.kind == "exception" and any(e in failure.message for e in SHAPE_ERRORS)
+        if not later or not shape_error:
+            raise
+        chunk = later[0]
+        n, keys = sizes[chunk], ends[chunk]
+        if f"({n})" not in failure.message or f"({keys})" not in failure.message:
+            raise
+        try:
+            feed(learner, args, x, chunk_steps(sizes[:chunk]), state)
+            feed(learner, args, x, chunk_steps([1] * ends[-1]), state)
+        except LearnerFailure:
+            raise failure from None
+        raise CheckFailed(f"{CLS}{tuple(args)} fed chunks of {sizes} tokens with use_cache=True raised {failure} on "
+                          f"the chunk of {n} tokens after {keys - n} cached ones, whose scores are ({n}, {keys}); "
+                          f"it takes the chunks before it, and the same tokens one at a time",
+                          "cache-mask-not-offset") from None
+
+
+def joined(reply: dict, x: torch.Tensor, steps: list[dict], d_out: int, what: str) -> torch.Tensor:
+    """The forward steps' outputs side by side along the tokens; a step's output of the wrong kind or shape fails."""
+    outputs = []
+    for step, done in zip(steps, reply["steps"]):
+        start, stop = step["tokens"]
+        output, shape = done["output"], (x.shape[0], stop - start, d_out)
+        if not isinstance(output, torch.Tensor) or tuple(output.shape) != shape:
+            got = f"shape {tuple(output.shape)}" if isinstance(output, torch.Tensor) else describe_value(output)
+            raise CheckFailed(f"{what}: forward(x[:, {start}:{stop}], use_cache=True) returned {got}, expected a "
+                              f"tensor of shape {shape}", "wrong-shape" if isinstance(output, torch.Tensor) else None)
+        outputs.append(output)
+    return torch.cat(outputs, dim=1)
+
+
+# What a cache holds, and what its known mistakes compute ------------------------------------------
+
+
+def split_heads(t: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """(b, n, d_out) -> (b, num_heads, n, head_dim)"""
+    b, n, d_out = t.shape
+    return t.view(b, n, num_heads, d_out // num_heads).transpose(1, 2)
+
+
+def cached_keys_values(x: torch.Tensor, state: dict, num_heads: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """What cache_k and cache_v hold once all of x is fed: (b, num_heads, num_tokens, head_dim) each."""
+    return split_heads(linear(x, state, "W_key"), num_heads), split_heads(linear(x, state, "W_value"), num_heads)
+
+
+def offset_mask(start: int, n: int) -> torch.Tensor:
+    """The keys hidden from a chunk of n queries after ``start`` cached tokens: rows start.. of the causal mask."""
+    return torch.ones(n, start + n, dtype=torch.bool).triu(start + 1)
+
+
+def top_left_mask(start: int, n: int) -> torch.Tensor:
+    return torch.ones(n, start + n, dtype=torch.bool).triu(1)
+
+
+def no_mask(start: int, n: int) -> torch.Tensor:
+    return torch.zeros(n, start + n, dtype=torch.bool)
+
+
+def fed_in_chunks(x: torch.Tensor, state: dict, num_heads: int, sizes: list[int], hidden=offset_mask,
+                  reads_cache: bool = True) -> torch.Tensor:
+    """Multi-head attention holding ``state`` on x fed in chunks of ``sizes``: a chunk of n queries after
+    ``start`` cached tokens attends to the cached and its own keys, minus those ``hidden(start, n)`` marks;
+    without ``reads_cache``, to its own keys only, causally."""
+    q, k, v = (split_heads(linear(x, state, name), num_heads) for name in PROJECTIONS)
+    contexts, start = [], 0
+    for n in sizes:
+        stop = start + n
+        first, hide = (0, hidden(start, n)) if reads_cache else (start, offset_mask(0, n))
+        scores = q[:, :, start:stop] @ k[:, :, first:stop].transpose(-2, -1) / q.shape[-1] ** 0.5
+        contexts.append(torch.softmax(scores.masked_fill(hide, -torch.inf), dim=-1) @ v[:, :, first:stop])
+        start = stop
+    context = torch.cat(contexts, dim=2).transpose(1, 2)
+    return linear(context.reshape(*context.shape[:2], -1), state, "out_proj")
+
+
+def cache_variants(x: torch.Tensor, state: dict, num_heads: int, sizes: list[int]) -> dict[str, torch.Tensor]:
+    """The outputs of the usual KV-cache mistakes for x fed in chunks of ``sizes``, and of stage 5's mistakes
+    made in every step alike (a mistake within each token's row gives the same rows however x is fed)."""
+    def unmasked_once_cached(start: int, n: int) -> torch.Tensor:
+        return no_mask(start, n) if start else offset_mask(start, n)
+
+    return {
+        **multihead_variants(x, state, num_heads),
+        "cache-mask-not-offset": fed_in_chunks(x, state, num_heads, sizes, top_left_mask),
+        # Named by what the output shows: a mask whose rows hide nothing gives the same as none.
+        "mask-not-causal:with use_cache=True, a chunk's tokens see later ones, as with no mask at all":
+            fed_in_chunks(x, state, num_heads, sizes, no_mask),
+        "mask-not-causal:once the cache holds tokens, a chunk's tokens see later ones, as with no mask":
+            fed_in_chunks(x, state, num_heads, sizes, unmasked_once_cached),
+        "cache-not-used": fed_in_chunks(x, state, num_heads, sizes, reads_cache=False),
+    }
+
+
+def fed_case(learner, args: list, state: dict, x: torch.Tensor, sizes: list[int], expected: torch.Tensor) -> tuple:
+    """(output, expected, what, variants) of x fed in chunks of ``sizes``, for expect_all_close."""
+    what = (f"{CLS}{tuple(args)} on a {tuple(x.shape)} batch fed "
+            + ("one token at a time" if set(sizes) == {1} and len(sizes) > 1 else f"in chunks of {sizes} tokens")
+            + " with use_cache=True, against the full causal forward")
+    output = joined(feed_chunks(learner, args, state, x, sizes), x, chunk_steps(sizes), args[1], what)
+    return output, expected, what, lambda: cache_variants(x, state, args[4], sizes)
+
+
+def expect_cached_example(learner) -> None:
+    """The small public example: random weights, 5 tokens fed in chunks of 2, 1 and 2."""
+    state = parameters_only(reference_state(documented.MultiHeadAttention, EXAMPLE_ARGS, seed=zlib.crc32(CLS.encode())))
+    x = torch.rand(2, 5, 3, generator=generator(f"example.{CLS}"))
+    expected = documented.output("MultiHeadAttention", EXAMPLE_ARGS, state, x)
+    expect_all_close([fed_case(learner, EXAMPLE_ARGS, state, x, EXAMPLE_SIZES, expected)])
+
+
+@check("document.MultiHeadAttentionKV", visible=True, target=CLS)
+def test_document(learner):
+    batch = journey_batch(torch.device("cpu"))
+    steps = chunk_steps([1] * 6)
+    what = "MultiHeadAttentionKV(3, 2, 6, 0.0, num_heads=2) with seed 123, fed the book's batch one token at a time"
+    reply = feed(learner, BOOK_ARGS, batch, steps, seed=123)
+    value = next(v for v in document_values(5) if v.id == "stage5.multihead_output")
+    problem = value.check(joined(reply, batch, steps, BOOK_ARGS[1], what))
+    if problem is not None:
+        failed = CheckFailed(f"{value.citation}, {what} with use_cache=True: {problem}")
+        fail_if_example_fails(failed, lambda: expect_cached_example(learner))
+        seeded = build(learner, STAGE, CLS, BOOK_ARGS, seed=123, return_state=True)["state"]
+        if holds_weights(seeded, parameters_only(reference_state(documented.MultiHeadAttention, BOOK_ARGS, 123))):
+            raise CheckFailed(f"{failed.message}\nIts seeded weights are the book's, and with other weights put into "
+                              "it, it gives the right outputs on a small example fed in chunks of 2, 1 and 2 tokens: "
+                              "look at what differs when the tokens come one at a time")
+        raise CheckFailed(f"{failed.message}\nWith the same seed its weights are not the book's: they are stage 5's "
+                          "parameters (W_query, W_key, W_value, out_proj), created in that order",
+                          init_order_hint(learner, STAGE, CLS, BOOK_ARGS, 123, maths_checked=True))
+    gpt2_small = build(learner, STAGE, CLS, [768, 768, 1024, 0.0, 12])["structure"]["parameters"]
+    count = next(v for v in document_values(5) if v.id == "stage5.exercise_3_3_parameter_count")
+    problem = count.check(torch.tensor(sum(torch.Size(size).numel() for _, size in gpt2_small)))
+    if problem is not None:
+        raise CheckFailed(f"{count.citation}: MultiHeadAttentionKV(768, 768, 1024, 0.0, 12) holds stage 5's "
+                          f"parameters and no others, so the same count; {problem}")
+
+
+@check("example.MultiHeadAttentionKV", visible=True, target=CLS)
+def test_example(learner):
+    expect_cached_example(learner)
+
+
+def expect_like_full_forward(learner, reference, check_name: str,
+                             cases: list[tuple[list, tuple[int, ...], list[int]]]) -> None:
+    """Each case (args, x's shape, chunk sizes): the learner's module holding the reference's weights, fed a
+    random x in chunks of those sizes, against the reference MultiHeadAttention's full forward of x."""
+    rng, judged = generator(check_name), []
+    for index, (args, shape, sizes) in enumerate(cases):
+        state = parameters_only(reference_state(reference.name(CLS), args, zlib.crc32(check_name.encode()) + index))
+        x = torch.rand(*shape, generator=rng)
+        expected = reference_output(reference.name("MultiHeadAttention"), args, state, x)
+        judged.append(fed_case(learner, args, state, x, sizes, expected))
+    expect_all_close(judged)
+
+
+@check("random.token_by_token", target=CLS)
+def test_random_token_by_token(learner, reference):
+    expect_like_full_forward(learner, reference, "random.token_by_token", [
+        ([d_in, d_out, context_length, 0.0, num_heads, bias], (b, n, d_in), [1] * n)
+        for b, n, d_in, d_out, context_length, num_heads, bias in TOKEN_SHAPES])
+
+
+@check("random.chunks", target=CLS)
+def test_random_chunks(learner, reference):
+    expect_like_full_forward(learner, reference, "random.chunks", [
+        ([d_in, d_out, context_length, 0.0, num_heads, bias], (b, sum(sizes), d_in), sizes)
+        for b, d_in, d_out, context_length, num_heads, bias, sizes in CHUNK_CASES])
+
+
+def expect_cache(cache: dict, keys: torch.Tensor, values: torch.Tensor, when: str, x: torch.Tensor | None = None,
+                 *others: tuple[torch.Tensor, torch.Tensor]) -> None:
+    """cache_k and cache_v (as cached_module read them) hold ``keys`` and ``values``.
+
+    A cache holding the right numbers in another layout is cache-layout, one holding the inputs
+    ``x`` is cache-holds-inputs. ``others``: the keys and values it may hold instead (the tokens up to
+    a step that raised, when it raised before or after growing the cache), named the same way.
+    """
+    for name, expected, other in (("cache_k", keys, [k for k, _ in others]),
+                                  ("cache_v", values, [v for _, v in others])):
+        held = cache[name]
+        shape = tuple(expected.shape)
+        if held == "missing":
+            raise CheckFailed(f"{when}, the module has no attribute {name}: it holds the cache, "
+                              f"(b, num_heads, tokens so far, head_dim), or None while the cache is empty")
+        if not isinstance(held, torch.Tensor):
+            raise CheckFailed(f"{when}, {name} is {describe_value(held)}, expected the {name[-1]} of the tokens so "
+                              f"far: a tensor of shape {shape} (b, num_heads, tokens so far, head_dim)")
+        if any(agrees(held, t) for t in (expected, *other)):
+            continue
+        if any(_same_numbers(held, t) for t in (expected, *other)):
+            raise CheckFailed(f"{when}, {name} holds the right numbers with shape {tuple(held.shape)}, laid out "
+                              f"otherwise than {shape} (b, num_heads, tokens so far, head_dim)", "cache-layout")
+        if x is not None and any(agrees(held, x[:, :t.shape[2]]) for t in (expected, *other)):
+            raise CheckFailed(f"{when}, {name} holds the inputs x themselves, shape {tuple(held.shape)}, not their "
+                              f"projections split into heads, {shape}", "cache-holds-inputs")
+        if tuple(held.shape) != shape:
+            raise CheckFailed(f"{when}, {name} has shape {tuple(held.shape)}, expected {shape} (b, num_heads, tokens "
+                              "so far, head_dim)")
+        expect_close(held, expected, f"{when}, {name} against W_{'key' if name == 'cache_k' else 'value'}(x) of the "
+                     "tokens so far, split into heads")
+
+
+def _same_numbers(held: torch.Tensor, expected: torch.Tensor) -> bool:
+    """The same values, in another order or shape: sorted, they agree."""
+    return (tuple(held.shape) != tuple(expected.shape) and held.numel() == expected.numel() > 1
+            and agrees(held.flatten().sort().values, expected.flatten().sort().values))
+
+
+def _is_none(value: object) -> bool:
+    return isinstance(value, Foreign) and value.type == "NoneType"
+
+
+@check("property.use_cache_off", target=CLS)
+def test_use_cache_off(learner, reference):
+    """use_cache=False (and the default) neither reads nor changes the cache."""
+    args = [4, 6, 8, 0.0, 3]
+    state = parameters_only(reference_state(reference.name(CLS), args, 9300))
+    x = torch.rand(2, 8, 4, generator=generator("property.use_cache_off"))
+    # The last step may raise: a cache the calls before it grew has no room for 2 more tokens.
+    steps = [{"tokens": [0, 3], "use_cache": True}, {"tokens": [3, 8], "use_cache": None},
+             {"tokens": [3, 8], "use_cache": False}, {"tokens": [3, 5], "use_cache": True, "may_raise": True}]
+    reply = feed(learner, args, x, steps, state)
+    full = lambda tokens: reference_output(reference.name("MultiHeadAttention"), args, state, tokens)  # noqa: E731
+    keys, values = cached_keys_values(x[:, :3], state, 3)
+    expect_cache(reply["steps"][0]["cache"], keys, values, "after forward(x[:, 0:3], use_cache=True)", x)
+    for done, call in zip(reply["steps"][1:3], ("forward(x[:, 3:8])", "forward(x[:, 3:8], use_cache=False)")):
+        expect_close(done["output"], full(x[:, 3:8]),
+                     f"{call} after 3 tokens were cached, against the causal forward of those 5 tokens alone",
+                     {"cache-without-use-cache": full(x)[:, 3:8]})
+        try:
+            expect_cache(done["cache"], keys, values, f"after {call}", x)
+        except CheckFailed as failed:
+            raise CheckFailed(f"{call} changed the cache that 3 tokens fed with use_cache=True left: "
+                              f"{failed.message}", "cache-without-use-cache") from None
+    if reply["steps"][3]["raised"]:
+        raise CheckFailed(f"forward(x[:, 3:5], use_cache=True) after the calls without the cache raised "
+                          f"{': '.join(reply['steps'][3]['raised'])}")
+    expect_close(reply["steps"][3]["output"], full(x[:, :5])[:, 3:5],
+                 "forward(x[:, 3:5], use_cache=True) after the calls without the cache, against rows 4-5 of the "
+                 "causal forward of x[:, 0:5]")
+
+
+@check("property.reset_cache", target=CLS)
+def test_reset_cache(learner, reference):
+    """reset_cache() empties the cache: the next tokens start a new sequence."""
+    args = [5, 8, 8, 0.0, 2]
+    state = parameters_only(reference_state(reference.name(CLS), args, 9400))
+    x = torch.rand(3, 7, 5, generator=generator("property.reset_cache"))
+    steps = [{"reset": True}, {"tokens": [0, 4], "use_cache": True}, {"reset": True},
+             {"tokens": [4, 7], "use_cache": True}]
+    reply = feed(learner, args, x, steps, state)
+    for name in ("cache_k", "cache_v"):
+        held = reply["steps"][2]["cache"][name]
+        if held == "missing":
+            raise CheckFailed(f"the module has no attribute {name}: it holds the cache, or None while it is empty")
+        if not _is_none(held):
+            shown = f"shape {tuple(held.shape)}" if isinstance(held, torch.Tensor) else describe_value(held)
+            raise CheckFailed(f"after 4 tokens fed with use_cache=True then reset_cache(), {name} is {shown}, "
+                              "expected None", "cache-not-reset")
+    full = lambda tokens: reference_output(reference.name("MultiHeadAttention"), args, state, tokens)  # noqa: E731
+    expect_close(reply["steps"][3]["output"], full(x[:, 4:7]),
+                 "forward(x[:, 4:7], use_cache=True) after reset_cache(), against the causal forward of those 3 "
+                 "tokens alone", {"cache-not-reset": full(x)[:, 4:7]})
+    expect_cache(reply["steps"][3]["cache"], *cached_keys_values(x[:, 4:7], state, 2),
+                 "after reset_cache() and 3 tokens fed with use_cache=True", x[:, 4:])
+
+
+@check("property.context_length", target=CLS)
+def test_context_length(learner):
+    """Exactly context_length tokens fit in the cache; one more raises ValueError."""
+    args = [3, 4, 6, 0.0, 2]
+    x = torch.rand(2, 7, 3, generator=generator("property.context_length"))
+    for sizes in ([1] * 7, [4, 3], [7]):
+        steps = [{**step, "may_raise": True} for step in chunk_steps(sizes)]
+        done = feed(learner, args, x, steps)["steps"]
+        raised = next((i for i, step in enumerate(done) if step["raised"]), None)
+        fed = "one token at a time" if len(sizes) == 7 else f"in chunks of {sizes} tokens"
+        if raised is not None and raised < len(steps) - 1:
+            kind, message = done[raised]["raised"]
+            raise CheckFailed(f"{CLS}(3, 4, context_length=6, ...) fed x {fed} with use_cache=True raised {kind}: "
+                              f"{message}, on the chunk that brings the cache to {steps[raised]['tokens'][1]} "
+                              "tokens: it is full at context_length tokens, and only a chunk that would grow it past "
+                              "that raises")
+        if raised is None:
+            # The claim needs a full cache: one that never held six tokens' keys misses more than a check.
+            before = done[-2]["cache"]["cache_k"] if len(done) > 1 else torch.empty(x.shape[0], 6, args[1])
+            full = isinstance(before, torch.Tensor) and before.numel() == x.shape[0] * 6 * args[1]
+            held = f"; before the last chunk its cache_k held {tuple(before.shape)}" if isinstance(
+                before, torch.Tensor) and not full else "; before the last chunk its cache_k held no 6 tokens"
+            raise CheckFailed(f"{CLS}(3, 4, context_length=6, ...) fed 7 tokens {fed} with use_cache=True raised "
+                              "nothing: a cache that would grow past context_length must raise ValueError"
+                              + ("" if full else held), "cache-past-context" if full else None)
+        kind, message = done[raised]["raised"]
+        after = done[raised]["cache"]["cache_k"]
+        if kind == "ValueError" and isinstance(after, torch.Tensor) and after.numel() > x.shape[0] * 6 * args[1]:
+            raise CheckFailed(f"{CLS}(3, 4, context_length=6, ...) fed 7 tokens {fed} with use_cache=True raised "
+                              f"ValueError only after its cache grew past 6 tokens (cache_k {tuple(after.shape)}): "
+                              "check before the cache grows, so that a refused chunk leaves it as it was",
+                              "cache-past-context")
+        if kind != "ValueError":
+            raise CheckFailed(f"{CLS}(3, 4, context_length=6, ...) fed 7 tokens {fed} with use_cache=True raised "
+                              f"{kind}: {message}; a cache that would grow past context_length must raise ValueError, "
+                              "checked before it grows", "cache-past-context")
+
+
+@check("property.dropout", target=CLS)
+def test_dropout(learner):
+    """Dropout acts on the attention weights in training, as in stage 5 (forward without the cache)."""
+    expect_dropout_on_weights(
+        learner, STAGE, CLS,
+        args_for=lambda n, d_out: [n, d_out, n, 0.5, 1],
+        state_for=one_head_state,
+    )
+
+
+def _fed_token_by_token(learner, reference, check_name: str) -> tuple[dict, torch.Tensor, dict]:
+    """CLS(4, 6, 5, 0.1, 3) with documented weights, fed 5 tokens one at a time (a step may raise), watching for
+    tensors made on a fixed device: the reply, the input and the weights."""
+    args = [4, 6, 5, 0.1, 3]
+    state = parameters_only(reference_state(reference.name(CLS), args, 9500))
+    x = torch.rand(2, 5, 4, generator=generator(check_name))
+    steps = [{**step, "may_raise": True} for step in chunk_steps([1] * 5)]
+    return feed(learner, args, x, steps, state, watch_device=True), x, state
+
+
+@check("structure.MultiHeadAttentionKV", target=CLS)
+def test_structure(learner, reference, device):
+    reply, x, state = _fed_token_by_token(learner, reference, "structure.MultiHeadAttentionKV")
+    shape = reply["structure"]
+    expected_linears = [["W_query", [6, 4]], ["W_key", [6, 4]], ["W_value", [6, 4]], ["out_proj", [6, 6]]]
+    linears = [[name.removesuffix(".weight"), s] for name, s in shape["parameters"] if name.endswith(".weight")]
+    expect_documented_names(CLS, linears, expected_linears)
+    if linears != expected_linears or [n for n, _ in shape["parameters"] if n.endswith(".bias")] != ["out_proj.bias"]:
+        raise CheckFailed(f"MultiHeadAttentionKV(4, 6, 5, 0.1, 3) should hold stage 5's parameters: W_query, W_key, "
+                          f"W_value (6 x 4, no bias), then out_proj (6 x 6, with bias), and no others; it holds "
+                          f"{[name for name, _ in shape['parameters']]}",
+                          "param-init-order" if sorted(linears) == sorted(expected_linears) and linears else None)
+    if ["mask", [5, 5]] not in shape["buffers"]:
+        raise CheckFailed(f"MultiHeadAttentionKV should register a (context_length, context_length) buffer named mask; "
+                          f"its buffers are {shape['buffers']}", "mask-not-buffer")
+    for name in ("cache_k", "cache_v"):
+        held = reply["cache_before"][name]
+        if not _is_none(held):
+            shown = "no such attribute" if held == "missing" else describe_value(held) if not isinstance(
+                held, torch.Tensor) else f"a tensor of shape {tuple(held.shape)}"
+            raise CheckFailed(f"a new MultiHeadAttentionKV should have {name} = None (an empty cache); it has {shown}")
+    keys, values = cached_keys_values(x, state, 3)
+    for t, done in enumerate(reply["steps"], start=1):
+        when = f"after {t} token{'s' if t > 1 else ''} fed one at a time with use_cache=True"
+        earlier = (keys[:, :, :t - 1], values[:, :, :t - 1])
+        if done["raised"]:  # the cache it left, grown or not, may still show how it grows
+            when = f"when forward(x[:, {t - 1}:{t}], use_cache=True) raised {done['raised'][0]}"
+            try:
+                expect_cache(done["cache"], keys[:, :, :t], values[:, :, :t], when, x, earlier)
+            except CheckFailed as failed:
+                if failed.hint is not None:
+                    raise
+            raise CheckFailed(f"{CLS}(4, 6, 5, 0.1, 3) fed 5 tokens one at a time with use_cache=True: "
+                              f"forward(x[:, {t - 1}:{t}], use_cache=True) raised {': '.join(done['raised'])}")
+        expect_cache(done["cache"], keys[:, :, :t], values[:, :, :t], when, x)
+        cached = done["cache"]["cache_k"]
+        if not str(getattr(cached, "learner_device", device)).startswith(device):
+            raise CheckFailed(f"{when}, cache_k is on {cached.learner_device} while the module is on {device}",
+                              "fixed-device" if reply["fixed_device_use"] else None)
+
+
+@check("note.fixed_device", visible=True, target=CLS)
+def test_no_fixed_device(learner, reference):
+    """A note: what we know beyond the book, which costs nothing unless an instructor prices it."""
+    moved = device_hint(_fed_token_by_token(learner, reference, "note.fixed_device")[0], CLS)
+    if moved is not None:
+        raise moved
+
+
+@check("shortcut.MultiHeadAttentionKV", target=CLS)
+def test_shortcut(learner, learner_source, reference):
+    shortcut = delegated_shortcut(learner_source, STAGE, CLS)  # calling the learner's own stage 6 is fine
+    args, sizes = [3, 4, 6, 0.0, 2], [3, 2, 1]
+    state = parameters_only(reference_state(reference.name(CLS), args, SHORTCUT_SEED))
+    x = torch.rand(2, 6, 3, generator=generator("shortcut.MultiHeadAttentionKV"))
+    reply = feed(learner, args, x, chunk_steps(sizes), state, record=True)
+    try:
+        output = joined(reply, x, chunk_steps(sizes), args[1], CLS)
+    except CheckFailed:
+        output = None
+    right = agrees(output, reference_output(reference.name("MultiHeadAttention"), args, state, x))
+    expect_work_recorded(reply["ops"], shortcut, right, f"{CLS}.forward")
+
+
+@check("note.signature", visible=True)
+def test_book_signature(learner, learner_source):
+    """A note: the book's signature, which the checks do not need (they call by the book's names)."""
+    expect_book_signature(learner, learner_source[STAGE], STAGE, {"MultiHeadAttentionKV": [3, 2, 6, 0.0, 2]})

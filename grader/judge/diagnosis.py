@@ -1,0 +1,294 @@
+"""Known-wrong versions of the exercises' maths: a learner's output that matches one names the mistake.
+
+These are deliberately wrong; the correct results always come from solutions/. A check names a
+variant only when the learner's output equals it and the input tells it apart from the right
+answer and from every other variant (grader.judge.verdict.proven_mistake).
+"""
+
+import torch
+import torch.nn.functional as F
+
+
+def attention_weights(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    *,
+    divisor: float | None,
+    causal: bool = False,
+    softmax_dim: int = -1,
+    exponentiate: bool = True,
+    fill: float = float("-inf"),
+    first_masked_diagonal: int = 1,
+    keep_future: bool = False,
+    divide_after_softmax: bool = False,
+) -> torch.Tensor:
+    """Attention weights with each ingredient switchable, for (..., n, d) queries and keys.
+
+    ``keep_future`` masks the other triangle (torch.tril where torch.triu belongs);
+    ``divide_after_softmax`` divides the weights instead of the scores.
+    """
+    scores = queries @ keys.transpose(-2, -1)
+    if divisor is not None and not divide_after_softmax:
+        scores = scores / divisor
+    if causal:
+        n = scores.shape[-1]
+        ones = torch.ones(n, n, dtype=torch.bool)
+        hidden = torch.tril(ones, diagonal=-1) if keep_future else torch.triu(ones, diagonal=first_masked_diagonal)
+        scores = scores.masked_fill(hidden, fill)
+    if exponentiate:
+        weights = torch.softmax(scores, dim=softmax_dim)
+    else:
+        weights = scores / scores.sum(dim=softmax_dim, keepdim=True)
+    return weights / divisor if divisor is not None and divide_after_softmax else weights
+
+
+def attend(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, **options) -> torch.Tensor:
+    return attention_weights(queries, keys, **options) @ values
+
+
+def weight_variants(queries: torch.Tensor, keys: torch.Tensor, causal: bool, d_in: int | None = None,
+                    head_dim: int | None = None) -> dict[str, torch.Tensor]:
+    """Attention weights of the usual mistakes in one head of (causal) scaled dot-product attention.
+
+    ``d_in`` and ``head_dim`` add the divisors learners take by mistake: sqrt(d_in), and in
+    multi-head attention sqrt(d_out) where sqrt(head_dim) belongs.
+    """
+    d_k = keys.shape[-1]
+    n = keys.shape[-2]
+    right = {"divisor": d_k**0.5, "causal": causal}
+    variants = {
+        "missing-scaling": attention_weights(queries, keys, **{**right, "divisor": None}),
+        "softmax-wrong-dim": attention_weights(queries, keys, **right, softmax_dim=-2),
+        "softmax-not-exponentiated": attention_weights(queries, keys, **right, exponentiate=False),
+        "weights-swapped": attention_weights(keys, queries, **right),
+        "scaling-after-softmax": attention_weights(queries, keys, **right, divide_after_softmax=True),
+    }
+    # Each wrong divisor under its own name; the name says which number it is.
+    divisors = {f"the scores are divided by d_k = {d_k} itself": float(d_k),
+                f"the scores are divided by sqrt({n}), the square root of the number of tokens": float(n) ** 0.5}
+    if d_in:
+        divisors[f"the scores are divided by sqrt({d_in}), the square root of d_in"] = float(d_in) ** 0.5
+    for label, divisor in divisors.items():
+        if divisor != d_k**0.5:
+            variants[f"wrong-scaling:{label}"] = attention_weights(queries, keys, **{**right, "divisor": divisor})
+    if causal:
+        variants["mask-not-causal"] = attention_weights(queries, keys, divisor=d_k**0.5)
+        variants["mask-zero-instead-of-inf"] = attention_weights(queries, keys, **right, fill=0.0)
+        variants["mask-includes-diagonal"] = attention_weights(queries, keys, **right, first_masked_diagonal=0)
+        variants["mask-wrong-triangle"] = attention_weights(queries, keys, **right, keep_future=True)
+    return variants
+
+
+def single_head_variants(
+    queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, causal: bool, d_in: int | None = None
+) -> dict[str, torch.Tensor]:
+    """Outputs of the usual mistakes in one head of (causal) scaled dot-product attention."""
+    variants = {name: w @ values for name, w in weight_variants(queries, keys, causal, d_in).items()}
+    # one projection used in another's place (a copy-paste slip)
+    right = {"divisor": keys.shape[-1] ** 0.5, "causal": causal}
+    variants["weights-swapped:values from keys"] = attend(queries, keys, keys, **right)
+    variants["weights-swapped:keys from queries"] = attend(queries, queries, values, **right)
+    variants["weights-swapped:queries from keys"] = attend(keys, keys, values, **right)
+    variants["weights-swapped:values from queries"] = attend(queries, keys, queries, **right)
+    return variants
+
+
+def softmax_variants(x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Results of the usual mistakes in softmax_naive, for (n,) scores."""
+    return {"softmax-not-exponentiated": x / x.sum(dim=0),
+            "softmax-not-exponentiated:the numerator has exp() but the sum below it does not": x.exp() / x.sum(dim=0)}
+
+
+def simple_attention_variants(x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Results of the usual mistakes in simple_self_attention (no scaling at all), for (n, d_in) inputs."""
+    n, d_in = x.shape
+    return {
+        "softmax-wrong-dim": attend(x, x, x, divisor=None, softmax_dim=-2),
+        "softmax-not-exponentiated": attend(x, x, x, divisor=None, exponentiate=False),
+        f"wrong-scaling:the scores are divided by sqrt({d_in}), the square root of d_in": attend(x, x, x, divisor=d_in**0.5),
+        f"wrong-scaling:the scores are divided by d_in = {d_in}": attend(x, x, x, divisor=float(d_in)),
+        f"wrong-scaling:the scores are divided by sqrt({n}), the square root of the number of tokens":
+            attend(x, x, x, divisor=n**0.5),
+    }
+
+
+def _kept_renormalized(weights: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    return (weights * keep) / (weights * keep).sum(-1, keepdim=True)
+
+
+def renormalize_variants(weights: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Results of the usual mistakes in mask_and_renormalize, for (..., n, n) attention weights."""
+    n = weights.shape[-1]
+    ones = torch.ones(n, n)
+    return {
+        "mask-not-renormalized": weights * torch.tril(ones),
+        "mask-includes-diagonal": _kept_renormalized(weights, torch.tril(ones, diagonal=-1)),
+        "mask-not-causal": weights,
+        "mask-wrong-triangle:torch.triu keeps the diagonal and the future": _kept_renormalized(weights, torch.triu(ones)),
+        "mask-wrong-triangle:torch.triu(..., diagonal=1) keeps the future only":
+            _kept_renormalized(weights, torch.triu(ones, diagonal=1)),
+        "mask-wrong-triangle:torch.triu, without renormalizing": weights * torch.triu(ones),
+    }
+
+
+def causal_softmax_variants(scores: torch.Tensor, d_k: int) -> dict[str, torch.Tensor]:
+    """Results of the usual mistakes in causal_softmax, for (..., n, n) scores."""
+    n = scores.shape[-1]
+    future = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+    diagonal_too = torch.triu(torch.ones(n, n, dtype=torch.bool))
+
+    def softmax(hidden: torch.Tensor | None, divisor: float, dim: int = -1, fill: float = -torch.inf) -> torch.Tensor:
+        masked = scores if hidden is None else scores.masked_fill(hidden, fill)
+        return torch.softmax(masked / divisor, dim=dim)
+
+    return {
+        "missing-scaling": softmax(future, 1.0),
+        "wrong-scaling:the scores are divided by d_k itself": softmax(future, float(d_k)),
+        f"wrong-scaling:the scores are divided by sqrt({n}), the square root of the number of tokens":
+            softmax(future, n**0.5),
+        "scaling-after-softmax": softmax(future, 1.0) / d_k**0.5,
+        "mask-zero-instead-of-inf": softmax(future, d_k**0.5, fill=0.0),
+        "mask-includes-diagonal": softmax(diagonal_too, d_k**0.5),
+        "mask-wrong-triangle:torch.tril hides the past and the diagonal": softmax(~future, d_k**0.5),
+        "mask-wrong-triangle:torch.tril(..., diagonal=-1) hides the past": softmax(~diagonal_too, d_k**0.5),
+        "softmax-wrong-dim": softmax(future, d_k**0.5, dim=-2),
+        "mask-not-causal": softmax(None, d_k**0.5),
+    }
+
+
+def linear(x: torch.Tensor, state: dict[str, torch.Tensor], name: str) -> torch.Tensor:
+    bias = state.get(f"{name}.bias")
+    out = x @ state[f"{name}.weight"].T
+    return out if bias is None else out + bias
+
+
+def multihead_variants(x: torch.Tensor, state: dict[str, torch.Tensor], num_heads: int) -> dict[str, torch.Tensor]:
+    """Outputs of the usual mistakes in the weight-split MultiHeadAttention, for x (b, n, d_in)."""
+    b, n, d_in = x.shape
+    q, k, v = (linear(x, state, name) for name in ("W_query", "W_key", "W_value"))
+    d_out = q.shape[-1]
+    head_dim = d_out // num_heads
+
+    def split(t: torch.Tensor) -> torch.Tensor:
+        return t.view(b, n, num_heads, head_dim).transpose(1, 2)  # (b, heads, n, head_dim)
+
+    def merge(t: torch.Tensor) -> torch.Tensor:
+        return t.transpose(1, 2).contiguous().view(b, n, d_out)
+
+    def project(t: torch.Tensor) -> torch.Tensor:
+        return linear(t, state, "out_proj")
+
+    right = {"divisor": head_dim**0.5, "causal": True}
+    variants = {
+        name: project(merge(weights @ split(v)))
+        for name, weights in weight_variants(split(q), split(k), causal=True, d_in=d_in).items()
+    }
+    variants["missing-out-proj"] = merge(attend(split(q), split(k), split(v), **right))
+    if num_heads > 1:  # the softmax over the heads (dim=1 of (b, heads, n, n)) instead of the keys
+        scores = (split(q) @ split(k).transpose(-2, -1) / head_dim**0.5).masked_fill(
+            torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1), -torch.inf)
+        variants["softmax-wrong-dim:over the heads"] = project(merge(torch.softmax(scores, dim=1) @ split(v)))
+    if num_heads > 1:
+        variants[f"wrong-scaling:the scores are divided by sqrt(d_out) = sqrt({d_out}), not sqrt(head_dim)"] = project(
+            merge(attend(split(q), split(k), split(v), divisor=d_out**0.5, causal=True)))
+
+        def split_without_transpose(t: torch.Tensor) -> torch.Tensor:
+            return t.reshape(b, num_heads, n, head_dim)
+
+        # Heads split with view(b, num_heads, n, head_dim), merged back the book's way.
+        flat = attend(split_without_transpose(q), split_without_transpose(k), split_without_transpose(v), **right)
+        variants["heads-split-wrong"] = project(merge(flat))
+        # Heads split the book's way, merged back without transposing: tokens and heads mixed.
+        variants["heads-merged-wrong"] = project(attend(split(q), split(k), split(v), **right).reshape(b, n, d_out))
+    return variants
+
+
+def sdpa_variants(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor | None = None,
+                  is_causal: bool = False, scale: float | None = None,
+                  enable_gqa: bool = False) -> dict[str, torch.Tensor]:
+    """Outputs of the usual mistakes in stage 6's scaled_dot_product_attention, in float64.
+
+    Most are torch's own F.scaled_dot_product_attention on what the mistake changes (the mask, the
+    scale, the key and value heads); only a softmax over the queries and a float mask multiplied
+    in are computed by hand. A mistake that leaves a query no key to attend to is listed twice:
+    with that row as torch gives it (zeros), and as NaN, the softmax of a row of -inf.
+    """
+    q, k, v = (t.detach().to(torch.float64) for t in (query, key, value))
+    float_mask = attn_mask is not None and attn_mask.dtype != torch.bool
+    mask = attn_mask.to(torch.float64) if float_mask else attn_mask
+    L, S, E = q.shape[-2], k.shape[-2], q.shape[-1]
+    factor = 1 / E**0.5 if scale is None else scale
+    lower = torch.ones(L, S, dtype=torch.bool).tril()  # top-left causal: query i sees keys 0..i
+    right_mask = lower if is_causal else mask
+
+    def run(mask=right_mask, scale=factor, q=q, k=k, v=v, gqa=enable_gqa) -> torch.Tensor:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=gqa)
+
+    def with_blind_rows(name: str, mask: torch.Tensor, **options) -> dict[str, torch.Tensor]:
+        """The mistake's output under ``mask``; also with NaN in the rows it leaves no key."""
+        output, blind = run(mask=mask, **options), _blind_rows(mask)
+        if not blind.any():
+            return {name: output}
+        return {name: output, f"{name}:the queries left without a key come out NaN": output.masked_fill(blind, torch.nan)}
+
+    variants: dict[str, torch.Tensor] = {}
+    if scale is None:
+        variants["missing-scaling"] = run(scale=1.0)
+        variants[f"wrong-scaling:the scores are divided by E = {E} itself"] = run(scale=1.0 / E)
+    else:
+        variants["scale-ignored"] = run(scale=None)
+        if scale != 0:  # dividing by a zero scale is no mistake anyone's code could make and still run
+            variants[f"scale-as-divisor:the scores are divided by scale = {scale:g}"] = run(scale=1.0 / scale)
+    variants["scaling-after-softmax"] = run(scale=1.0) * factor
+    variants["softmax-wrong-dim"] = _softmax_over_queries(q, k, v, right_mask, factor, enable_gqa)
+    if q.shape == k.shape:
+        variants["weights-swapped"] = run(q=k, k=q)
+    if is_causal:
+        variants["mask-not-causal"] = run(mask=None)
+        variants.update(with_blind_rows("mask-includes-diagonal", torch.ones(L, S, dtype=torch.bool).tril(-1)))
+        variants.update(with_blind_rows("mask-wrong-triangle", torch.ones(L, S, dtype=torch.bool).triu()))
+        if L != S:
+            variants.update(with_blind_rows("causal-bottom-right",
+                                            torch.ones(L, S, dtype=torch.bool).tril(diagonal=S - L)))
+    if mask is not None and not float_mask:
+        variants.update(with_blind_rows("bool-mask-inverted", ~mask))
+    if float_mask:
+        variants["float-mask-multiplied"] = _mask_multiplied(q, k, v, mask, factor, enable_gqa)
+        variants["mask-before-scaling"] = run(mask=mask * factor, scale=factor)
+    if enable_gqa and q.shape[-3] != k.shape[-3]:
+        group = q.shape[-3] // k.shape[-3]
+        tile = [1] * (k.dim() - 3) + [group, 1, 1]
+        variants["gqa-tiled"] = run(k=k.repeat(*tile), v=v.repeat(*tile), gqa=False)
+    if right_mask is not None:
+        blind = _blind_rows(right_mask)
+        if blind.any():
+            right = run()
+            variants["masked-row-nan"] = right.masked_fill(blind, torch.nan)
+            if right_mask.dtype == torch.bool:  # hidden with a finite fill (-1e9): an even spread over every key
+                evenly = _shared_heads(q, v, enable_gqa).mean(dim=-2, keepdim=True)
+                variants["mask-fill-finite"] = torch.where(blind, evenly, right)
+    return variants
+
+
+def _blind_rows(mask: torch.Tensor) -> torch.Tensor:
+    """(..., L, 1): the queries that ``mask`` (bool: True takes part; float: added) leaves no key."""
+    hidden = ~mask if mask.dtype == torch.bool else mask.isneginf()
+    return hidden.all(dim=-1, keepdim=True)
+
+
+def _shared_heads(query: torch.Tensor, t: torch.Tensor, enable_gqa: bool) -> torch.Tensor:
+    """Keys or values with each head repeated for its group of consecutive query heads, as GQA reads them."""
+    group = query.shape[-3] // t.shape[-3] if enable_gqa else 1
+    return t.repeat_interleave(group, dim=-3) if group > 1 else t
+
+
+def _softmax_over_queries(q, k, v, mask, factor: float, enable_gqa: bool) -> torch.Tensor:
+    scores = q @ _shared_heads(q, k, enable_gqa).transpose(-2, -1) * factor
+    if mask is not None:
+        scores = scores.masked_fill(~mask, -torch.inf) if mask.dtype == torch.bool else scores + mask
+    return torch.softmax(scores, dim=-2) @ _shared_heads(q, v, enable_gqa)
+
+
+def _mask_multiplied(q, k, v, mask: torch.Tensor, factor: float, enable_gqa: bool) -> torch.Tensor:
+    scores = q @ _shared_heads(q, k, enable_gqa).transpose(-2, -1) * factor
+    return torch.softmax(scores * mask, dim=-1) @ _shared_heads(q, v, enable_gqa)

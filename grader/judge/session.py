@@ -1,0 +1,104 @@
+"""A grading session: the checks, run by pytest against each student's workers, become reports."""
+
+from collections.abc import Callable, Iterator
+
+import pytest
+import torch
+
+from grader.sandbox.workers import LearnerWorkers
+from grader.core.options import GradingOptions
+from grader.core.report import Flag, FlagKind, Report, build
+from grader.core.stages import STAGE_MODULES
+from grader.intake.staging import StagedSubmission
+from grader.judge.plugin import GradingPlugin, run_checks, staged_sources
+from grader.judge.voiding import void_shortcut_targets
+from grader.runner.escaping import listing
+from grader.sandbox.zygote import Sandbox
+
+
+MAX_LISTED = 20  # names of ignored files a flag lists
+
+
+class GradingError(RuntimeError):
+    """The checks themselves could not run: a fault of the grader, not of the submission."""
+
+
+def grade_staged(sandbox: Sandbox, staged: StagedSubmission, options: GradingOptions) -> Report:
+    """The report (grader/core/schemas/report.schema.json) for the student staged in ``sandbox``."""
+    reports: list[Report] = []
+    grade_each(sandbox, iter([staged]), reports.append, options)
+    return reports[0]
+
+
+def grade_each(sandbox: Sandbox, students: Iterator[StagedSubmission], deliver: Callable[[Report], None],
+               options: GradingOptions) -> None:
+    """Grade ``options.stages`` of each of ``students`` in ``sandbox``, one after another, in one pytest
+    session, and ``deliver`` each report as soon as it is ready."""
+    # The judge's tensors are tiny: a second intra-op thread only spins, taking a core from the
+    # workers and from the other lanes of a batch (more than half of the judge's CPU time).
+    torch.set_num_threads(1)
+    grading = GradingPlugin(None, sandbox.device, options)
+    loop = _StudentLoop(grading, sandbox, students, deliver, options.timeout)
+    exit_code, pytest_output = run_checks(grading, plugins=[loop])
+    if exit_code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or not loop.ran:
+        raise GradingError(f"the checks could not run (pytest exit {int(exit_code)}):\n{pytest_output[-2000:]}")
+
+
+class _StudentLoop:
+    """pytest's run loop, once per student: configuration and collection are paid once per session."""
+
+    def __init__(self, grading: GradingPlugin, sandbox: Sandbox, students: Iterator[StagedSubmission],
+                 deliver: Callable[[Report], None], timeout: float):
+        self.grading, self.sandbox, self.students = grading, sandbox, students
+        self.deliver, self.timeout = deliver, timeout
+        self.ran = False
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
+        if session.testsfailed:
+            return None  # a collection error: pytest's own loop reports it
+        self.ran = True
+        items = session.items
+        for staged in self.students:
+            if not self.sandbox.alive:  # a failure of the grader's own: a fresh zygote for the next student
+                self.sandbox.restart()
+            self.grading.disrupted = None
+            self.grading.sources = staged_sources(staged)  # the judge's own copy, for the shortcut checks
+            with LearnerWorkers(self.sandbox, staged.files, self.timeout, list(self.grading.options.stages)) as learner:
+                self.grading.learner, self.grading.results = learner, []
+                # nextitem=None after the last check tears every fixture down: none outlives its student
+                for index, item in enumerate(items):
+                    nextitem = items[index + 1] if index + 1 < len(items) else None
+                    item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+            grading = self.grading
+            stages = list(grading.options.stages)
+            for stage in stages:
+                void_shortcut_targets([result for result in grading.results if result.stage == stage])
+            self.deliver(build(grading.results, stages, self.sandbox.device, torch.__version__,
+                               flags(self.sandbox, staged, stages, grading.options.visible_only, grading.disrupted),
+                               self.sandbox.isolation))
+        return True
+
+
+def flags(sandbox: Sandbox, staged: StagedSubmission, stages: list[int], visible_only: bool,
+          disrupted: str | None = None) -> list[Flag]:
+    """What a reader of the score must know: never a silently weaker grade."""
+    found = [] if sandbox.confinement.confined else [Flag(FlagKind.UNSANDBOXED)]
+    if disrupted:
+        found.append(Flag(FlagKind.INCOMPLETE, disrupted))
+    if visible_only:
+        found.append(Flag(FlagKind.PROVISIONAL))
+    if staged.problem:
+        found.append(Flag(FlagKind.UNREADABLE, staged.problem))
+    elif not staged.files:  # what was there instead says what went wrong: a wrong file, a wrong folder
+        found.append(Flag(FlagKind.NO_STAGE_FILES, f"found {listing(staged.ignored, MAX_LISTED)}" if staged.ignored
+                          else "the submission is empty"))
+    else:
+        # a stage graded without its file scores nothing: say so where the score is read, not only in its checks
+        if missing := [f"{STAGE_MODULES[s]}.py" for s in stages if f"{STAGE_MODULES[s]}.py" not in staged.files]:
+            found.append(Flag(FlagKind.MISSING, listing(missing, MAX_LISTED)))
+        if staged.renamed:
+            found.append(Flag(FlagKind.RENAMED, listing(staged.renamed, MAX_LISTED)))
+        if staged.ignored:
+            found.append(Flag(FlagKind.IGNORED, listing(staged.ignored, MAX_LISTED)))
+    return found

@@ -1,0 +1,134 @@
+"""Judge one result: pass, or fail with what was expected, what came back, and the mistake's name."""
+
+from collections.abc import Callable, Mapping
+
+import torch
+
+from grader.core.hints import catalog
+from grader.runner.protocol import Foreign
+from grader.judge.tensor_diff import describe_difference, describe_value
+
+# Randomised checks compare float32 learner results with float32 references.
+ATOL = 1e-4
+RTOL = 1e-4
+
+
+class CheckFailed(AssertionError):
+    """A check's verdict: ``message`` says what differs, ``hint`` names the mistake (a catalog id),
+    ``evidence`` (see ``attention_evidence``) shows the learner's attention next to the expected one.
+    ``from_source``: the verdict rests on the submitted source alone, on no input the code was given."""
+
+    def __init__(self, message: str, hint: str | None = None, evidence: dict | None = None,
+                 from_source: bool = False):
+        if hint is not None and hint not in catalog():
+            raise ValueError(f"unknown hint id {hint!r}")
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.evidence = evidence
+        self.from_source = from_source
+
+
+def attention_evidence(title: str, expected: torch.Tensor, actual: torch.Tensor, note: str = "") -> dict:
+    """Two (queries, keys) attention maps as plain numbers, for the report's heat maps.
+
+    ``expected`` and ``actual`` are 2-D, the same shape; row i is what query token i attends to.
+    ``note`` says in plain words what the measurement shows (row sums, divisor, causality).
+    """
+    def rows(t: torch.Tensor) -> list[list[float]]:
+        return [[round(float(v), 4) for v in row] for row in t.detach().to("cpu", torch.float64)]
+
+    return {"title": title, "expected": rows(expected), "actual": rows(actual), "note": note}
+
+
+# Known mistakes' results by name (see proven_mistake), or a function computing them when needed.
+Variants = Mapping[str, torch.Tensor] | Callable[[], Mapping[str, torch.Tensor]] | None
+
+
+def tolerance_for(expected: torch.Tensor) -> torch.Tensor:
+    return ATOL + RTOL * expected.abs().nan_to_num(posinf=0.0, neginf=0.0)
+
+
+def expect_close(
+    actual: object,
+    expected: torch.Tensor,
+    what: str,
+    variants: Variants = None,
+    tolerance: torch.Tensor | None = None,
+) -> None:
+    """Fail unless ``actual`` matches ``expected``; name the first known-wrong variant it matches.
+
+    ``variants`` may be a function that computes them: most results match, and need none.
+    """
+    expected = expected.detach().to("cpu", torch.float64)
+    tolerance = tolerance_for(expected) if tolerance is None else tolerance
+    if isinstance(actual, Foreign):
+        raise CheckFailed(f"{what}: expected a tensor of shape {tuple(expected.shape)}, got {describe_value(actual)}")
+    problem = describe_difference(actual, expected, tolerance)
+    if problem is None:
+        return
+    variant = proven_mistake(actual, expected, _resolve(variants))
+    if variant is not None:
+        hint, _, detail = variant.partition(":")
+        measured = f": here, {detail}" if detail else ""
+        raise CheckFailed(f"{what}: {problem}. That is exactly what the mistake named below gives{measured}", hint)
+    shape_wrong = isinstance(actual, torch.Tensor) and tuple(actual.shape) != tuple(expected.shape)
+    raise CheckFailed(f"{what}: {problem}", "wrong-shape" if shape_wrong else None)
+
+
+
+def expect_all_close(cases: list[tuple[object, torch.Tensor, str, Variants]]) -> None:
+    """Each (actual, expected, what, variants) must match. The first case that does not fails the
+    check; it names a mistake only if every case's result is that mistake's result too, since one
+    input, a single token say, may not tell that mistake from others no variant describes."""
+    for actual, expected, what, variants in cases:
+        try:
+            expect_close(actual, expected, what, variants)
+        except CheckFailed as failed:
+            if failed.hint is None or failed.hint == "wrong-shape":
+                raise
+            for other_actual, _, _, other_variants in cases:
+                alike = [v for name, v in _resolve(other_variants).items() if hint_of(name) == failed.hint]
+                if alike and not any(agrees(other_actual, v) for v in alike):
+                    expect_close(actual, expected, what)  # the same failure, naming nothing
+            raise
+
+
+def _resolve(variants: Variants) -> Mapping[str, torch.Tensor]:
+    return (variants() if callable(variants) else variants) or {}
+
+
+def hint_of(variant: str) -> str:
+    """The catalog id of a variant's name (``wrong-scaling:<which number>`` is one wrong divisor)."""
+    return variant.partition(":")[0]
+
+
+def proven_mistake(actual: object, expected: torch.Tensor, variants: Mapping[str, torch.Tensor]) -> str | None:
+    """The one mistake whose result ``actual`` equals, if this input tells that mistake apart.
+
+    ``variants`` are named by catalog id, optionally ``id:detail`` (one wrong divisor of several).
+    A variant that equals the right answer, or another mistake's variant, on this input proves
+    nothing: a learner matching it may have made either mistake (or none), so none is named then.
+    Returns the variant's name.
+    """
+    telling = {name: v for name, v in variants.items() if not agrees(v, expected)}
+    matched = [name for name, v in telling.items() if agrees(actual, v)]
+    if len({hint_of(name) for name in matched}) != 1:
+        return None
+    hint = hint_of(matched[0])
+    name = matched[0] if len(matched) == 1 else hint  # two details that agree here: neither is proven
+    alike = [other for other, v in telling.items() if hint_of(other) != hint and agrees(v, telling[matched[0]])]
+    return None if alike else name
+
+
+def agrees(actual: object, candidate: torch.Tensor) -> bool:
+    """``actual`` equals ``candidate`` within tolerance, NaN where the candidate has NaN."""
+    candidate = candidate.detach().to("cpu", torch.float64)
+    if not isinstance(actual, torch.Tensor) or tuple(actual.shape) != tuple(candidate.shape):
+        return False
+    actual = actual.detach().to("cpu", torch.float64)
+    nan = candidate.isnan()
+    if not torch.equal(nan, actual.isnan()):
+        return False
+    keep = ~nan
+    return describe_difference(actual[keep], candidate[keep], tolerance_for(candidate[keep])) is None

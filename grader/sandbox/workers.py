@@ -1,0 +1,208 @@
+"""The judge's handle on one student's code: a worker per stage in the sandbox, requests with time limits.
+
+Learner code never runs in this process. Each worker is forked with a socket made here, for this
+student and stage: nothing a worker says decides who it is. Requests go over that socket; answers
+are decoded safely and must arrive whole within their time limit (grader.runner.protocol). A
+worker that dies or hangs is discarded and the next request forks a fresh one, so a crash costs
+only the check that caused it. The workers of the stages to be graded are forked up front, so
+that each imports its file while the judge works on the stages before. close() has the zygote end
+the student: every process that ran their code, at once. What the learner's code prints arrives
+before each answer and is kept in ``printed`` for the report, never for a verdict.
+"""
+
+import codecs
+import socket
+import time
+from dataclasses import dataclass
+
+from grader.sandbox.printed import PrintedOutput
+from grader.runner.commands import send_command
+from grader.runner.protocol import ProtocolError, receive, send
+from grader.sandbox.zygote import Sandbox, SandboxError
+from grader.core.stages import STAGE_MODULES
+
+# From fork to "ready" (before any learner code runs): the fork and the worker's own set-up, on
+# a busy machine. The import of the learner's file then has the per-call limit.
+WORKER_READY_SECONDS = 60.0
+# After a hang in a stage, its later calls get a short limit: a correct call takes
+# milliseconds, so a function that hangs everywhere costs seconds, not minutes, and a stage's
+# other functions still earn their points.
+REPEAT_HANG_SECONDS = 0.25
+
+
+LEARNER_FAILURE_KINDS = ("not_implemented", "import_error", "exception", "memory", "crash", "timeout",
+                         "forbidden_import")
+
+
+@dataclass
+class LearnerFailure(Exception):
+    """Learner code did not answer normally: kind is not_implemented, import_error, exception,
+    memory, crash, timeout or forbidden_import."""
+
+    kind: str
+    message: str
+    type: str | None = None
+    where: str | None = None
+
+    def __str__(self) -> str:
+        where = f" ({self.where})" if self.where else ""
+        kind = f"{self.type}: " if self.type else ""
+        return f"{kind}{self.message}{where}"
+
+
+def not_utf8_text(data: bytes) -> str | None:
+    """What shows that ``data``, a Python file's bytes, was saved as something other than UTF-8 text (a
+    UTF-16 byte order mark, NUL bytes), in words that end "...: save it as UTF-8 text"; None if nothing does."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "was saved as UTF-16 text (it begins with UTF-16's byte order mark), which Python does not read"
+    if b"\0" in data:
+        return "holds NUL bytes (as text saved as UTF-16 does), which Python does not read"
+    return None
+
+
+class LearnerWorkers:
+    """One student's workers in ``sandbox``: those of ``stages`` forked at once, any other on first use;
+    close() ends them all."""
+
+    def __init__(self, sandbox: Sandbox, files: dict[str, bytes], timeout: float, stages: list[int] | tuple = ()):
+        """``files``: the student's stage files by name (grader.intake.staging.StagedSubmission.files)."""
+        self.sandbox = sandbox
+        self.timeout = timeout
+        self._files = files
+        self._student = sandbox.start_student(files)
+        self._workers: dict[int, socket.socket] = {}  # loaded (or failed to)
+        self._forked: dict[int, socket.socket] = {}  # not yet asked for
+        self._hung_stages: set[int] = set()
+        self._hung_at_import: set[int] = set()
+        self.printed = PrintedOutput()  # what the current check's calls printed: the plugin resets it
+        for stage in stages:
+            self._start(stage)
+
+    def request(self, stage: int, op: str, timeout: float | None = None, **params) -> object:
+        """Run probe ``op`` in the worker of ``stage``; its result, or LearnerFailure."""
+        limit = timeout or self.timeout
+        if stage in self._hung_stages:
+            limit = min(limit, REPEAT_HANG_SECONDS)
+        sock = self._worker(stage)
+        try:
+            send(sock, {"op": op, "params": params})
+            reply = self._answer(sock, limit)
+        except TimeoutError:
+            self._discard(stage)
+            self._hung_stages.add(stage)
+            raise LearnerFailure("timeout", f"your code gave no answer within {limit:g} s") from None
+        except ProtocolError as error:
+            self._discard(stage)
+            raise LearnerFailure("crash", f"the process running your code sent an answer the grader refuses ({error})") from None
+        except (ConnectionError, OSError):
+            self._discard(stage)
+            raise LearnerFailure(
+                "crash", "the process running your code stopped without answering "
+                "(os._exit, a segfault or the memory limit can do that)"
+            ) from None
+        if not isinstance(reply, dict) or not ({"ok", "error"} & reply.keys()):
+            self._discard(stage)
+            raise LearnerFailure("crash", "the process running your code sent a malformed answer")
+        if "error" in reply:
+            error = reply["error"] if isinstance(reply["error"], dict) else {}
+            # Strings were cut and escaped as they were decoded (protocol.decode): cut again to the report's
+            # sizes. A kind the judge does not know is an exception.
+            kind = error.get("kind") if error.get("kind") in LEARNER_FAILURE_KINDS else "exception"
+            failure = LearnerFailure(
+                kind=kind,
+                message=str(error.get("message", ""))[:800],
+                type=error["type"][:100] if isinstance(error.get("type"), str) else None,
+                where=error["where"][:200] if isinstance(error.get("where"), str) else None,
+            )
+            raise self._encoding_told(failure, stage) if kind == "import_error" else failure
+        return reply["ok"]
+
+    def _encoding_told(self, failure: LearnerFailure, stage: int) -> LearnerFailure:
+        """``failure`` to import, said in plain words where the file it names (else the stage's own),
+        as the judge holds it, is no UTF-8 text: Python's own words ("null bytes") do not say what to do."""
+        named = (failure.where or "").partition(":")[0]
+        name = named if named in self._files else f"{STAGE_MODULES.get(stage)}.py"
+        if (problem := not_utf8_text(self._files.get(name, b""))) is None:
+            return failure
+        return LearnerFailure("import_error", f"{name} {problem}: save it as UTF-8 text (in Notepad: Save As, "
+                                              "Encoding UTF-8), then hand it in again")
+
+    def _answer(self, sock: socket.socket, seconds: float) -> object:
+        """The worker's next message that is not printed output, within ``seconds``; the printed
+        output on the way is kept, so that what came before a hang is kept too."""
+        deadline = time.monotonic() + seconds
+        while True:
+            message = receive(sock, max(0.0, deadline - time.monotonic()))
+            if not (isinstance(message, dict) and "printed" in message):
+                break
+            try:
+                self.printed.add(message["printed"], message.get("cut", False))
+            except ValueError as error:
+                raise ProtocolError(str(error)) from None
+        if isinstance(message, dict):
+            self.printed.add_unsent(message.get("printed_more"))
+        return message
+
+    def close(self) -> None:
+        """End the student: the zygote kills their first process and with it every worker."""
+        for sock in [*self._workers.values(), *self._forked.values()]:
+            sock.close()
+        self._workers.clear(), self._forked.clear()
+        self._student.close()
+        if self.sandbox.alive:
+            self.sandbox.end_student()
+
+    def __enter__(self) -> "LearnerWorkers":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _worker(self, stage: int) -> socket.socket:
+        return self._workers[stage] if stage in self._workers else self._fork(stage)
+
+    def _start(self, stage: int) -> None:
+        """Have the student's first process fork the worker of ``stage``, without waiting for it."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            send_command(self._student, {"fork": stage}, [theirs.fileno()])
+        except OSError:
+            ours.close()
+            raise SandboxError("the grader lost the process that runs your code") from None
+        finally:
+            theirs.close()
+        self._forked[stage] = ours
+
+    def _fork(self, stage: int) -> socket.socket:
+        """A worker that has imported the stage, or LearnerFailure when importing it crashed or hung."""
+        if stage in self._hung_at_import:
+            raise LearnerFailure("timeout", f"not run: importing your file took longer than {self.timeout:g} s")
+        if stage not in self._forked:
+            self._start(stage)
+        sock = self._workers[stage] = self._forked.pop(stage)
+        try:  # "ready" is sent before any learner code runs there: its absence is the grader's failure
+            ready = receive(sock, WORKER_READY_SECONDS)
+        except (TimeoutError, ConnectionError, ProtocolError, OSError):
+            ready = None
+        if ready != {"ready": True}:
+            self._discard(stage)
+            raise SandboxError(f"the grader could not start a process for stage {stage}")
+        try:
+            self._answer(sock, self.timeout)  # {"loaded": ...}: an import error is answered per request
+        except TimeoutError:
+            self._discard(stage)
+            self._hung_at_import.add(stage)
+            raise LearnerFailure("timeout", f"importing your file did not finish within {self.timeout:g} s") from None
+        except (ConnectionError, ProtocolError, OSError):
+            self._discard(stage)
+            raise LearnerFailure("crash", "the process running your code stopped while importing your file "
+                                          "(os._exit, a segfault or the memory limit can do that)") from None
+        return sock
+
+    def _discard(self, stage: int) -> None:
+        """Close the worker's socket and have the student's first process kill it (by the pid it keeps)."""
+        self._workers.pop(stage).close()
+        try:
+            send_command(self._student, {"kill": stage})
+        except OSError:
+            pass  # the student's processes are gone already

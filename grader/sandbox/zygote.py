@@ -1,0 +1,446 @@
+"""The confined child that runs learner code: a zygote (torch preloaded) inside bubblewrap.
+
+One Sandbox serves one student at a time and any number of students in turn, so a class pays
+the torch import once per lane, not once per student. Inside bubblewrap the zygote sees the
+system and the Python environment read-only, the runner package (no references, no expected
+values), the current student's stage files read-only and a private size-limited scratch
+directory; it has no network and its own PID namespace. Without bubblewrap it is a plain child
+with the same resource limits (grader.runner.confine), and `confined` says so.
+
+"isolated" (for Gradescope's container, where bubblewrap may not run) takes bubblewrap where it
+works; without it, workers run as an unprivileged uid where that uid can read the Python
+installation, and under Landlock where the kernel has it. Either way no student is graded until a
+worker confined exactly so has tried to open the grader's own files and failed (Sandbox._prove_isolation).
+
+Standard library only: importing this module must stay instant, so that the zygote starts
+before the judge imports torch and both imports run side by side.
+"""
+
+import functools
+import glob
+import itertools
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.core.options import SANDBOX_MODES
+from grader.runner import folders
+from grader.core.stages import runner_stages
+from grader.runner.commands import ISOLATION_PROBE, MAX_COMMAND_BYTES, receive_command, send_command
+
+REPO = Path(__file__).resolve().parents[2]
+INSIDE = Path("/grading")
+READY_SECONDS = 120.0  # the zygote's torch import, on a busy machine
+END_SECONDS = 60.0  # killing a student's processes and reaping them
+SCRATCH_BYTES = 256 * 1024**2  # a student's one writable folder
+# What a sandbox may read besides the Python installation: the dynamic loader's configuration
+# and the like. Everything else on the machine stays out of sight.
+SYSTEM_PATHS = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/ld.so.cache", "/etc/ld.so.conf",
+                "/etc/ld.so.conf.d", "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf"]
+MODES = SANDBOX_MODES
+HIDDEN_PACKAGES = ("solutions", "grader", "tests")  # what learner code must never read
+# What a student reads when --sandbox isolated refuses: the instructor finds the reason in the grader's stderr.
+NOT_ISOLATED = "the grader could not isolate your code, please tell your instructor"
+PROBE_SECONDS = 60.0  # the probe worker's fork, set-up and answer, on a busy machine
+PROBED_PER_PACKAGE = 100  # files of each hidden package the probe tries, fewer where a datagram cannot hold them
+
+
+class SandboxError(RuntimeError):
+    """The sandbox could not start: the grader cannot run learner code at all."""
+
+
+@dataclass(frozen=True)
+class Confinement:
+    confined: bool
+    detail: str  # how, or why not
+
+
+def confinement(mode: str = "auto") -> Confinement:
+    """bubblewrap where it works ("auto"; "isolated", whose Sandbox then proves what it got), insisted on
+    ("bwrap"), or refused ("none")."""
+    if mode == "none":
+        return Confinement(False, "the sandbox was turned off (--sandbox none)")
+    found = _probe_bubblewrap()
+    if mode == "bwrap" and not found.confined:
+        raise SandboxError(f"--sandbox bwrap was asked for, but {found.detail}")
+    return found
+
+
+@functools.cache
+def _probe_bubblewrap() -> Confinement:
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return Confinement(False, "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
+    probe = subprocess.run([bwrap, *_namespace_options(), *_system_binds(), "--remount-ro", "/", "--",
+                            sys.executable, "-c", "pass"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        reason = probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else f"exit {probe.returncode}"
+        return Confinement(False, f"bubblewrap cannot create a sandbox here ({reason})")
+    return Confinement(True, "bubblewrap")
+
+
+class Sandbox:
+    """A running zygote: the judge's end of its command socket, and one student at a time."""
+
+    def __init__(self, device: str = "cpu", mode: str = "auto", many_students: bool = False):
+        """``many_students``: the zygote moves to huge pages first (grader.runner.hugepages)."""
+        self.confinement = confinement(mode)
+        # "isolated" grades no one until _prove_isolation has passed in this zygote, with bubblewrap or without.
+        self._must_prove = mode == "isolated"
+        self._options = (device, many_students)
+        self._host_folders: Path | None = None  # unsandboxed only: the stage files and scratch live on the host
+        self._students = itertools.count()
+        self._launch()
+
+    def restart(self) -> None:
+        """A fresh zygote, after the last one failed: the grader's own failure, never a student's."""
+        self.close()
+        self._launch()
+
+    def _launch(self) -> None:
+        self._control, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._ending: list[int] = []  # students told to end whose "ended" has not been read yet
+        self._ready: dict | None = None
+        self._proven: int | None = None  # files of the hidden packages a probe worker failed to open
+        try:
+            self._zygote = self._start(*self._options, zygote_end)
+        finally:
+            zygote_end.close()
+
+    @property
+    def device(self) -> str:
+        """The device workers use ("auto" resolved by the zygote, which has imported torch)."""
+        return self._hello()["device"]
+
+    @property
+    def isolation(self) -> str:
+        """What kept learner code in, in words, for the report."""
+        found = self._hello()["isolation"]
+        parts = [self.confinement.detail]
+        parts.append("no PID namespace per student" if found["namespaces"] == "none" else "a PID namespace per student")
+        if found.get("private_mounts"):
+            parts.append("fresh folders and /proc per student")
+        another_user = found.get("uid") is not None
+        parts.append(f"workers as uid {found['uid']}" if another_user else "workers as this user")
+        if not self.confinement.confined:
+            parts.append(f"Landlock ABI {found['landlock']}: only the Python installation, the stage files and a "
+                         "scratch folder" if found.get("landlock") else
+                         "no Landlock" if another_user else "no Landlock: this user's files were reachable")
+        if self._proven is not None:
+            parts.append(f"checked before grading: a worker could open none of {self._proven} files of "
+                         f"{', '.join(HIDDEN_PACKAGES)}")
+        return "; ".join(parts)
+
+    def start_student(self, files: dict[str, bytes]) -> socket.socket:
+        """Lay out a new student's stage files and start their first process; the judge's end of its channel.
+
+        The zygote ends the previous student first, whatever happened to it: everything that ran their
+        code is gone, and their scratch folder with it, before this student's code can load.
+        """
+        self._hello()  # where isolation must be proven, the zygote's first answer is followed by the proof
+        if self._must_prove and self._proven is None:
+            raise SandboxError(f"{NOT_ISOLATED} (the isolation probe has not passed)")
+        return self._start_student(files)
+
+    def _start_student(self, files: dict[str, bytes]) -> socket.socket:
+        self._collect_ended()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        handles = [_in_memory_file(name, data) for name, data in files.items()]
+        try:
+            self._command({"student": next(self._students), "files": list(files)}, [theirs.fileno(), *handles])
+        finally:
+            theirs.close()
+            for handle in handles:
+                os.close(handle)
+        return ours
+
+    def end_student(self) -> None:
+        """Have the zygote end the current student; start_student and close() check that it did."""
+        number = next(self._students)
+        self._command({"end": number})
+        self._ending.append(number)
+
+    def _prove_isolation(self) -> None:
+        """Grade no one until a worker, confined exactly as a learner's is (bubblewrap, or its uid and
+        Landlock; seccomp, limits), has tried to open every probed file of the grader's own packages, and
+        could open none. A student with no files is started for it, and ended before any real one: its
+        answer is trusted only because no learner code has run in it, nor in the zygote it comes from.
+
+        Raises SandboxError, starting with NOT_ISOLATED, when the probe read anything or gave no answer.
+        """
+        paths = _probe_paths()
+        student = self._start_student({})
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            send_command(student, {"fork": ISOLATION_PROBE}, [theirs.fileno()])
+            theirs.close()
+            send_command(ours, {"paths": paths})
+            ours.settimeout(PROBE_SECONDS)
+            answer, fds = receive_command(ours)
+            for fd in fds:
+                os.close(fd)
+        except (OSError, ValueError):
+            answer = None
+        finally:
+            theirs.close(), ours.close(), student.close()
+            self.end_student()
+        if not (isinstance(answer, dict) and isinstance(answer.get("reachable"), list)):
+            raise SandboxError(f"{NOT_ISOLATED} (the isolation probe gave no answer)")
+        if answer["reachable"]:
+            raise SandboxError(f"{NOT_ISOLATED} ({self.confinement.detail}: a worker could open {answer.get('count')} of "
+                               f"{len(paths)} files of {', '.join(HIDDEN_PACKAGES)}: {', '.join(answer['reachable'])})")
+        self._proven = len(paths)
+
+    @property
+    def alive(self) -> bool:
+        return self._zygote.poll() is None
+
+    def close(self) -> None:
+        """End the zygote and everything below it at once (bubblewrap's death ends its namespace)."""
+        self._control.close()
+        self._zygote.kill()
+        self._zygote.wait()
+        if self._host_folders is not None:
+            folders.remove(self._host_folders)
+            self._host_folders = None
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _hello(self) -> dict:
+        if self._ready is None:
+            self._ready = self._answer(READY_SECONDS, "ready")
+            if self._must_prove:
+                self._prove_isolation()
+        return self._ready
+
+    def _command(self, command: dict, fds: list[int] = ()) -> None:
+        self._hello()  # the zygote takes commands once it is ready
+        try:
+            send_command(self._control, command, fds)
+        except OSError:
+            raise SandboxError("the process that runs the submitted code has stopped") from None
+
+    def _collect_ended(self) -> None:
+        while self._ending:
+            answer = self._answer(END_SECONDS, "ended")
+            if answer["ended"] != self._ending.pop(0):
+                raise SandboxError("the process that runs the submitted code answered out of order")
+
+    def _answer(self, seconds: float, key: str) -> dict:
+        """The zygote's next message, which must hold ``key``; SandboxError when it does not come."""
+        self._control.settimeout(seconds)
+        try:
+            answer, fds = receive_command(self._control)
+        except (OSError, ValueError):
+            answer, fds = None, []
+        for fd in fds:
+            os.close(fd)
+        if not isinstance(answer, dict) or key not in answer:
+            raise SandboxError("the process that runs the submitted code stopped or failed to start "
+                               "(could it import torch?)")
+        return answer
+
+    def _start(self, device: str, many_students: bool, control: socket.socket) -> subprocess.Popen:
+        confined = self.confinement.confined
+        if confined:
+            submission, scratch = INSIDE / "submission", INSIDE / "scratch"
+        else:
+            self._host_folders = Path(tempfile.mkdtemp(prefix="grader-unsandboxed-"))
+            submission, scratch = self._host_folders / "submission", self._host_folders / "scratch"
+            submission.mkdir(), scratch.mkdir()
+        options = {"control": control.fileno(), "device": device, "many_students": many_students,
+                   "submission": str(submission), "scratch": str(scratch), "sandboxed": confined,
+                   "scratch_bytes": SCRATCH_BYTES, "stages": runner_stages(),
+                   "landlock": None if confined else _landlock_paths(), "judge": os.getpid(),
+                   "host_folder": None if self._host_folders is None else str(self._host_folders),
+                   # the folders "nobody" must be able to read before unsandboxed workers may become it
+                   "unprivileged_reads": sorted(_site_folders()) if self._must_prove and not confined else None}
+        zygote = [sys.executable, "-P", "-m", "grader.runner.zygote", json.dumps(options)]
+        environment = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1", "HOME": str(scratch),
+                       "TMPDIR": str(scratch)}
+        for name in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "LANG", "PATH"):
+            if name in os.environ:
+                environment[name] = os.environ[name]
+        if confined:
+            end_stranded_sandboxes()
+            environment["PYTHONPATH"] = str(INSIDE / "lib")
+            # The sandbox's own root (where bwrap made the mount points) turns read-only last.
+            command = ["bwrap", *_namespace_options(), *_system_binds(), *_grading_binds(device),
+                       "--remount-ro", "/", "--chdir", "/", "--", *zygote]
+        else:
+            environment["PYTHONPATH"] = str(REPO)
+            command = zygote
+        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, pass_fds=(control.fileno(),), env=environment,
+                                cwd=scratch if not confined else None)
+
+
+def end_stranded_sandboxes() -> int:
+    """Kill every bubblewrap of a zygote whose judge is gone; how many there were.
+
+    bwrap's --die-with-parent has a gap (containers/bubblewrap#633): a judge killed in the
+    milliseconds while bwrap starts kills bwrap's outer process before it lets the inner one (PID 1 of
+    the sandbox) go on, and that one then waits forever, outside anyone's reach. No learner code has
+    run in it, but it must not stay: the next judge to start a sandbox ends it. A judge's pid is
+    written in its zygote's options; one whose pid no longer exists has died.
+    """
+    ended = 0
+    for entry in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            with open(entry, "rb") as file:
+                argv = file.read().split(b"\0")
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        if len(argv) < 2 or os.path.basename(argv[0]) != b"bwrap" or b"grader.runner.zygote" not in argv:
+            continue
+        try:
+            judge = json.loads(argv[argv.index(b"grader.runner.zygote") + 1])["judge"]
+            os.kill(judge, 0)
+        except ProcessLookupError:
+            try:
+                os.kill(int(entry.split("/")[2]), signal.SIGKILL)
+                ended += 1
+            except OSError:
+                pass
+        except (ValueError, KeyError, IndexError, TypeError, OSError):  # not one of ours, or not ours to signal
+            continue
+    return ended
+
+
+def _grading_binds(device: str) -> list[str]:
+    runner = REPO / "grader" / "runner"
+    lib = INSIDE / "lib" / "grader"
+    # bwrap makes a bind's missing parents 0700: workers run as another uid and must get through.
+    binds = [arg for folder in (INSIDE, INSIDE / "lib", lib) for arg in ("--perms", "0755", "--dir", str(folder))]
+    # Each student init mounts its own scratch over these (grader.runner.zygote); the zygote empties them too.
+    binds += ["--ro-bind", str(REPO / "grader" / "__init__.py"), str(lib / "__init__.py"),
+              "--ro-bind", str(runner), str(lib / "runner"),
+              "--tmpfs", str(INSIDE / "submission"), "--size", str(SCRATCH_BYTES), "--tmpfs", str(INSIDE / "scratch")]
+    # A non-editable install puts the references in site-packages, and a checkout under /usr or
+    # beside the Python installation lies in a bound folder: cover them wherever they are visible.
+    bound = [Path(path) for path in SYSTEM_PATHS] + sorted(_python_prefixes())
+    for hidden in _hidden_paths():
+        if any(hidden.is_relative_to(folder) for folder in bound):
+            binds += ["--tmpfs", str(hidden)]
+    if device != "cpu":  # CUDA needs the driver's device nodes and sysfs
+        for node in sorted(glob.glob("/dev/nvidia*")):
+            binds += ["--dev-bind", node, node]
+        binds += ["--ro-bind-try", "/sys", "/sys"]
+    return binds
+
+
+def _landlock_paths() -> dict:
+    """Unsandboxed, what a worker may still read: the system and the Python installation, never the
+    references, the checks or the tests, wherever they are installed."""
+    readable = {*SYSTEM_PATHS, "/proc", "/sys", "/dev", *map(str, _python_prefixes()), *_site_folders()}
+    devices = ["/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", *sorted(glob.glob("/dev/nvidia*"))]
+    return {"readable": sorted(_without(map(Path, readable), _hidden_paths())), "devices": devices}
+
+
+def _site_folders() -> set[str]:
+    """The folders of the import path (the standard library, site-packages) but the one holding the grader."""
+    return {str(Path(entry).resolve()) for entry in sys.path
+            if entry and os.path.isdir(entry) and not REPO.is_relative_to(Path(entry).resolve())}
+
+
+def _hidden_paths() -> list[Path]:
+    """The grader's own packages: in this checkout, in any folder on the import path, and wherever an
+    import finder would load them from (an editable install maps them to its checkout)."""
+    folders = [REPO, *(Path(entry) for entry in sys.path if entry and os.path.isdir(entry))]
+    found = {Path(folder, package).resolve() for folder in folders for package in HIDDEN_PACKAGES
+             if Path(folder, package).is_dir()}
+    for package in HIDDEN_PACKAGES:
+        for finder in sys.meta_path:
+            try:
+                spec = finder.find_spec(package, None)
+            except (ImportError, AttributeError, TypeError, ValueError):
+                continue
+            found |= {Path(location).resolve() for location in (spec and spec.submodule_search_locations) or []}
+    # The copy grading now comes first, so that a failed probe names the reference in use, wherever other copies lie.
+    return sorted(found, key=lambda folder: (not folder.is_relative_to(REPO.resolve()), str(folder)))
+
+
+def _probe_paths() -> list[str]:
+    """What the isolation probe tries to open: each hidden package and up to PROBED_PER_PACKAGE of its files
+    (a folder that cannot be listed may still hold files that can be opened), as many as one command holds."""
+    found = {package: [os.path.join(folder, name) for folder, _, names in os.walk(package) for name in sorted(names)]
+             for package in map(str, _hidden_paths())}
+    per_package = PROBED_PER_PACKAGE
+    while True:
+        paths = [path for package, files in found.items() for path in (package, *files[:per_package])]
+        if per_package <= 1 or len(json.dumps({"paths": paths})) <= MAX_COMMAND_BYTES:
+            return paths
+        per_package //= 2
+
+
+def _without(paths, hidden: list[Path]) -> list[str]:
+    """``paths``, each replaced by its entries wherever a hidden folder lies inside it (Landlock can
+    only grant, so a granted folder must not hold one), and the hidden folders left out."""
+    kept: list[str] = []
+    pending = list(paths)
+    while pending:
+        path = pending.pop()
+        if path in hidden:
+            continue
+        if any(folder.is_relative_to(path) for folder in hidden) and path.is_dir() and not path.is_symlink():
+            pending += list(path.iterdir())
+        else:
+            kept.append(str(path))
+    return kept
+
+
+def _in_memory_file(name: str, data: bytes) -> int:
+    """A descriptor holding ``data`` that leaves nothing on disk, whatever happens to this process."""
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    else:  # macOS: an already-deleted temporary file
+        handle = tempfile.TemporaryFile()
+        fd = os.dup(handle.fileno())
+        handle.close()
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    return fd
+
+
+def _namespace_options() -> list[str]:
+    """No network, own PID/IPC/UTS namespaces; --new-session: no terminal injection. The zygote keeps
+    CAP_SYS_ADMIN (a PID namespace and fresh tmpfs folders per student) and, as root, CAP_SETUID,
+    CAP_SETGID (workers become an unprivileged uid) and CAP_KILL (to end them); workers drop every
+    capability."""
+    common = ["--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+              "--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev", "--cap-drop", "ALL",
+              "--cap-add", "CAP_SYS_ADMIN"]
+    if os.geteuid() == 0:  # no user namespace: it would map root alone, and workers need another uid
+        return [*common, "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_KILL"]
+    return ["--unshare-user", *common]
+
+
+@functools.cache
+def _python_prefixes() -> set[Path]:
+    return {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+
+
+def _system_binds() -> tuple[str, ...]:
+    binds: list[str] = []
+    for path in SYSTEM_PATHS:
+        binds += ["--ro-bind-try", path, path]
+    for prefix in sorted(_python_prefixes()):
+        if not any(prefix.is_relative_to(p) for p in ("/usr", "/lib", "/bin")):
+            # bwrap would make the missing parents 0700: workers run as another uid and must get through.
+            for parent in reversed(prefix.parents[:-1]):
+                binds += ["--perms", "0755", "--dir", str(parent)]
+            binds += ["--ro-bind", str(prefix), str(prefix)]
+    return tuple(binds)

@@ -1,0 +1,159 @@
+"""What every view of a report (terminal, HTML, Gradescope, GitHub Classroom) tells a learner alike:
+flags in plain words, the checks to fix with one message per cause, the next step."""
+
+from collections.abc import Iterator
+
+from grader.core.report import CheckReport, FlagKind, Report, StageReport, Status
+from grader.core.stages import is_note
+
+MARKS = {Status.PASSED: "✓", Status.FAILED: "✗", Status.ERROR: "✗", Status.TIMEOUT: "⧗", Status.NOT_IMPLEMENTED: "·"}
+NOTE_MARK = "i"  # a note with something to say: advice, never a failure
+NOTES_HEADING = "Notes (marked i above: advice beyond the book, {worth})"
+STATUS_WORDS = {Status.PASSED: "passed", Status.FAILED: "failed", Status.ERROR: "error", Status.TIMEOUT: "ran out of time",
+                Status.NOT_IMPLEMENTED: "not implemented yet"}
+WITHHELD = "the hidden check's inputs are not shown; see the visible checks and the stage's guide"
+PRINTED_HEADING = "Your code printed:"
+PROVISIONAL = ("Only the visible checks ran (the documents' worked examples); the hidden checks run when "
+               "your instructor grades your work.")
+
+
+def flag_sentences(report: Report) -> list[str]:
+    """Each flag of ``report`` as a sentence a learner understands; the flag's own words come first."""
+    sentences = []
+    for flag in report["flags"]:
+        if flag.kind == FlagKind.PROVISIONAL:
+            sentences.append(PROVISIONAL)
+        elif flag.kind == FlagKind.UNSANDBOXED:
+            sentences.append(f"unsandboxed: your code ran without a sandbox, because {report['sandbox']}")
+        elif flag.kind == FlagKind.IGNORED:
+            sentences.append(f"{flag} (only the five stage files are graded)")
+        elif flag.kind == FlagKind.INCOMPLETE:
+            sentences.append(f"{flag}: the grader itself failed, not your code; grade again")
+        else:
+            sentences.append(flag)
+    if late := late_sentence(report.get("late")):
+        sentences.append(late)
+    return sentences
+
+
+def late_sentence(late: dict | None) -> str | None:
+    """The late penalty a batch with a course file set, in one sentence; None when nothing was taken."""
+    if not late or not late["penalty_points"]:
+        return None
+    stages = ", ".join(f"{s['id']} {s['hours_late']:g} h late, -{points_text(s['penalty_points'])}"
+                       for s in late["stages"] if s["penalty_points"])
+    return (f"late: handed in {late['submitted']} (UTC); penalty {points_text(late['penalty_points'])} points "
+            f"({stages})")
+
+
+def student_view(report: Report) -> Report:
+    """``report`` as a student may read it. A hidden check keeps its id, status, score and hint (a view
+    explains the hint from the public catalog), never its message, evidence or what the learner's code
+    printed during it: a message, a heat map or printed output could quote the hidden inputs, shapes and
+    expected values, which fixed seeds keep the same every term. Not even a message a visible check shares:
+    the learner's code picks its own exception's words, and could pick them by what a hidden input holds.
+    A hidden check without a hint says only its status and where to look instead."""
+    stages = []
+    for stage in report["stages"]:
+        checks = [c if c["visibility"] == "visible" else _withheld(c) for c in stage["checks"]]
+        stages.append({**stage, "checks": checks})
+    return {**report, "stages": stages}
+
+
+def _withheld(check: CheckReport) -> CheckReport:
+    if check["hint"] or check["status"] == Status.PASSED:
+        message = ""
+    else:
+        message = f"{STATUS_WORDS[check['status']]}: {WITHHELD}"
+    return {**check, "message": message, "evidence": None, "printed": ""}
+
+
+def total_label(report: Report) -> str:
+    return "Provisional total (visible checks only)" if any(f.kind == FlagKind.PROVISIONAL for f in report["flags"]) else "Total"
+
+
+def checks_to_fix(report: Report) -> Iterator[tuple[int, CheckReport, str | None]]:
+    """(stage number, check, the id of the check whose message it repeats, or None) for each check that
+    failed, errored or timed out; notes are told apart (notes_to_read)."""
+    for stage in report["stages"]:
+        repeats = repeated_causes(stage)
+        for check in stage["checks"]:
+            if check["status"] not in (Status.PASSED, Status.NOT_IMPLEMENTED) and not is_note(check["id"]):
+                yield stage_number(stage), check, repeats.get(check["id"])
+
+
+def notes_to_read(report: Report) -> list[tuple[int, CheckReport]]:
+    """(stage number, check) for each note with something to say: its advice was not followed. A note whose
+    stage could not be imported says nothing (the checks to fix say why)."""
+    return [(stage_number(stage), check) for stage in report["stages"] for check in stage["checks"]
+            if is_note(check["id"]) and check["status"] in (Status.FAILED, Status.ERROR) and not _stage_wide_cause(check)]
+
+
+def notes_heading(notes: list[tuple[int, CheckReport]]) -> str:
+    priced = sum(check["max_score"] for _, check in notes)
+    worth = (f"{points_text(priced)} points your instructor counts" if priced else
+             "no points unless your instructor counts them")
+    return NOTES_HEADING.format(worth=worth)
+
+
+def is_advice(check: CheckReport) -> bool:
+    """A note that was not followed and costs nothing: shown as advice, not as a failure."""
+    return (is_note(check["id"]) and check["status"] in (Status.FAILED, Status.ERROR) and not check["max_score"]
+            and not _stage_wide_cause(check))
+
+
+def mark(check: CheckReport) -> str:
+    """The check's mark in a stage's row."""
+    return NOTE_MARK if is_advice(check) else MARKS[check["status"]]
+
+
+def next_step(report: Report) -> tuple[int, str] | None:
+    """The stage and message of the first check whose function is not written yet, in stage order (a
+    visible check's message where there is one: a student's view shows no hidden check's)."""
+    for stage in report["stages"]:
+        waiting = [c for c in _visible_first(stage["checks"]) if c["status"] == Status.NOT_IMPLEMENTED]
+        if waiting:
+            return stage_number(stage), waiting[0]["message"]
+    return None
+
+
+def stage_number(stage: StageReport) -> int:
+    return int(stage["id"].removeprefix("stage"))
+
+
+def points_text(value: float) -> str:
+    return f"{value:g}"
+
+
+def repeated_causes(stage: StageReport) -> dict[str, str]:
+    """Check id -> the id of the first check of ``stage`` that failed for the same stage-wide cause (the
+    stage file could not be imported, imported a forbidden module, or hung or crashed while importing):
+    a view shows that cause once, in full, and points the other checks to it. The check shown in full is a
+    visible one wherever one shares the cause, so that no view points a student at a hidden check."""
+    first: dict[tuple, str] = {}
+    repeats = {}
+    for check in _visible_first(stage["checks"]):
+        cause = _stage_wide_cause(check)
+        if cause is None:
+            continue
+        if cause in first:
+            repeats[check["id"]] = first[cause]
+        else:
+            first[cause] = check["id"]
+    return repeats
+
+
+def repeat_message(first: str) -> str:
+    return f"the same problem as {first}: see its message"
+
+
+def _visible_first(checks: list[CheckReport]) -> list[CheckReport]:
+    return sorted(checks, key=lambda check: check["visibility"] != "visible")
+
+
+def _stage_wide_cause(check: CheckReport) -> tuple | None:
+    if check["hint"] in ("import-error", "forbidden-import"):  # by the hint: a student's view withholds a hidden check's message
+        return (check["hint"],)
+    if "importing your file" in check["message"] and check["status"] in (Status.TIMEOUT, Status.ERROR):
+        return "import", check["status"]
+    return None
