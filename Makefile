@@ -90,12 +90,12 @@ grade-all: $(INSTRUCTOR_STAMP)
 
 similarity: $(SIMILARITY_STAMP)
 	@test -n "$(SUBMISSIONS)" -a -n "$(OUT)" || { echo "usage: make similarity SUBMISSIONS=folder OUT=folder [SIMILARITY_ARGS=...]"; exit 2; }
-	@$(PY) -m grader.classroom.similarity $(SUBMISSIONS) --out $(OUT) $(SIMILARITY_ARGS)
+	@$(PY) -m grader.cli.similarity $(SUBMISSIONS) --out $(OUT) $(SIMILARITY_ARGS)
 
 # make canvas-export / moodle-export: one recipe, the LMS from the target's name.
 canvas-export moodle-export: %-export: $(RUNTIME_STAMP)
 	@test -n "$(OUT)" -a -n "$(ROSTER)" || { echo "usage: make $@ OUT=folder ROSTER=roster.csv [EXPORT=file] [EXPORT_ARGS=...]"; exit 2; }
-	@$(PY) -m grader.classroom.lms_export $* --grades $(OUT:%/=%)/grades.csv --roster $(ROSTER) --out $(or $(EXPORT),$(OUT:%/=%)/$*-import.csv) $(EXPORT_ARGS)
+	@$(PY) -m grader.cli.lms_export $* --grades $(OUT:%/=%)/grades.csv --roster $(ROSTER) --out $(or $(EXPORT),$(OUT:%/=%)/$*-import.csv) $(EXPORT_ARGS)
 
 gradescope: $(RUNTIME_STAMP)
 	@$(PY) -m grader.authoring.gradescope dist/gradescope-autograder.zip

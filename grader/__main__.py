@@ -8,15 +8,16 @@ import importlib
 import os
 import sys
 
-# A command's module is named as text: the student release ships no class commands, and there
-# `python -m grader batch` says so in one line instead of failing to import.
-COMMANDS = {"batch": "grader.cli.batch"}
+# The commands besides grading one submission, each grader/cli/<name>.py. Their modules are named only when
+# run: the student release ships none of them (grader/authoring/shipping.py follows every module named in
+# full), and there `python -m grader batch` says so in one line instead of failing to import.
+COMMANDS = ("batch",)
 DEFAULT = "grader.cli.grade"
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    name = COMMANDS.get(argv[0]) if argv else None
+    name = f"grader.cli.{argv[0]}" if argv and argv[0] in COMMANDS else None
     try:
         command = importlib.import_module(name or DEFAULT)
     except ModuleNotFoundError as error:

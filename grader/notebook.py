@@ -17,18 +17,13 @@ from functools import cache
 from pathlib import Path
 from types import ModuleType
 
-from grader.core.hints import explain
-from grader.core.report import CheckReport, Report, Status
+from grader.core.report import Report
 from grader.core.report import read as read_report
-from grader.runner.implementation import SUBMISSION_PACKAGE, register_package
 from grader.core.stages import STAGE_MODULES
-from grader.runner.escaping import printable
+from grader.runner.implementation import SUBMISSION_PACKAGE, register_package
+from grader.views.notebook import HIDDEN_LATER, NOT_BESIDE, SUMMARY, verdict_line
 
 GRADING_SECONDS = 240  # the whole grader run for one stage; a correct one takes about 3 s
-# What the test cells print, which nbgrader-reconcile reads back from a graded notebook as evidence
-HIDDEN_LATER = "The hidden checks run when your notebook is graded."
-SUMMARY = "{kind} checks of stage {stage}: "  # then earned/possible
-NOT_BESIDE = "{name} is not in {folder}: run the answer cell"  # then how
 
 
 class NotebookGradingError(RuntimeError):
@@ -54,7 +49,7 @@ def check(stage: int, hidden: bool = False) -> float:
         print(HIDDEN_LATER)
         return 0.0
     for c in checks:
-        print(_verdict_line(c, stage, hidden))
+        print(verdict_line(c, stage, hidden))
     earned = float(sum(c["score"] for c in checks))
     print(SUMMARY.format(kind="hidden" if hidden else "visible", stage=stage)
           + f"{earned:g}/{sum(c['max_score'] for c in checks):g}")
@@ -90,17 +85,3 @@ def _grade(stage: int, name: str, content: bytes) -> Report:
         if report is None:
             raise NotebookGradingError("the grader wrote a report that cannot be read")
         return report
-
-
-def _verdict_line(c: CheckReport, stage: int, hidden: bool) -> str:
-    mark = "✓" if c["status"] == Status.PASSED else "✗"
-    line = f"{mark} {c['id']}: {c['score']:g}/{c['max_score']:g}"
-    if c["status"] == Status.PASSED:
-        return line
-    # The student view withholds a hidden check's message: only the catalog speaks for it.
-    detail = [] if hidden else [f"    {printable(text, keep_newlines=False)}" for text in c["message"].split("\n")]
-    if c["hint"]:
-        detail.append(f"    hint [{c['hint']}]: {explain(c['hint'], stage)}")
-    elif hidden:
-        detail.append(f"    {c['status'].replace('_', ' ')}")
-    return "\n".join([line, *detail])

@@ -8,6 +8,7 @@ import tomllib
 from pathlib import Path
 
 from grader.authoring.stubs import learner_imports
+from grader.core import report as report_model
 from grader.core.stages import STAGE_MODULES
 from tests.conftest import REPO
 
@@ -52,7 +53,9 @@ def grade(submission: Path, *options: str, report: Path | None = None) -> tuple[
         cwd=REPO, capture_output=True, text=True, timeout=600,
     )
     assert result.returncode == 0, result.stderr
-    return result, json.loads(report.read_text())
+    read = report_model.read(report)
+    assert read is not None, report.read_text()
+    return result, read
 
 
 def batch(submissions: Path, out: Path, *options: str) -> subprocess.CompletedProcess:

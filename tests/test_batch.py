@@ -13,6 +13,7 @@ import zipfile
 import jsonschema
 import pytest
 
+from grader.core import report as report_model
 from grader.views.terminal import render_text
 from tests.conftest import REPO
 from tests.grading import MUTANTS, batch, learner_copy
@@ -62,7 +63,7 @@ def test_every_student_gets_a_report_a_feedback_file_and_a_row(graded):
     rows = {row["student_id"]: row for row in gradebook(out)}
     assert list(rows) == ["ada", "bo", "cy", "di", "ed", "fay", "gus", "hal"]
     for student in rows:
-        report = json.loads((out / f"{student}.json").read_text())
+        report = report_model.read(out / f"{student}.json")
         jsonschema.validate(report, SCHEMA)
         feedback = render_text(report, student, color=False, student_facing=True, folder="")
         assert (out / f"{student}.txt").read_text() == feedback + "\n"
@@ -140,8 +141,10 @@ def test_an_incomplete_report_is_graded_again_and_a_complete_one_is_not(graded, 
 def test_a_sandbox_that_dies_marks_its_student_incomplete_and_the_next_is_graded_in_a_fresh_one(tmp_path):
     import threading
 
-    from grader.sandbox.zygote import Sandbox
+    from grader.core.options import GradingOptions
+    from grader.core.points import points_in_use
     from grader.judge.session import grade_each
+    from grader.sandbox.zygote import Sandbox
     from grader.intake.staging import stage_submission
 
     slow = learner_copy(tmp_path / "slow", stages=[1])
@@ -154,7 +157,8 @@ def test_a_sandbox_that_dies_marks_its_student_incomplete_and_the_next_is_graded
     with Sandbox() as sandbox:
         sandbox.device  # noqa: B018 - the zygote is up
         threading.Timer(1.5, sandbox._zygote.kill).start()  # the grader's own failure, mid-student
-        grade_each(sandbox, iter([stage_submission(slow), stage_submission(honest)]), reports.append, [1], False, 5.0)
+        grade_each(sandbox, iter([stage_submission(slow), stage_submission(honest)]), reports.append,
+                   GradingOptions((1,), points_in_use(), timeout=5.0))
     first, second = reports
     assert not first["complete"] and any(flag.startswith("incomplete: ") for flag in first["flags"]), first["flags"]
     assert second["complete"] and second["score"] == 20, second["flags"]
@@ -162,7 +166,7 @@ def test_a_sandbox_that_dies_marks_its_student_incomplete_and_the_next_is_graded
 
 def test_a_student_asked_for_is_found_whatever_unicode_form_the_id_was_typed_in(tmp_path):
     from grader.classroom.plan import chosen_ids as _chosen
-    from grader.intake.layouts import Student
+    from grader.intake.students import Student
 
     students = [Student("Jos\u00e9", tmp_path), Student("ada", tmp_path)]
     assert _chosen(students, ["Jose\u0301"], tmp_path) == {"Jos\u00e9"}

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.intake.layouts import MAX_ID_BYTES, student_id
+from grader.intake.students import MAX_ID_BYTES, student_id
 from tests.grading import batch, learner_copy
 
 LONG = "a" * 250  # with ".zip", 254 bytes: as long as a file name gets

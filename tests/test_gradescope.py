@@ -16,6 +16,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from grader.sandbox import confinement
 from grader.sandbox import zygote as sandbox
 from grader.authoring.gradescope import NEVER_SHIPPED, build, entry_points
 from grader.authoring.shipping import closure, data_files
@@ -115,7 +116,7 @@ def like_gradescopes_image(folder: Path) -> list[str]:
     installation bound back in), and the grader's packages exist in /autograder/source alone: every other copy
     this machine has (this checkout, an editable install's) is covered by an empty folder."""
     steps = ["set -e", *(f"mount -t tmpfs -o mode=0700 tmpfs {shlex.quote(str(hidden))}"
-                         for hidden in sandbox._hidden_paths())]
+                         for hidden in confinement.hidden_paths())]
     installation = Path(sys.base_prefix).resolve()
     closed = next((p for p in reversed(installation.parents) if not p.stat().st_mode & stat.S_IXOTH), None)
     if closed is not None:
@@ -129,7 +130,7 @@ def like_gradescopes_image(folder: Path) -> list[str]:
 
 
 def nobody_reads_python() -> bool:
-    return _readable_as(UNPRIVILEGED_UID, sorted(sandbox._site_folders()))
+    return _readable_as(UNPRIVILEGED_UID, sorted(confinement.site_folders()))
 
 
 def visible_text(results: dict) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.core.points import points_in_use
 from grader.core.points import points_file_text
 from grader.core.stages import STAGES
 from tests.grading import REPO, learner_copy
@@ -90,7 +91,7 @@ def commands(kind: str) -> list[str]:
 
 
 def module_of(command: str) -> list[str]:
-    """The `python -m` words a command runs (`grader batch`, `grader.classroom.similarity`), a make target's from `make -n`."""
+    """The `python -m` words a command runs (`grader batch`, `grader.cli.similarity`), a make target's from `make -n`."""
     words = shlex.split(PLACEHOLDER.sub("x", command.replace("|", " ")))
     if words[0] == "make":
         dry = subprocess.run(["make", "-s", "-n", *words[1:]], cwd=REPO, capture_output=True, text=True,
@@ -230,7 +231,7 @@ def test_the_grading_policy_table_gives_each_stage_its_points_as_graded():
                                                              re.MULTILINE)}
     assert sorted(shown) == STAGES, "the table has a row per stage, core and bonus"
     graded: dict[int, list[float]] = {}
-    for check in planned_checks(STAGES):
+    for check in planned_checks(STAGES, points_in_use()):
         points = graded.setdefault(check.stage, [0.0, 0.0, 0.0])
         points[check.visibility == "hidden"] += check.points
         points[2] += check.points

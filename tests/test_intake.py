@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.intake.layouts import Student, detect_layout, list_students, parse_time
+from grader.intake.layouts import detect_layout, list_students
+from grader.intake.students import Student
+from grader.intake.times import parse_time
 from grader.core.stages import STAGE_MODULES
 from grader.intake.staging import STAGE_FILES, SubmittedPart, stage_file_meant, stage_submission
 from tests.grading import batch, learner_copy

@@ -441,6 +441,8 @@ raise RuntimeError(f"REPORT{found}")
 @needs_bubblewrap
 def test_no_student_text_is_left_in_the_memory_workers_are_forked_from(tmp_path):
     from grader.sandbox.zygote import Sandbox
+    from grader.core.options import GradingOptions
+    from grader.core.points import points_in_use
     from grader.judge.session import grade_each
     from grader.intake.staging import stage_submission
 
@@ -450,7 +452,7 @@ def test_no_student_text_is_left_in_the_memory_workers_are_forked_from(tmp_path)
     reports = []
     with Sandbox(many_students=True) as sandbox:  # one lane: the honest student fully graded, then the scan
         grade_each(sandbox, iter([stage_submission(honest), stage_submission(tmp_path / "scan")]), reports.append,
-                   [1, 2, 3, 4, 5], False, 60.0)
+                   GradingOptions((1, 2, 3, 4, 5), points_in_use(), timeout=60.0))
     assert reports[0]["score"] == 100
     message = reports[1]["stages"][0]["checks"][0]["message"]
     assert "REPORT0" in message, message
@@ -473,17 +475,17 @@ def test_each_lane_keeps_to_its_own_core(tmp_path):
 
 
 def test_the_references_are_covered_wherever_the_sandbox_shows_them(monkeypatch, tmp_path):
-    from grader.sandbox import zygote as sandbox
+    from grader.sandbox import confinement as sandbox
 
     monkeypatch.setattr(sandbox, "SYSTEM_PATHS", [*sandbox.SYSTEM_PATHS, str(REPO.parent)])  # a checkout under /usr
-    binds = sandbox._grading_binds("cpu")
+    binds = sandbox.grading_binds("cpu")
     for package in ("solutions", "grader", "tests"):
         assert str(REPO / package) in [binds[i + 1] for i, arg in enumerate(binds) if arg == "--tmpfs"]
     site = tmp_path / "site-packages"  # a non-editable install
     for name in ("solutions", "torch", "numpy"):
         (site / name).mkdir(parents=True)
     monkeypatch.setattr(sys, "path", [*sys.path, str(site)])
-    readable = sandbox._landlock_paths()["readable"]
+    readable = sandbox.landlock_paths()["readable"]
     assert str(site / "torch") in readable and str(site / "numpy") in readable
     assert not any(Path(path) in (site, site / "solutions", REPO) or (REPO / "solutions").is_relative_to(path)
                    for path in readable), readable

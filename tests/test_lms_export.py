@@ -1,4 +1,4 @@
-"""python -m grader.classroom.lms_export: grades.csv as Canvas's and Moodle's importers read a file.
+"""python -m grader.cli.lms_export: grades.csv as Canvas's and Moodle's importers read a file.
 
 The formats, from the LMSs' own code: Canvas's gradebook importer (canvas-lms
 app/models/gradebook_importer.rb) wants a header whose first cells are Student and ID, then SIS
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.classroom import lms_export
+from grader.cli import lms_export as lms_export_command
 from tests.grading import REPO
 from tests.grading import make as run_make
 
@@ -44,7 +44,7 @@ def export(tmp_path: Path, lms: str, *options: str, grades: str = GRADES, roster
     (tmp_path / "roster.csv").write_text(roster, encoding="utf-8")
     out = tmp_path / f"{lms}.csv"
     out.unlink(missing_ok=True)
-    status = lms_export.main([lms, "--grades", str(tmp_path / "grades.csv"), "--roster", str(tmp_path / "roster.csv"),
+    status = lms_export_command.main([lms, "--grades", str(tmp_path / "grades.csv"), "--roster", str(tmp_path / "roster.csv"),
                               "--out", str(out), *options])
     return status, out.read_bytes() if out.exists() else b"", capsys.readouterr().err
 
@@ -171,7 +171,7 @@ def test_roster_problems_are_one_line_each(tmp_path, capsys):
 def test_make_targets_run_this_module_on_outs_grades(lms):
     dry_run = run_make(REPO, "-n", f"{lms}-export", "OUT=grades", "ROSTER=roster.csv")
     assert dry_run.returncode == 0
-    assert (f"-m grader.classroom.lms_export {lms} --grades grades/grades.csv --roster roster.csv "
+    assert (f"-m grader.cli.lms_export {lms} --grades grades/grades.csv --roster roster.csv "
             f"--out grades/{lms}-import.csv") in dry_run.stdout
 
 

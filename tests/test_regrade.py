@@ -195,13 +195,13 @@ def test_the_grader_hash_follows_the_grading_files_and_not_the_release_tools(mon
     monkeypatch.setattr(fingerprint, "GRADER_DIR", copy)
     original = grader_hash()
     (copy / "authoring" / "release.py").write_text("# the release builder grades nothing\n")
-    registry = (copy / "stages.toml").read_text()
-    (copy / "stages.toml").write_text(registry.replace('"document.attention_scores" = 2', '"document.attention_scores" = 3'))
+    registry = (copy / "core" / "stages.toml").read_text()
+    (copy / "core" / "stages.toml").write_text(registry.replace('"document.attention_scores" = 2', '"document.attention_scores" = 3'))
     assert grader_hash() == original  # the points are hashed apart, from the table in use
-    (copy / "stages.toml").write_text(registry.replace('title = "weight transfer', 'title = "copying weights'))
+    (copy / "core" / "stages.toml").write_text(registry.replace('title = "weight transfer', 'title = "copying weights'))
     assert grader_hash() != original
-    (copy / "stages.toml").write_text(registry)
-    (copy / "hints.toml").write_text((copy / "hints.toml").read_text() + "\n# a hint reworded\n")
+    (copy / "core" / "stages.toml").write_text(registry)
+    (copy / "core" / "hints.toml").write_text((copy / "core" / "hints.toml").read_text() + "\n# a hint reworded\n")
     assert grader_hash() != original
 
 

@@ -10,8 +10,10 @@ import zipfile
 
 import pytest
 
+from grader.core.points import points_in_use
 from grader.authoring.release import CHECKS_CONFTEST, NEVER_SHIPPED, build_release, learner_entry_points
-from grader.authoring.shipping import closure, data_files
+from grader.authoring.layers import GRADING_LAYERS
+from grader.authoring.shipping import closure, data_files, layer_modules
 from grader.authoring.stubs import BEGIN, END
 from grader.core.course import course_text
 from grader.judge.plugin import planned_checks
@@ -83,11 +85,15 @@ def test_the_grader_is_what_its_users_and_visible_checks_import(release):
     learner command or visible check imports (a module only hidden checks use stays behind)."""
     folder, _ = release
     checks = [f"grader.judge.checks.test_stage{n}" for n in STAGES]
-    modules = closure([*learner_entry_points(), CHECKS_CONFTEST, *checks], never=NEVER_SHIPPED, root=folder)
+    modules = closure([*learner_entry_points(), CHECKS_CONFTEST, *checks, *layer_modules(GRADING_LAYERS, root=folder)],
+                      never=NEVER_SHIPPED, root=folder)
+    # every module of the layers that grade one submission, as they are here: a new module can never stay behind
+    assert set(layer_modules(GRADING_LAYERS)) <= set(modules)
     shipped = {str(path.relative_to(folder)) for path in modules.values()}
     shipped |= {str(path.relative_to(folder)) for path in data_files(modules, root=folder)}
     assert shipped == {name for name in release_files(folder) if name.startswith("grader/")}
-    for module in ("grader.core.toml_file", "grader.intake.notebook_files", "grader.classroom.batch", "grader.notebook", "grader.runner.zygote"):
+    assert not any(module.startswith(("grader.classroom", "grader.cli.batch")) for module in modules)  # a class's tools
+    for module in ("grader.core.toml_file", "grader.intake.notebook_files", "grader.cli.grade", "grader.notebook", "grader.runner.zygote"):
         assert module in modules  # imported inside a function, or run by name (-m), or by a notebook
 
 
@@ -111,7 +117,7 @@ def test_no_solution_and_no_hidden_check(release):
     for name, text in texts.items():
         assert not secrets & {line.strip() for line in text.splitlines()}, name
         assert BEGIN not in text and "BEGIN HIDDEN TESTS" not in text, name
-    hidden = [c for c in planned_checks(STAGES) if c.visibility == "hidden"]
+    hidden = [c for c in planned_checks(STAGES, points_in_use()) if c.visibility == "hidden"]
     assert hidden
     for check in hidden:
         assert not [name for name, text in texts.items() if check.id in text], check.id
@@ -123,7 +129,7 @@ def test_points_are_the_visible_checks_points(release):
     import tomllib
 
     table = tomllib.loads((folder / "grader" / "core" / "stages.toml").read_text())
-    visible = {(f"stage{c.stage}", c.id): c.points for c in planned_checks(STAGES) if c.visibility == "visible"}
+    visible = {(f"stage{c.stage}", c.id): c.points for c in planned_checks(STAGES, points_in_use()) if c.visibility == "visible"}
     assert {(stage, check): points for stage, entry in table.items() for check, points in entry["points"].items()} == visible
 
 
@@ -144,7 +150,7 @@ def test_make_grade_in_the_release(release, tmp_path):
     assert stubbed.returncode == 0, stubbed.stderr
     report = json.loads((tmp_path / "stubs.json").read_text())
     assert report["score"] == 0 and "provisional" in report["flags"]
-    visible_points = sum(c.points for c in planned_checks(STAGES) if c.visibility == "visible")
+    visible_points = sum(c.points for c in planned_checks(STAGES, points_in_use()) if c.visibility == "visible")
     assert f"Provisional total (visible checks only): 0/{visible_points:g}" in stubbed.stdout
     solved = shutil.copytree(folder, tmp_path / "solved")
     learner_copy(solved / "exercises")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.sandbox import confinement as confinement_module
 from grader.sandbox import zygote as sandbox_module
 from grader.sandbox.workers import LearnerFailure, LearnerWorkers
 from grader.sandbox.zygote import Sandbox, confinement
@@ -252,14 +253,14 @@ def test_the_copy_of_the_grader_in_use_is_probed_first(tmp_path, monkeypatch):
     # Another copy whose path sorts first (as a checkout in /a would before /tmp/autograder/source): a failed
     # probe names at most a few files, and those must be of the reference that grades.
     other = tmp_path / "aaa"
-    for package in sandbox_module.HIDDEN_PACKAGES:
+    for package in confinement_module.HIDDEN_PACKAGES:
         (other / package).mkdir(parents=True)
         (other / package / "x.py").write_text("")
     monkeypatch.syspath_prepend(str(other))
-    hidden = sandbox_module._hidden_paths()
+    hidden = confinement_module.hidden_paths()
     assert any(path.is_relative_to(other) for path in hidden)
-    assert hidden[0].is_relative_to(sandbox_module.REPO.resolve())
-    assert sandbox_module._probe_paths()[0].startswith(str(sandbox_module.REPO.resolve()))
+    assert hidden[0].is_relative_to(confinement_module.REPO.resolve())
+    assert confinement_module.probe_paths()[0].startswith(str(confinement_module.REPO.resolve()))
 
 
 def test_a_sandbox_left_by_a_judge_killed_while_bwrap_started_is_ended_by_the_next():

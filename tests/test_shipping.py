@@ -25,7 +25,7 @@ def tree(tmp_path):
         "grader/table.toml": "",
         "grader/unused.toml": "",
         "grader/hidden_only.py": "",
-        "grader/judge/checks.py": "from grader.hidden_only import secret\nfrom grader.sub import helper\n",
+        "grader/checks.py": "from grader.hidden_only import secret\nfrom grader.sub import helper\n",
         "grader/authoring.py": "",
     }
     for name, text in files.items():
@@ -44,9 +44,9 @@ def test_the_closure_follows_every_kind_of_import(tree):
 
 def test_a_module_given_as_text_ships_what_the_text_imports(tree):
     """A check module rewritten without its hidden checks: what only those imported stays behind."""
-    files = shipment(["grader.judge.checks"], {"grader.judge.checks": "from grader.sub import helper\n"}, root=tree)
-    assert "grader/hidden_only.py" not in files and files["grader/judge/checks.py"] == b"from grader.sub import helper\n"
-    assert "grader/hidden_only.py" in shipment(["grader.judge.checks"], root=tree)
+    files = shipment(["grader.checks"], {"grader.checks": "from grader.sub import helper\n"}, root=tree)
+    assert "grader/hidden_only.py" not in files and files["grader/checks.py"] == b"from grader.sub import helper\n"
+    assert "grader/hidden_only.py" in shipment(["grader.checks"], root=tree)
 
 
 def test_an_import_that_resolves_to_no_file_stops_the_build(tree):

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from grader.classroom import similarity
+from grader.cli import similarity as similarity_command
 from grader.authoring.stubs import learner_imports
 from tests.grading import ALTERNATIVES, REPO, learner_copy
 from tests.grading import make as run_make
@@ -123,7 +124,7 @@ def class_folder(tmp_path_factory) -> Path:
 
 
 def run(submissions: Path, out: Path, *options: str, capsys) -> tuple[int, list[dict[str, str]], str]:
-    status = similarity.main([str(submissions), "--out", str(out), *options])
+    status = similarity_command.main([str(submissions), "--out", str(out), *options])
     stderr = capsys.readouterr().err
     csv_path = out / "similarity.csv"
     rows = list(csv.DictReader(csv_path.open(encoding="utf-8"))) if csv_path.exists() else []
@@ -227,4 +228,4 @@ def test_a_class_of_one_compares_nothing_and_a_missing_folder_is_one_line(tmp_pa
 
 def test_make_similarity_runs_this_module():
     dry_run = run_make(REPO, "-n", "similarity", "SUBMISSIONS=class/", "OUT=grades/")
-    assert dry_run.returncode == 0 and "-m grader.classroom.similarity class/ --out grades/" in dry_run.stdout
+    assert dry_run.returncode == 0 and "-m grader.cli.similarity class/ --out grades/" in dry_run.stdout

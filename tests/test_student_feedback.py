@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.core import report as report_model
 from grader.views.feedback import WITHHELD, student_view
 from grader.views.html import render_html
 from grader.views.terminal import render_text
@@ -41,7 +42,7 @@ def graded(tmp_path_factory) -> list[tuple[str, dict, dict[str, str]]]:
     batch(folder / "class", folder / "out")
     graded = []
     for hint, wrong in students.items():
-        graded.append((hint, json.loads((folder / "out" / f"{hint}.json").read_text()),
+        graded.append((hint, report_model.read(folder / "out" / f"{hint}.json"),
                        {"batch .txt": (folder / "out" / f"{hint}.txt").read_text()}))
         outputs = {name: folder / f"{hint}.{name}" for name in ("json", "results.json", "classroom.json", "html")}
         result = subprocess.run(

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.core import report as report_model
 from tests.conftest import REPO
 from tests.grading import batch, learner_copy
 from tests.hostile import STAGE1, Hostile, write_hostile
@@ -229,7 +230,7 @@ def test_only_the_graders_own_colour_codes_reach_a_colour_terminal(graded_class)
     from grader.views.terminal import COLOUR_CODES, render_text
 
     _, out = graded_class
-    coloured = render_text(json.loads((out / "liar.json").read_text()), "liar", color=True)
+    coloured = render_text(report_model.read(out / "liar.json"), "liar", color=True)
     uncoloured = coloured
     for code in [*COLOUR_CODES.values(), "0"]:
         uncoloured = uncoloured.replace(f"\x1b[{code}m", "")
@@ -239,7 +240,7 @@ def test_only_the_graders_own_colour_codes_reach_a_colour_terminal(graded_class)
 
 def test_staging_turns_any_failure_into_one_unreadable_flag_and_the_class_goes_on(monkeypatch):
     from grader.classroom import plan
-    from grader.intake.layouts import Student
+    from grader.intake.students import Student
 
     def failing(source: Path):
         raise ValueError("bad\nline\x1b[2J")

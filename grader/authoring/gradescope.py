@@ -20,14 +20,16 @@ import tomllib
 import zipfile
 from pathlib import Path
 
-from grader.authoring.shipping import script_modules, shipment
+from grader.authoring.layers import GRADING_LAYERS
+from grader.authoring.shipping import layer_modules, script_modules, shipment
 from grader.core.course import course_stages, course_text, note_prices, read_course
 from grader.core.stages import STAGE_MODULES
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = Path(__file__).with_name("gradescope")
 CHECKS = REPO / "grader" / "judge" / "checks"
-NEVER_SHIPPED = ("grader.authoring", "tests")  # authoring tools and tests are for the repository, not for grading
+# authoring tools, a class's tools and tests are for the repository, not for grading one submission
+NEVER_SHIPPED = ("grader.authoring", "grader.classroom", "tests")
 FIXED_DATE = (2026, 1, 1, 0, 0, 0)
 
 
@@ -51,7 +53,7 @@ def contents(course: Path | None = None) -> dict[str, tuple[bytes, bool]]:
     entries = {name: ((SCRIPTS / name).read_bytes(), True) for name in ("setup.sh", "run_autograder")}
     entries["requirements.txt"] = (requirements().encode(), False)
     entries["course.toml"] = (course_text(course_stages(course), note_prices(read_course(course), course)).encode(), False)
-    entries.update({name: (data, False) for name, data in shipment(entry_points(), never=NEVER_SHIPPED).items()})
+    entries.update({name: (data, False) for name, data in shipment([*entry_points(), *layer_modules(GRADING_LAYERS)], never=NEVER_SHIPPED).items()})
     return entries
 
 

@@ -20,7 +20,8 @@ import sys
 import zipfile
 from pathlib import Path
 
-from grader.authoring.shipping import packages, script_modules, shipment
+from grader.authoring.layers import GRADING_LAYERS
+from grader.authoring.shipping import layer_modules, packages, script_modules, shipment
 from grader.authoring.stubs import expected_exercises
 from grader.core.course import course_stages, course_text, note_prices, read_course
 from grader.core.points import points_in_use
@@ -31,14 +32,16 @@ REPO = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = REPO / "dist" / "student"
 RELEASE_DIR = Path(__file__).with_name("release")  # the student Makefile, README, pyproject
 CLASSROOM_WORKFLOW = Path(__file__).with_name("classroom") / "classroom.yml"
-TEMPLATES = {"Makefile", "README.md", "pyproject.toml"}  # their @...@ are the release's stages and packages
+TEMPLATES = {"Makefile", "README.md", "pyproject.template.toml"}  # their @...@ are the release's stages and packages
+# Files of RELEASE_DIR released under another name: a pyproject.toml here would be read as this repository's tools' settings
+RELEASED_AS = {"gitignore.release": ".gitignore", "pyproject.template.toml": "pyproject.toml"}
 LEARNER_DOCS = ["errata.md", "troubleshooting.md"]  # and each stage's guide
 # What the learners run: `make grade` and the Classroom workflow run `python -m grader` (read from
 # their text), a notebook imports grader.notebook; pytest loads the checks' conftest and the visible
 # check modules. The release ships these and whatever they import (grader.authoring.shipping).
 NOTEBOOK_ENTRY = "grader.notebook"
 CHECKS_CONFTEST = "grader.judge.checks.conftest"
-NEVER_SHIPPED = ("grader.authoring", "solutions", "tests")  # the build stops if the closure reaches them
+NEVER_SHIPPED = ("grader.authoring", "grader.classroom", "solutions", "tests")  # the build stops if the closure reaches them
 
 
 def _is_hidden_check(node: ast.AST) -> bool:
@@ -139,7 +142,8 @@ def released_grader(stages: list[Stage]) -> dict[str, bytes]:
         text = visible_only((REPO / "grader" / "judge" / "checks" / f"test_stage{stage.number}.py").read_text(encoding="utf-8"))
         compile(text, f"test_stage{stage.number}.py", "exec")
         checks[f"grader.judge.checks.test_stage{stage.number}"] = text
-    shipped = shipment([*learner_entry_points(), CHECKS_CONFTEST, *checks], checks, NEVER_SHIPPED)
+    shipped = shipment([*learner_entry_points(), CHECKS_CONFTEST, *checks, *layer_modules(GRADING_LAYERS)], checks,
+                       NEVER_SHIPPED)
     shipped["grader/core/stages.toml"] = _released_registry(stages).encode()
     return shipped
 
@@ -167,8 +171,8 @@ def build_release(out: Path, course: Path | None = None) -> Path:
         (out / name).parent.mkdir(parents=True, exist_ok=True)
         (out / name).write_bytes(data)
     (out / "course.toml").write_text(course_text([s.number for s in stages], note_prices(read_course(course), course)), encoding="utf-8")
-    for path in sorted(RELEASE_DIR.iterdir()):  # gitignore.release -> .gitignore
-        target = out / (f".{path.stem}" if path.suffix == ".release" else path.name)
+    for path in sorted(RELEASE_DIR.iterdir()):
+        target = out / RELEASED_AS.get(path.name, path.name)
         target.write_text(_filled(path.name, path.read_text(encoding="utf-8"), stages, shipped), encoding="utf-8")
         shutil.copymode(path, target)
     (out / ".github" / "workflows").mkdir(parents=True)

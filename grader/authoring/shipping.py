@@ -16,47 +16,14 @@ import ast
 import re
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("grader", "solutions")  # the repository's own packages, whose imports the closure follows
+from grader.authoring.imports import REPO, imported_modules, module_file, package_modules, parents
+
 MODULE_NAME = re.compile(r"grader(\.[A-Za-z_][A-Za-z0-9_]*)+")  # a string that names a module, e.g. for -m
 SCRIPT_MODULE = re.compile(r"(-m\s+|\bfrom\s+|\bimport\s+)(grader(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\b")
 
 
 class ShippingError(ValueError):
     """A grader import that cannot be resolved, or one the artefact must not ship; the message says which."""
-
-
-def module_file(name: str, root: Path = REPO) -> Path | None:
-    """The file of module ``name`` under ``root`` (a package's __init__.py), or None."""
-    base = root.joinpath(*name.split("."))
-    for path in (base / "__init__.py", base.with_suffix(".py")):
-        if path.is_file():
-            return path
-    return None
-
-
-def _parents(name: str) -> list[str]:
-    parts = name.split(".")
-    return [".".join(parts[:end]) for end in range(1, len(parts) + 1)]
-
-
-def _imported(name: str, tree: ast.AST, is_package: bool, root: Path) -> list[tuple[str, int]]:
-    """(module, line) for every import of one of PACKAGES in ``tree``, the module ``name``."""
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found += [(alias.name, node.lineno) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:  # relative: from the package this module is in (or is)
-                package = name.split(".")[:len(name.split(".")) - node.level + (1 if is_package else 0)]
-                base = ".".join([*package, *([node.module] if node.module else [])])
-            else:
-                base = node.module
-            found.append((base, node.lineno))
-            # `from grader.judge.checks import documented`: a module; `from grader.sandbox.zygote import MODES`: a name
-            found += [(f"{base}.{alias.name}", node.lineno) for alias in node.names
-                      if alias.name != "*" and module_file(f"{base}.{alias.name}", root)]
-    return [(module, line) for module, line in found if module.split(".")[0] in PACKAGES]
 
 
 def _named(tree: ast.AST, root: Path) -> list[tuple[str, int]]:
@@ -85,7 +52,7 @@ def closure(entries: list[str], sources: dict[str, str] | None = None, never: tu
     waiting = [(entry, "the entry points", 0) for entry in entries]
     while waiting:
         name, importer, line = waiting.pop()
-        for module in _parents(name):
+        for module in parents(name):
             if module in shipped:
                 continue
             if any(module == prefix or module.startswith(f"{prefix}.") for prefix in never):
@@ -100,7 +67,7 @@ def closure(entries: list[str], sources: dict[str, str] | None = None, never: tu
             except SyntaxError as error:
                 raise ShippingError(f"{relative} cannot be read as Python: {error}") from None
             waiting += [(found, relative, at) for found, at in
-                        [*_imported(module, tree, path.name == "__init__.py", root), *_named(tree, root)]]
+                        [*imported_modules(module, tree, path.name == "__init__.py", root), *_named(tree, root)]]
     return shipped
 
 
@@ -130,3 +97,9 @@ def shipment(entries: list[str], sources: dict[str, str] | None = None, never: t
 def packages(files: dict[str, bytes]) -> list[str]:
     """The packages (dotted) a shipment's files form: each folder holding an __init__.py."""
     return sorted(name.removesuffix("/__init__.py").replace("/", ".") for name in files if name.endswith("/__init__.py"))
+
+
+def layer_modules(layers: tuple[str, ...], root: Path = REPO) -> list[str]:
+    """Every module of the grader's ``layers`` (grader.authoring.layers): an artefact ships a layer whole, so a
+    module added to it can never be left out."""
+    return [name for layer in layers for name, _ in package_modules(f"grader.{layer}", root)]

@@ -20,7 +20,8 @@ from grader.intake.staging import StagedSubmission
 GRADER_DIR = Path(__file__).parents[1]
 # Files of the grader that never shape a report (the release, Gradescope and nbgrader builders), and the
 # stage registry, hashed apart: its points as the points table in use, the rest as the grader's.
-NOT_GRADING = ("authoring/", "core/stages.toml")  # a folder (its files) or a file
+REGISTRY = REGISTRY_FILE.relative_to(GRADER_DIR).as_posix()  # core/stages.toml
+NOT_GRADING = ("authoring/", REGISTRY)  # a folder (its files) or a file
 
 # Why a student is graded, in the order a summary lists them; each label also ends a gradebook row's
 # "not graded: ..." when the student could not be graded this run.
@@ -70,7 +71,7 @@ def grader_hash() -> str:
     for root, label in ((GRADER_DIR, "grader"), (_solutions_dir(), "solutions")):
         for path in sorted(_grading_files(root)):
             _feed(digest, f"{label}/{path.relative_to(root).as_posix()}".encode(), path.read_bytes())
-    stages = tomllib.loads(REGISTRY_FILE.read_text(encoding="utf-8"))
+    stages = tomllib.loads((GRADER_DIR / REGISTRY).read_text(encoding="utf-8"))
     _feed(digest, json.dumps({stage: {**entry, "points": None} for stage, entry in stages.items()}, sort_keys=True).encode())
     _feed(digest, f"torch {importlib.metadata.version('torch')}".encode())
     return f"sha256:{digest.hexdigest()}"

@@ -13,7 +13,7 @@ from grader.core.late_policy import MARKED_LATE_WITHOUT_TIME, NO_SUBMISSION_TIME
 from grader.core.output_files import inert, write_atomic
 from grader.core.points import rounded
 from grader.core.report import Flag, FlagKind, Report
-from grader.intake.layouts import Student
+from grader.intake.students import Student
 from grader.runner.escaping import listing
 
 def csv_columns(stages: list[int]) -> list[str]:

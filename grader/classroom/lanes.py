@@ -21,7 +21,7 @@ from grader.classroom.progress import Progress
 from grader.core.late_policy import LatePolicy
 from grader.core.options import ClassOptions, GradingOptions
 from grader.core.report import Report, failed
-from grader.intake.layouts import Student
+from grader.intake.students import Student
 
 class LaneError(RuntimeError):
     """A lane could not start its sandbox: nothing can be graded."""

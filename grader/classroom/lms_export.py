@@ -147,7 +147,7 @@ def moodle_csv(columns: list[str], roster: list[dict[str, str]], grades: dict[st
 
 def _grade_cell(student: dict[str, str], grades: dict[str, Grade], points_possible: float) -> str:
     """The student's grade in the LMS's points; blank (no grade, not 0) when grades.csv has none."""
-    grade = grades.get(_as_in_grades(student))
+    grade = grades.get(as_in_grades(student))
     if grade is None or grade.points is None or not grade.max_points:
         print(f"lms_export: no grade for {_named(student)}: left blank", file=sys.stderr)
         return ""
@@ -163,7 +163,7 @@ def _named(student: dict[str, str]) -> str:
     return printable(name, keep_newlines=False)
 
 
-def _as_in_grades(student: dict[str, str]) -> str:
+def as_in_grades(student: dict[str, str]) -> str:
     """The student's id as grades.csv writes it: an id a spreadsheet would run as a formula is quoted there."""
     return inert([student[ROSTER_ID]])[0]
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from grader.core import report as report_model
 from grader.core.output_files import write_atomic
 from grader.core.report import Report
-from grader.intake.layouts import Student
+from grader.intake.students import Student
 
 def _report_path(out: Path, student: Student) -> Path:
     return out / f"{student.id}.json"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from grader.classroom.fingerprint import ASKED, FORCED, REASONS, RunFingerprint, why_grade
 from grader.classroom.outputs import saved_report
-from grader.intake.layouts import Student, canonical_id
+from grader.intake.students import Student, canonical_id
 from grader.intake.staging import COPY_MARK, StagedSubmission, SubmissionError, stage_submission
 from grader.runner.escaping import listing, printable
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from grader.core.output_files import inert
-from grader.intake.layouts import Student
+from grader.intake.students import Student
 from grader.intake.staging import SubmissionError, stage_submission
 
 REPO = Path(__file__).resolve().parents[2]

@@ -29,7 +29,7 @@ import csv
 import sys
 from pathlib import Path
 
-from grader.classroom.lms_export import ROSTER_ID, _as_in_grades, canvas_csv, common_max_points, moodle_csv, read_grades, read_roster
+from grader.classroom.lms_export import ROSTER_ID, as_in_grades, canvas_csv, common_max_points, moodle_csv, read_grades, read_roster
 from grader.core.output_files import write_atomic
 from grader.runner.escaping import printable
 
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, UnicodeDecodeError, csv.Error, ValueError) as error:
         print(f"lms_export: {printable(str(error), keep_newlines=False)}", file=sys.stderr)
         return 2
-    graded_not_in_roster = sorted(set(grades) - {_as_in_grades(student) for student in roster})
+    graded_not_in_roster = sorted(set(grades) - {as_in_grades(student) for student in roster})
     for student_id in graded_not_in_roster:
         print(f"lms_export: {printable(student_id, keep_newlines=False)} is in {args.grades} but not in the roster: "
               "not exported", file=sys.stderr)

@@ -18,7 +18,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from grader.classroom.similarity import CSV_NAME, REPO, REPORT_NAME, pair_rows, pairs_csv, write_book_code, write_stage_files
+from grader.classroom import similarity
+from grader.classroom.similarity import CSV_NAME, REPORT_NAME, pair_rows, pairs_csv, write_book_code, write_stage_files
 from grader.core.output_files import write_atomic
 from grader.intake.layouts import list_students
 from grader.runner.escaping import printable
@@ -69,12 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="similarity-") as scratch:
         class_folder, book_folder = Path(scratch, "class"), Path(scratch, "book")
         student_of, files = write_stage_files(students, class_folder)
-        write_book_code(REPO / "docs", book_folder)
+        write_book_code(similarity.REPO / "docs", book_folder)
         if len(student_of) < 2:
             print(f"similarity: {len(student_of)} student(s) with stage files: nothing to compare", file=sys.stderr)
             write_atomic(args.out / CSV_NAME, pairs_csv([]))
             return 0
-        boilerplate = [str(folder.resolve()) for folder in [REPO / "exercises", REPO / "solutions", *args.boilerplate]]
+        boilerplate = [str(folder.resolve()) for folder in [similarity.REPO / "exercises", similarity.REPO / "solutions", *args.boilerplate]]
         report_path = str((args.out / REPORT_NAME).resolve())  # only named in the report's settings
         # Paths relative to the class folder name the students in the report: "alice/stage1_softmax.py".
         with contextlib.chdir(class_folder):

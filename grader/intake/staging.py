@@ -20,7 +20,6 @@ in all, four zips, 16 MiB of notebooks), well under a second. A zip or notebook 
 submission that cannot be read costs only itself: it is listed as ignored, with why.
 """
 
-import copy
 import errno
 import heapq
 import itertools
@@ -29,29 +28,28 @@ import re
 import stat
 import zipfile
 import zlib
-from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
 
+from grader.intake.entries import (
+    MAX_ENTRIES,
+    Entry,
+    SubmissionError,
+    file_entry,
+    folder_entries,
+    open_file,
+    size_text,
+    zip_entries,
+)
 from grader.intake.notebook_files import NotANotebook, written_files
 from grader.core.stages import STAGE_MODULES
 from grader.runner.escaping import printable
 
 STAGE_FILES = {f"{name}.py" for name in STAGE_MODULES.values()}
 MAX_STAGE_FILE_BYTES = 1024 * 1024
-MAX_ENTRIES = 10_000  # files and folders, listed before any is read
-MAX_DEPTH = 64  # folders within folders
-# What may be read of a .zip, whatever its records claim: first its table of contents (which
-# Python parses whole, so its size bounds the listing), then the members that are read.
-MAX_ZIP_DIRECTORY_BYTES = 2 * 1024 * 1024
-MAX_ZIP_MEMBER_BYTES = 16 * 1024 * 1024
 MAX_INNER_ZIPS = 4  # zips opened inside one submission
 MAX_NOTEBOOK_BYTES = 16 * 1024 * 1024  # notebooks read from one submission, in all
-ENCRYPTED = 0x1  # bit 0 of a zip member's general purpose flags (APPNOTE 4.4.4)
-# zipfile unpacks these in pieces no larger than asked for; bzip2 and LZMA chunks unpack whole
-UNPACKED_METHODS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED}
 # Folders that tools leave beside the work, whose copies of it are not the work
 LITTER_FOLDERS = ("__MACOSX", ".ipynb_checkpoints")
 # Files an operating system leaves in any folder it has shown (thumbnails, view settings): never anyone's work
@@ -60,10 +58,6 @@ _LITTER_NAMES = frozenset(litter.casefold() for litter in (*LITTER_FOLDERS, *LIT
 LMS_RECORDS = {"timestamp.txt"}  # nbgrader's record of when the work came, beside it
 # What is added to a file's name when a second copy is saved: " (1)", "-1", " copy", " copy 2"
 COPY_MARK = re.compile(r"(\s*\(\d+\)|-\d+|\s+copy(\s+\d+)?)$", re.IGNORECASE)
-
-
-class SubmissionError(Exception):
-    """The grader cannot read this submission at all (as opposed to a wrong or missing stage)."""
 
 
 @dataclass(frozen=True)
@@ -83,16 +77,6 @@ class StagedSubmission:
     ignored: list[str] = field(default_factory=list)
     renamed: list[str] = field(default_factory=list)  # "<name as found> as <stage file>", for each near name taken
     problem: str | None = None  # why nothing could be read, when the batch grades it as empty
-
-
-@dataclass
-class _Entry:
-    name: str  # relative, with / separators
-    size: int = 0  # as listed (a zip member's is what it declares)
-    read: Callable[[int], bytes] | None = None  # at most the given limit + 1 bytes; None: never read
-    not_read: str | None = None  # why not, whatever its name
-    path: str | None = None  # a file on disk (not a zip member): a .zip can be opened from it
-    own_failure: bool = False  # failing to read it costs only this entry (it is in a zip found inside)
 
 
 def stage_submission(source: Source) -> StagedSubmission:
@@ -129,7 +113,7 @@ def _reason(error: Exception) -> str:
     return f"cannot be read ({type(error).__name__}: {error})"
 
 
-def _source_entries(source: Source, opened: ExitStack) -> list[_Entry]:
+def _source_entries(source: Source, opened: ExitStack) -> list[Entry]:
     """The entries of ``source``, listed, none read yet."""
     if isinstance(source, tuple):
         entries = [entry for part in source for entry in _part_entries(part)]
@@ -146,38 +130,38 @@ def _source_entries(source: Source, opened: ExitStack) -> list[_Entry]:
             raise SubmissionError(f"{source} does not exist") from None
         raise
     if stat.S_ISDIR(mode):
-        return _folder_entries(source)
+        return folder_entries(source)
     if stat.S_ISREG(mode) and (source.suffix.lower() == ".zip" or zipfile.is_zipfile(source)):
-        return _zip_entries(opened.enter_context(open(source, "rb")), "", opened)
+        return zip_entries(opened.enter_context(open(source, "rb")), "", opened)
     raise SubmissionError(f"{source} is neither a folder nor a .zip file")
 
 
-def _part_entries(part: SubmittedPart) -> list[_Entry]:
+def _part_entries(part: SubmittedPart) -> list[Entry]:
     try:
         status = os.lstat(part.path)
     except OSError as error:
         raise SubmissionError(f"{part.name} cannot be read ({error.strerror or error})") from None
     if stat.S_ISDIR(status.st_mode):
-        return _folder_entries(part.path, f"{part.name}/")
-    return [_file_entry(part.name, str(part.path), status)]
+        return folder_entries(part.path, f"{part.name}/")
+    return [file_entry(part.name, str(part.path), status)]
 
 
 # Choosing the stage files ---------------------------------------------------------------------
 
 
-def _order(entry: _Entry) -> tuple[int, int, str]:
+def _order(entry: Entry) -> tuple[int, int, str]:
     """Shallowest first; at one depth, files before notebooks before zips (what they hold comes second)."""
     suffix = PurePosixPath(entry.name).suffix.lower()
     return entry.name.count("/"), {".ipynb": 1, ".zip": 2}.get(suffix, 0), entry.name
 
 
-def _take(entries: list[_Entry], ignored: list[str], renamed: list[str], opened: ExitStack) -> dict[str, bytes]:
+def _take(entries: list[Entry], ignored: list[str], renamed: list[str], opened: ExitStack) -> dict[str, bytes]:
     """The stage files among ``entries`` by name, each entry visited in _order (a zip's members
     join the queue when it is opened); every other entry's name goes to ``ignored``. A stage file
     found under no name of its own but under a near one (see stage_file_meant) is taken from the
     first such entry, and said in ``renamed``."""
     files: dict[str, bytes] = {}
-    near: dict[str, _Entry] = {}  # stage file -> the first entry named near it
+    near: dict[str, Entry] = {}  # stage file -> the first entry named near it
     decided: set[str] = set()  # stage files taken, or whose shallowest copy could not be
     budget = {"zips": MAX_INNER_ZIPS, "notebook bytes": MAX_NOTEBOOK_BYTES, "entries": MAX_ENTRIES - len(entries)}
     arrival = itertools.count()  # ties (a zip may hold one name twice) go in listing order
@@ -210,7 +194,7 @@ def _take(entries: list[_Entry], ignored: list[str], renamed: list[str], opened:
         else:
             budget["zips"] -= 1
             try:
-                members = _zip_entries(opened.enter_context(_open_file(entry.path)), f"{entry.name}/", opened,
+                members = zip_entries(opened.enter_context(open_file(entry.path)), f"{entry.name}/", opened,
                                        own_failure=True)
             except Exception as error:  # a zip found inside costs only itself
                 ignored.append(f"{entry.name} ({_reason(error)})")
@@ -248,10 +232,11 @@ def stage_file_meant(name: str) -> str | None:
     return meant if meant in STAGE_FILES and meant != name else None
 
 
-def _read_bounded(entry: _Entry, limit: int, ignored: list[str], own_failure: bool = False) -> bytes | None:
+def _read_bounded(entry: Entry, limit: int, ignored: list[str], own_failure: bool = False) -> bytes | None:
     """``entry``'s bytes, or None with why in ``ignored`` (over ``limit``; unreadable, where that
     costs only the entry: ``own_failure`` or the entry's own)."""
     if entry.size <= limit:  # a file listed as larger is not read at all
+        assert entry.read is not None  # an entry never to read (not_read) is set aside before
         try:
             data = entry.read(limit)
         except Exception as error:
@@ -263,15 +248,15 @@ def _read_bounded(entry: _Entry, limit: int, ignored: list[str], own_failure: bo
             return None
         if len(data) <= limit:
             return data
-    ignored.append(f"{entry.name} (over {_size(limit)})")
+    ignored.append(f"{entry.name} (over {size_text(limit)})")
     return None
 
 
-def _take_from_notebook(entry: _Entry, files: dict[str, bytes], decided: set[str], budget: dict[str, int],
+def _take_from_notebook(entry: Entry, files: dict[str, bytes], decided: set[str], budget: dict[str, int],
                         ignored: list[str]) -> None:
     """The stage files still missing that ``entry``'s ``%%writefile`` cells write."""
     if entry.size > budget["notebook bytes"]:
-        ignored.append(f"{entry.name} (not read: notebooks over {_size(MAX_NOTEBOOK_BYTES)} in all)")
+        ignored.append(f"{entry.name} (not read: notebooks over {size_text(MAX_NOTEBOOK_BYTES)} in all)")
         return
     # a notebook is read only for want of a stage file: failing to read it costs only itself
     if (raw := _read_bounded(entry, budget["notebook bytes"], ignored, own_failure=True)) is None:
@@ -292,132 +277,8 @@ def _take_from_notebook(entry: _Entry, files: dict[str, bytes], decided: set[str
         if len(data) <= MAX_STAGE_FILE_BYTES:
             files[name] = data
         else:
-            ignored.append(f"{entry.name}: %%writefile {name} (over {_size(MAX_STAGE_FILE_BYTES)})")
+            ignored.append(f"{entry.name}: %%writefile {name} (over {size_text(MAX_STAGE_FILE_BYTES)})")
     if not taken:  # every stage file it writes was found as a file first
         ignored.append(entry.name)
 
 
-def _size(limit: int) -> str:
-    return f"{limit // 1024**2} MiB" if limit >= 1024**2 and limit % 1024**2 == 0 else f"{limit // 1024} KiB"
-
-
-# Folders ------------------------------------------------------------------------------------
-
-
-def _folder_entries(source: Path, prefix: str = "") -> list[_Entry]:
-    """Every file under ``source``, listed folder by folder with a stack rather than recursion (the
-    submission chooses the depth), never through a link, and no more than MAX_ENTRIES of them."""
-    entries: list[_Entry] = []
-    listed = 0
-    pending = [(str(source), prefix, 0)]  # folders to list: path, name prefix, depth
-    while pending:
-        folder, prefix, depth = pending.pop()
-        try:
-            with os.scandir(folder) as listing:
-                for item in listing:
-                    listed += 1
-                    if listed > MAX_ENTRIES:
-                        raise SubmissionError(f"too many files (over {MAX_ENTRIES})")
-                    name = prefix + item.name
-                    if item.is_dir(follow_symlinks=False):
-                        if depth == MAX_DEPTH:
-                            raise SubmissionError(f"nested deeper than {MAX_DEPTH} folders")
-                        pending.append((item.path, f"{name}/", depth + 1))
-                    else:
-                        entries.append(_file_entry(name, item.path, item.stat(follow_symlinks=False)))
-        except OSError as error:
-            raise SubmissionError(f"{prefix or './'} cannot be listed ({error.strerror or error})") from None
-    return entries
-
-
-def _file_entry(name: str, path: str, status: os.stat_result) -> _Entry:
-    if stat.S_ISLNK(status.st_mode):  # never followed: it could point at another student's work
-        return _Entry(name, not_read="a symbolic link")
-    if not stat.S_ISREG(status.st_mode):  # a FIFO or device would block or never end
-        return _Entry(name, not_read="not a regular file")
-    if status.st_nlink > 1:  # its other name may be in another student's folder: whose work it is, no one can say
-        return _Entry(name, not_read="a hard link")
-    return _Entry(name, status.st_size, lambda limit: _read_file(path, limit), path=path)
-
-
-def _open_file(path: str) -> BinaryIO:
-    # O_NOFOLLOW and O_NONBLOCK: a file swapped for a link or a FIFO since it was listed is not followed or waited on
-    return os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb")
-
-
-def _read_file(path: str, limit: int) -> bytes:
-    with _open_file(path) as handle:
-        return handle.read(limit + 1)
-
-
-# Zips ---------------------------------------------------------------------------------------
-
-
-def _zip_entries(handle: BinaryIO, prefix: str, opened: ExitStack, own_failure: bool = False) -> list[_Entry]:
-    """The members of the zip open as ``handle``, named under ``prefix``; it stays open in ``opened``."""
-    metered = _MeteredFile(handle, MAX_ZIP_DIRECTORY_BYTES, "too many files (the zip's table of contents "
-                                                            f"is over {_size(MAX_ZIP_DIRECTORY_BYTES)})")
-    archive = opened.enter_context(zipfile.ZipFile(metered))
-    members = archive.infolist()
-    if len(members) > MAX_ENTRIES:
-        raise SubmissionError(f"too many files (over {MAX_ENTRIES})")
-    metered.allow(MAX_ZIP_MEMBER_BYTES, f"the files read from the zip take over {_size(MAX_ZIP_MEMBER_BYTES)} "
-                                        "to unpack")
-    named = ((_member_name(m), m) for m in members)
-    return [_Entry(prefix + name, m.file_size, lambda limit, m=m: _read_member(archive, m, limit),
-                   own_failure=own_failure) for name, m in named if not name.endswith("/")]
-
-
-def _member_name(member: zipfile.ZipInfo) -> str:
-    """``member``'s name with / between folders. Windows PowerShell 5's Compress-Archive writes \\
-    (``attention\\stage1_softmax.py``), as the zip format forbids (APPNOTE 4.4.17) and every Windows tool
-    reads it: as a folder. The name is only ever a name (staging reads into memory, never to a path it
-    builds), so ``..`` in it reaches nothing; litter folders and depth are judged on the / form."""
-    return member.filename.replace("\\", "/")
-
-
-def _read_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo, limit: int) -> bytes:
-    """``member`` unpacked, stopped by the bytes that come out rather than by the size it declares."""
-    if member.flag_bits & ENCRYPTED:
-        raise SubmissionError(f"encrypted zip ({member.filename})")
-    if member.compress_type not in UNPACKED_METHODS:
-        raise SubmissionError(f"{member.filename} is compressed with a method the grader does not unpack "
-                              f"(method {member.compress_type}; zip it with deflate, any zip tool's default)")
-    bounded = copy.copy(member)
-    bounded.file_size = limit + 1  # zipfile stops at file_size: let it run past the declared one
-    with archive.open(bounded) as unpacked:
-        data = unpacked.read(member.file_size)
-        if unpacked.read(1):
-            raise SubmissionError(f"{member.filename} unpacks to more than the {member.file_size} bytes it declares")
-    return data
-
-
-class _MeteredFile:
-    """A .zip file opened for zipfile, refusing to read past a budget: sizes in its records may lie,
-    the bytes actually read are what is counted."""
-
-    def __init__(self, handle, budget: int, refusal: str):
-        self._handle = handle
-        self._size = os.fstat(handle.fileno()).st_size
-        self.allow(budget, refusal)
-
-    def allow(self, budget: int, refusal: str) -> None:
-        """From now on, read at most ``budget`` bytes; past that, SubmissionError(``refusal``)."""
-        self._budget, self._refusal = budget, refusal
-
-    def read(self, size: int = -1) -> bytes:
-        left_in_file = max(0, self._size - self._handle.tell())
-        size = left_in_file if size is None or size < 0 else min(size, left_in_file)
-        if size > self._budget:
-            raise SubmissionError(self._refusal)
-        self._budget -= size
-        return self._handle.read(size)
-
-    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
-        return self._handle.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self._handle.tell()
-
-    def seekable(self) -> bool:
-        return True

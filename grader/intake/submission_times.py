@@ -23,7 +23,7 @@ from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from grader.intake.layouts import canonical_id
+from grader.intake.students import canonical_id
 from grader.core.late_policy import in_utc_range
 
 MAX_TIMES_BYTES = 16 * 1024 * 1024

@@ -8,6 +8,7 @@ can start the zygote before it imports torch.
 import json
 import os
 import socket
+from collections.abc import Sequence
 
 MAX_COMMAND_BYTES = 64 * 1024
 MAX_COMMAND_FDS = 16
@@ -16,7 +17,7 @@ MAX_COMMAND_FDS = 16
 ISOLATION_PROBE = 0
 
 
-def send_command(sock: socket.socket, command: dict, fds: list[int] = ()) -> None:
+def send_command(sock: socket.socket, command: dict, fds: Sequence[int] = ()) -> None:
     socket.send_fds(sock, [json.dumps(command).encode()], list(fds))
 
 

@@ -104,15 +104,15 @@ class LearnerWorkers:
             self._discard(stage)
             raise LearnerFailure("crash", "the process running your code sent a malformed answer")
         if "error" in reply:
-            error = reply["error"] if isinstance(reply["error"], dict) else {}
+            told = reply["error"] if isinstance(reply["error"], dict) else {}
             # Strings were cut and escaped as they were decoded (protocol.decode): cut again to the report's
             # sizes. A kind the judge does not know is an exception.
-            kind = error.get("kind") if error.get("kind") in LEARNER_FAILURE_KINDS else "exception"
+            kind = told["kind"] if told.get("kind") in LEARNER_FAILURE_KINDS else "exception"
             failure = LearnerFailure(
                 kind=kind,
-                message=str(error.get("message", ""))[:800],
-                type=error["type"][:100] if isinstance(error.get("type"), str) else None,
-                where=error["where"][:200] if isinstance(error.get("where"), str) else None,
+                message=str(told.get("message", ""))[:800],
+                type=told["type"][:100] if isinstance(told.get("type"), str) else None,
+                where=told["where"][:200] if isinstance(told.get("where"), str) else None,
             )
             raise self._encoding_told(failure, stage) if kind == "import_error" else failure
         return reply["ok"]
@@ -147,7 +147,8 @@ class LearnerWorkers:
         """End the student: the zygote kills their first process and with it every worker."""
         for sock in [*self._workers.values(), *self._forked.values()]:
             sock.close()
-        self._workers.clear(), self._forked.clear()
+        self._workers.clear()
+        self._forked.clear()
         self._student.close()
         if self.sandbox.alive:
             self.sandbox.end_student()

@@ -16,75 +16,43 @@ Standard library only: importing this module must stay instant, so that the zygo
 before the judge imports torch and both imports run side by side.
 """
 
-import functools
 import glob
 import itertools
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 
 from grader.core.options import SANDBOX_MODES
+from grader.sandbox.confinement import (
+    HIDDEN_PACKAGES,
+    INSIDE,
+    REPO,
+    SCRATCH_BYTES,
+    SandboxError,
+    confinement,
+    grading_binds,
+    landlock_paths,
+    namespace_options,
+    probe_paths,
+    site_folders,
+    system_binds,
+)
 from grader.runner import folders
 from grader.core.stages import runner_stages
-from grader.runner.commands import ISOLATION_PROBE, MAX_COMMAND_BYTES, receive_command, send_command
+from grader.runner.commands import ISOLATION_PROBE, receive_command, send_command
 
-REPO = Path(__file__).resolve().parents[2]
-INSIDE = Path("/grading")
 READY_SECONDS = 120.0  # the zygote's torch import, on a busy machine
 END_SECONDS = 60.0  # killing a student's processes and reaping them
-SCRATCH_BYTES = 256 * 1024**2  # a student's one writable folder
-# What a sandbox may read besides the Python installation: the dynamic loader's configuration
-# and the like. Everything else on the machine stays out of sight.
-SYSTEM_PATHS = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/ld.so.cache", "/etc/ld.so.conf",
-                "/etc/ld.so.conf.d", "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf"]
 MODES = SANDBOX_MODES
-HIDDEN_PACKAGES = ("solutions", "grader", "tests")  # what learner code must never read
 # What a student reads when --sandbox isolated refuses: the instructor finds the reason in the grader's stderr.
 NOT_ISOLATED = "the grader could not isolate your code, please tell your instructor"
 PROBE_SECONDS = 60.0  # the probe worker's fork, set-up and answer, on a busy machine
-PROBED_PER_PACKAGE = 100  # files of each hidden package the probe tries, fewer where a datagram cannot hold them
-
-
-class SandboxError(RuntimeError):
-    """The sandbox could not start: the grader cannot run learner code at all."""
-
-
-@dataclass(frozen=True)
-class Confinement:
-    confined: bool
-    detail: str  # how, or why not
-
-
-def confinement(mode: str = "auto") -> Confinement:
-    """bubblewrap where it works ("auto"; "isolated", whose Sandbox then proves what it got), insisted on
-    ("bwrap"), or refused ("none")."""
-    if mode == "none":
-        return Confinement(False, "the sandbox was turned off (--sandbox none)")
-    found = _probe_bubblewrap()
-    if mode == "bwrap" and not found.confined:
-        raise SandboxError(f"--sandbox bwrap was asked for, but {found.detail}")
-    return found
-
-
-@functools.cache
-def _probe_bubblewrap() -> Confinement:
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        return Confinement(False, "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
-    probe = subprocess.run([bwrap, *_namespace_options(), *_system_binds(), "--remount-ro", "/", "--",
-                            sys.executable, "-c", "pass"],
-                           capture_output=True, text=True)
-    if probe.returncode != 0:
-        reason = probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else f"exit {probe.returncode}"
-        return Confinement(False, f"bubblewrap cannot create a sandbox here ({reason})")
-    return Confinement(True, "bubblewrap")
 
 
 class Sandbox:
@@ -176,7 +144,7 @@ class Sandbox:
 
         Raises SandboxError, starting with NOT_ISOLATED, when the probe read anything or gave no answer.
         """
-        paths = _probe_paths()
+        paths = probe_paths()
         student = self._start_student({})
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
@@ -190,7 +158,8 @@ class Sandbox:
         except (OSError, ValueError):
             answer = None
         finally:
-            theirs.close(), ours.close(), student.close()
+            for sock in (theirs, ours, student):
+                sock.close()
             self.end_student()
         if not (isinstance(answer, dict) and isinstance(answer.get("reachable"), list)):
             raise SandboxError(f"{NOT_ISOLATED} (the isolation probe gave no answer)")
@@ -225,7 +194,7 @@ class Sandbox:
                 self._prove_isolation()
         return self._ready
 
-    def _command(self, command: dict, fds: list[int] = ()) -> None:
+    def _command(self, command: dict, fds: Sequence[int] = ()) -> None:
         self._hello()  # the zygote takes commands once it is ready
         try:
             send_command(self._control, command, fds)
@@ -259,14 +228,15 @@ class Sandbox:
         else:
             self._host_folders = Path(tempfile.mkdtemp(prefix="grader-unsandboxed-"))
             submission, scratch = self._host_folders / "submission", self._host_folders / "scratch"
-            submission.mkdir(), scratch.mkdir()
+            submission.mkdir()
+            scratch.mkdir()
         options = {"control": control.fileno(), "device": device, "many_students": many_students,
                    "submission": str(submission), "scratch": str(scratch), "sandboxed": confined,
                    "scratch_bytes": SCRATCH_BYTES, "stages": runner_stages(),
-                   "landlock": None if confined else _landlock_paths(), "judge": os.getpid(),
+                   "landlock": None if confined else landlock_paths(), "judge": os.getpid(),
                    "host_folder": None if self._host_folders is None else str(self._host_folders),
                    # the folders "nobody" must be able to read before unsandboxed workers may become it
-                   "unprivileged_reads": sorted(_site_folders()) if self._must_prove and not confined else None}
+                   "unprivileged_reads": sorted(site_folders()) if self._must_prove and not confined else None}
         zygote = [sys.executable, "-P", "-m", "grader.runner.zygote", json.dumps(options)]
         environment = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1", "HOME": str(scratch),
                        "TMPDIR": str(scratch)}
@@ -277,7 +247,7 @@ class Sandbox:
             end_stranded_sandboxes()
             environment["PYTHONPATH"] = str(INSIDE / "lib")
             # The sandbox's own root (where bwrap made the mount points) turns read-only last.
-            command = ["bwrap", *_namespace_options(), *_system_binds(), *_grading_binds(device),
+            command = ["bwrap", *namespace_options(), *system_binds(), *grading_binds(device),
                        "--remount-ro", "/", "--chdir", "/", "--", *zygote]
         else:
             environment["PYTHONPATH"] = str(REPO)
@@ -319,88 +289,6 @@ def end_stranded_sandboxes() -> int:
     return ended
 
 
-def _grading_binds(device: str) -> list[str]:
-    runner = REPO / "grader" / "runner"
-    lib = INSIDE / "lib" / "grader"
-    # bwrap makes a bind's missing parents 0700: workers run as another uid and must get through.
-    binds = [arg for folder in (INSIDE, INSIDE / "lib", lib) for arg in ("--perms", "0755", "--dir", str(folder))]
-    # Each student init mounts its own scratch over these (grader.runner.zygote); the zygote empties them too.
-    binds += ["--ro-bind", str(REPO / "grader" / "__init__.py"), str(lib / "__init__.py"),
-              "--ro-bind", str(runner), str(lib / "runner"),
-              "--tmpfs", str(INSIDE / "submission"), "--size", str(SCRATCH_BYTES), "--tmpfs", str(INSIDE / "scratch")]
-    # A non-editable install puts the references in site-packages, and a checkout under /usr or
-    # beside the Python installation lies in a bound folder: cover them wherever they are visible.
-    bound = [Path(path) for path in SYSTEM_PATHS] + sorted(_python_prefixes())
-    for hidden in _hidden_paths():
-        if any(hidden.is_relative_to(folder) for folder in bound):
-            binds += ["--tmpfs", str(hidden)]
-    if device != "cpu":  # CUDA needs the driver's device nodes and sysfs
-        for node in sorted(glob.glob("/dev/nvidia*")):
-            binds += ["--dev-bind", node, node]
-        binds += ["--ro-bind-try", "/sys", "/sys"]
-    return binds
-
-
-def _landlock_paths() -> dict:
-    """Unsandboxed, what a worker may still read: the system and the Python installation, never the
-    references, the checks or the tests, wherever they are installed."""
-    readable = {*SYSTEM_PATHS, "/proc", "/sys", "/dev", *map(str, _python_prefixes()), *_site_folders()}
-    devices = ["/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", *sorted(glob.glob("/dev/nvidia*"))]
-    return {"readable": sorted(_without(map(Path, readable), _hidden_paths())), "devices": devices}
-
-
-def _site_folders() -> set[str]:
-    """The folders of the import path (the standard library, site-packages) but the one holding the grader."""
-    return {str(Path(entry).resolve()) for entry in sys.path
-            if entry and os.path.isdir(entry) and not REPO.is_relative_to(Path(entry).resolve())}
-
-
-def _hidden_paths() -> list[Path]:
-    """The grader's own packages: in this checkout, in any folder on the import path, and wherever an
-    import finder would load them from (an editable install maps them to its checkout)."""
-    folders = [REPO, *(Path(entry) for entry in sys.path if entry and os.path.isdir(entry))]
-    found = {Path(folder, package).resolve() for folder in folders for package in HIDDEN_PACKAGES
-             if Path(folder, package).is_dir()}
-    for package in HIDDEN_PACKAGES:
-        for finder in sys.meta_path:
-            try:
-                spec = finder.find_spec(package, None)
-            except (ImportError, AttributeError, TypeError, ValueError):
-                continue
-            found |= {Path(location).resolve() for location in (spec and spec.submodule_search_locations) or []}
-    # The copy grading now comes first, so that a failed probe names the reference in use, wherever other copies lie.
-    return sorted(found, key=lambda folder: (not folder.is_relative_to(REPO.resolve()), str(folder)))
-
-
-def _probe_paths() -> list[str]:
-    """What the isolation probe tries to open: each hidden package and up to PROBED_PER_PACKAGE of its files
-    (a folder that cannot be listed may still hold files that can be opened), as many as one command holds."""
-    found = {package: [os.path.join(folder, name) for folder, _, names in os.walk(package) for name in sorted(names)]
-             for package in map(str, _hidden_paths())}
-    per_package = PROBED_PER_PACKAGE
-    while True:
-        paths = [path for package, files in found.items() for path in (package, *files[:per_package])]
-        if per_package <= 1 or len(json.dumps({"paths": paths})) <= MAX_COMMAND_BYTES:
-            return paths
-        per_package //= 2
-
-
-def _without(paths, hidden: list[Path]) -> list[str]:
-    """``paths``, each replaced by its entries wherever a hidden folder lies inside it (Landlock can
-    only grant, so a granted folder must not hold one), and the hidden folders left out."""
-    kept: list[str] = []
-    pending = list(paths)
-    while pending:
-        path = pending.pop()
-        if path in hidden:
-            continue
-        if any(folder.is_relative_to(path) for folder in hidden) and path.is_dir() and not path.is_symlink():
-            pending += list(path.iterdir())
-        else:
-            kept.append(str(path))
-    return kept
-
-
 def _in_memory_file(name: str, data: bytes) -> int:
     """A descriptor holding ``data`` that leaves nothing on disk, whatever happens to this process."""
     if hasattr(os, "memfd_create"):
@@ -415,32 +303,3 @@ def _in_memory_file(name: str, data: bytes) -> int:
     return fd
 
 
-def _namespace_options() -> list[str]:
-    """No network, own PID/IPC/UTS namespaces; --new-session: no terminal injection. The zygote keeps
-    CAP_SYS_ADMIN (a PID namespace and fresh tmpfs folders per student) and, as root, CAP_SETUID,
-    CAP_SETGID (workers become an unprivileged uid) and CAP_KILL (to end them); workers drop every
-    capability."""
-    common = ["--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-              "--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev", "--cap-drop", "ALL",
-              "--cap-add", "CAP_SYS_ADMIN"]
-    if os.geteuid() == 0:  # no user namespace: it would map root alone, and workers need another uid
-        return [*common, "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_KILL"]
-    return ["--unshare-user", *common]
-
-
-@functools.cache
-def _python_prefixes() -> set[Path]:
-    return {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
-
-
-def _system_binds() -> tuple[str, ...]:
-    binds: list[str] = []
-    for path in SYSTEM_PATHS:
-        binds += ["--ro-bind-try", path, path]
-    for prefix in sorted(_python_prefixes()):
-        if not any(prefix.is_relative_to(p) for p in ("/usr", "/lib", "/bin")):
-            # bwrap would make the missing parents 0700: workers run as another uid and must get through.
-            for parent in reversed(prefix.parents[:-1]):
-                binds += ["--perms", "0755", "--dir", str(parent)]
-            binds += ["--ro-bind", str(prefix), str(prefix)]
-    return tuple(binds)

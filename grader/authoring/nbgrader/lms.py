@@ -48,15 +48,11 @@ from dataclasses import dataclass
 from nbgrader.plugins import FileNameCollectorPlugin
 from traitlets import Unicode
 
+from grader.intake.lms_names import NBGRADER_CANVAS_NAME, NBGRADER_MOODLE_NAME
 from grader.intake.staging import stage_file_meant
 
-CANVAS_NAME = (
-    r".*/(?:(?!anon_|LATE_)(?P<name>[^/]*?)_)?(?:LATE_)?(?P<student_id>\d+|anon_[0-9A-Za-z]+)_(?P<file_number>\d+)_"
-    r"(?:[^/]+/)*(?P<file_id>[^/]+?)(?:-\d+| \(\d+\))?\.ipynb$"
-)
-MOODLE_NAME = (
-    r".*/(?P<name>[^/]*)_(?P<student_id>\d+)_assignsubmission_file_(?:[^/]*/)*(?P<file_id>[^/]+)\.ipynb$"
-)
+# The download's names, from the grammar the class intake reads them with
+CANVAS_NAME, MOODLE_NAME = NBGRADER_CANVAS_NAME, NBGRADER_MOODLE_NAME
 
 
 @dataclass(frozen=True)

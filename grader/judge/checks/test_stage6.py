@@ -6,145 +6,34 @@ worker on float32 or bfloat16 tensors. Each call passes only the keyword argumen
 a missing parameter costs only the checks that need it.
 """
 
-from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F
 
-from grader.judge.checks.attention_probe import describe_weights
+from grader.judge.checks.documented import DOCUMENTED
 from grader.judge.checks.examples import fail_if_example_fails
-from grader.judge.checks.shortcut import ATTENTION_BY_HAND, expect_not_spelled, expect_work_recorded
+from grader.judge.checks.sdpa_cases import FUNCTION, STAGE, Case, expect_cases, mixed_mask, qkv
+from grader.judge.checks.shortcut import (
+    ATTENTION_BY_HAND,
+    expect_not_spelled,
+    expect_work_recorded,
+)
 from grader.judge.checks.support import (
     CheckFailed,
     call,
     check,
-    expect_all_close,
     expect_close,
     expect_inputs_kept,
     generator,
     reference_state,
 )
-from grader.judge.checks.documented import DOCUMENTED
-from grader.judge.diagnosis import sdpa_variants
 from grader.judge.document_values import document_values
-from grader.sandbox.workers import LearnerFailure, LearnerWorkers
+from grader.judge.verdict import agrees
 from grader.runner.document_examples import journey, journey_batch
-from grader.judge.verdict import agrees, attention_evidence
+from grader.sandbox.workers import LearnerFailure, LearnerWorkers
 
-STAGE = 6
-FUNCTION = "scaled_dot_product_attention"
 # bfloat16 keeps 8 significant bits: a right answer computed in bfloat16 throughout lies within a
 # few hundredths of torch's (measured: at most 0.018 of 1 + |value| on these inputs).
 BF16_ATOL = BF16_RTOL = 0.04
-
-
-@dataclass
-class Case:
-    """One call: query (..., L, E), key (..., S, E), value (..., S, Ev) and the keyword arguments set."""
-
-    query: torch.Tensor
-    key: torch.Tensor
-    value: torch.Tensor
-    options: dict = field(default_factory=dict)
-
-    def run(self, learner: LearnerWorkers) -> object:
-        return call(learner, STAGE, FUNCTION, self.query, self.key, self.value, **self.options)
-
-    def expected(self) -> torch.Tensor:
-        """torch's own answer, in float64."""
-        return F.scaled_dot_product_attention(*_wide(self.query, self.key, self.value), **_wide_options(self.options))
-
-    def variants(self) -> dict[str, torch.Tensor]:
-        return sdpa_variants(self.query, self.key, self.value, **self.options)
-
-    def __str__(self) -> str:
-        shapes = ", ".join(f"{name} {tuple(t.shape)}" for name, t in
-                           (("query", self.query), ("key", self.key), ("value", self.value)))
-        options = ", ".join(f"{name}={_shown(value)}" for name, value in self.options.items())
-        dtype = "" if self.query.dtype == torch.float32 else f" in {str(self.query.dtype).removeprefix('torch.')}"
-        return f"{FUNCTION}({shapes}{', ' + options if options else ''}){dtype}"
-
-
-def _wide(*tensors: torch.Tensor) -> list[torch.Tensor]:
-    return [t.to(torch.float64) for t in tensors]
-
-
-def _wide_options(options: dict) -> dict:
-    mask = options.get("attn_mask")
-    if mask is None or mask.dtype == torch.bool:
-        return options
-    return {**options, "attn_mask": mask.to(torch.float64)}
-
-
-def _shown(value: object) -> str:
-    if isinstance(value, torch.Tensor):
-        kind = "bool" if value.dtype == torch.bool else "float"
-        return f"a {kind} mask {tuple(value.shape)}"
-    return repr(value)
-
-
-def expect_cases(learner: LearnerWorkers, cases: list[Case]) -> None:
-    """Each case must give torch's answer; a mistake is named only when every case that can show it does.
-
-    A failure shows the learner's attention weights of the first case that fails beside torch's.
-    """
-    outputs = [case.run(learner) for case in cases]
-    try:
-        expect_all_close([(output, case.expected(), str(case), case.variants) for case, output in zip(cases, outputs)])
-    except CheckFailed as failed:
-        failing = next(((c, o) for c, o in zip(cases, outputs) if not agrees(o, c.expected())), None)
-        if failed.evidence is None and failing is not None:
-            failed.evidence = _weights_evidence(learner, *failing)
-        raise
-
-
-def _weights_evidence(learner: LearnerWorkers, case: Case, output: object) -> dict | None:
-    """The learner's attention weights for ``case``, read as its output for value = I, beside torch's.
-
-    Read only when its output for the case's own values is those weights times the values: else
-    the reading would show something the function does not compute, and nothing is shown.
-    """
-    S = case.key.shape[-2]
-    eye = torch.eye(S, dtype=case.value.dtype).expand(*case.value.shape[:-2], S, S).contiguous()
-    try:
-        read = call(learner, STAGE, FUNCTION, case.query, case.key, eye, **case.options)
-    except LearnerFailure:
-        return None
-    L = case.query.shape[-2]
-    if not isinstance(read, torch.Tensor) or tuple(read.shape) != (*case.query.shape[:-1], S):
-        return None
-    values = case.value.to(torch.float64)
-    if case.options.get("enable_gqa"):  # each key/value head serves its group of consecutive query heads
-        values = values.repeat_interleave(case.query.shape[-3] // case.value.shape[-3], dim=-3)
-    if not agrees(output, read.to(torch.float64) @ values):
-        return None
-    expected = Case(case.query, case.key, eye, case.options).expected().reshape(-1, L, S)[0]
-    read = read.to(torch.float64).reshape(-1, L, S)[0]
-    scores = None  # the raw scores, for the divisor that fits the weights: of square maps without masks
-    if L == S and not {"attn_mask", "is_causal", "enable_gqa"} & case.options.keys():
-        scores = (case.query.to(torch.float64) @ case.key.to(torch.float64).transpose(-2, -1)).reshape(-1, L, S)[0]
-    causal = case.options.get("is_causal", False)
-    note = f"yours: {describe_weights(read, scores, causal)}. Expected: {describe_weights(expected, scores, causal)}"
-    first = f" at [{', '.join(['0'] * (case.query.dim() - 2))}] of the leading dimensions" if case.query.dim() > 2 else ""
-    return attention_evidence(f"{FUNCTION}: attention weights{first} (rows: queries, columns: keys), read as the "
-                              "output for value = I", expected, read, note)
-
-
-def qkv(rng: torch.Generator, lead: tuple, L: int, S: int, E: int, Ev: int, spread: float = 1.0) -> list[torch.Tensor]:
-    """Random query, key and value of the given sizes; ``spread`` scales the queries and keys."""
-    return [torch.randn(*lead, L, E, generator=rng) * spread, torch.randn(*lead, S, E, generator=rng) * spread,
-            torch.randn(*lead, S, Ev, generator=rng)]
-
-
-def mixed_mask(rng: torch.Generator, shape: tuple) -> torch.Tensor:
-    """A bool mask whose every row keeps some keys and hides others: read either way round, it
-    leaves every query a key, so its failures say how it was read, not what became of empty rows."""
-    *rows, S = shape
-    mask = torch.rand(*rows, S, generator=rng) > 0.4
-    first, second = torch.randint(0, S, (2,), generator=rng).tolist()
-    second = (first + 1 + second % (S - 1)) % S
-    mask[..., first], mask[..., second] = True, False
-    return mask
 
 
 # The visible checks ------------------------------------------------------------------------

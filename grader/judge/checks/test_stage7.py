@@ -15,21 +15,29 @@ import torch
 
 from grader.judge.checks import documented
 from grader.judge.checks.causal import expect_dropout_on_weights, one_head_state
-from grader.judge.checks.examples import SHAPE_ERRORS, fail_if_example_fails
 from grader.judge.checks.delegation import delegated_shortcut
+from grader.judge.checks.examples import fail_if_example_fails
+from grader.judge.checks.kv_feeding import (
+    CLS,
+    STAGE,
+    chunk_steps,
+    expect_cached_example,
+    fed_case,
+    feed,
+    joined,
+    split_heads,
+)
 from grader.judge.checks.shortcut import SHORTCUT_SEED, expect_work_recorded
 from grader.judge.checks.support import (
-    expect_documented_names,
-    expect_book_signature,
-    device_hint,
     CheckFailed,
-    LearnerFailure,
     agrees,
     build,
-    build_with_weights,
     check,
+    device_hint,
     expect_all_close,
+    expect_book_signature,
     expect_close,
+    expect_documented_names,
     generator,
     holds_weights,
     init_order_hint,
@@ -37,19 +45,14 @@ from grader.judge.checks.support import (
     reference_output,
     reference_state,
 )
-from grader.judge.diagnosis import linear, multihead_variants
+from grader.judge.diagnosis import linear
 from grader.judge.document_values import document_values
+from grader.judge.tensor_diff import describe_value
 from grader.runner.document_examples import journey_batch
 from grader.runner.protocol import Foreign
-from grader.judge.tensor_diff import describe_value
 
-STAGE = 7
-CLS = "MultiHeadAttentionKV"
-PROJECTIONS = ("W_query", "W_key", "W_value")
 # The book's seeded multi-head example (stage 5), fed one token at a time.
 BOOK_ARGS = [3, 2, 6, 0.0, 2]
-# A small public example that tells the cache's mistakes apart: a chunk of 2 tokens after cached ones.
-EXAMPLE_ARGS, EXAMPLE_SIZES = [3, 4, 6, 0.0, 2], [2, 1, 2]
 # (batch, num_tokens, d_in, d_out, context_length, num_heads, qkv_bias): one token, the whole context,
 # one head, head_dim = 2 with biases
 TOKEN_SHAPES = [(1, 1, 3, 4, 4, 2, False), (3, 5, 4, 6, 8, 3, False), (2, 6, 3, 8, 6, 4, False),
@@ -59,140 +62,12 @@ CHUNK_CASES = [(2, 4, 6, 8, 3, False, [3, 1, 2]), (3, 3, 8, 8, 2, False, [2, 2, 
                (2, 6, 6, 7, 1, False, [4, 3]), (2, 4, 8, 9, 4, False, [5])]
 
 
-def chunk_steps(sizes: list[int]) -> list[dict]:
-    """Feed consecutive chunks of ``sizes`` tokens with use_cache=True."""
-    steps, start = [], 0
-    for size in sizes:
-        steps.append({"tokens": [start, start + size], "use_cache": True})
-        start += size
-    return steps
-
-
-def feed(learner, args: list, x: torch.Tensor, steps: list[dict], state: dict | None = None, **options) -> dict:
-    """The learner's MultiHeadAttentionKV(*args), holding ``state`` if given, run through ``steps`` on x."""
-    if state is None:
-        return build(learner, STAGE, CLS, args, probe="cached_module", x=x, steps=steps, **options)
-    return build_with_weights(learner, STAGE, CLS, args, state, probe="cached_module", x=x, steps=steps, **options)
-
-
-def feed_chunks(learner, args: list, state: dict, x: torch.Tensor, sizes: list[int]) -> dict:
-    """``feed`` in chunks of ``sizes``, naming a chunk mask not offset by the cache when the failure proves it:
-    a shape error that names the chunk's size and the keys' (cached and new), on the first chunk of several
-    tokens after cached ones, from a module that takes the chunks before it and the tokens one at a time."""
-    try:
-        return feed(learner, args, x, chunk_steps(sizes), state)
-    except LearnerFailure as failure:
-        ends = [sum(sizes[:i + 1]) for i in range(len(sizes))]
-        later = [i for i, size in enumerate(sizes) if i > 0 and size > 1]
-        shape_error = failure.kind == "exception" and any(e in failure.message for e in SHAPE_ERRORS)
-        if not later or not shape_error:
-            raise
-        chunk = later[0]
-        n, keys = sizes[chunk], ends[chunk]
-        if f"({n})" not in failure.message or f"({keys})" not in failure.message:
-            raise
-        try:
-            feed(learner, args, x, chunk_steps(sizes[:chunk]), state)
-            feed(learner, args, x, chunk_steps([1] * ends[-1]), state)
-        except LearnerFailure:
-            raise failure from None
-        raise CheckFailed(f"{CLS}{tuple(args)} fed chunks of {sizes} tokens with use_cache=True raised {failure} on "
-                          f"the chunk of {n} tokens after {keys - n} cached ones, whose scores are ({n}, {keys}); "
-                          f"it takes the chunks before it, and the same tokens one at a time",
-                          "cache-mask-not-offset") from None
-
-
-def joined(reply: dict, x: torch.Tensor, steps: list[dict], d_out: int, what: str) -> torch.Tensor:
-    """The forward steps' outputs side by side along the tokens; a step's output of the wrong kind or shape fails."""
-    outputs = []
-    for step, done in zip(steps, reply["steps"]):
-        start, stop = step["tokens"]
-        output, shape = done["output"], (x.shape[0], stop - start, d_out)
-        if not isinstance(output, torch.Tensor) or tuple(output.shape) != shape:
-            got = f"shape {tuple(output.shape)}" if isinstance(output, torch.Tensor) else describe_value(output)
-            raise CheckFailed(f"{what}: forward(x[:, {start}:{stop}], use_cache=True) returned {got}, expected a "
-                              f"tensor of shape {shape}", "wrong-shape" if isinstance(output, torch.Tensor) else None)
-        outputs.append(output)
-    return torch.cat(outputs, dim=1)
-
-
 # What a cache holds, and what its known mistakes compute ------------------------------------------
-
-
-def split_heads(t: torch.Tensor, num_heads: int) -> torch.Tensor:
-    """(b, n, d_out) -> (b, num_heads, n, head_dim)"""
-    b, n, d_out = t.shape
-    return t.view(b, n, num_heads, d_out // num_heads).transpose(1, 2)
 
 
 def cached_keys_values(x: torch.Tensor, state: dict, num_heads: int) -> tuple[torch.Tensor, torch.Tensor]:
     """What cache_k and cache_v hold once all of x is fed: (b, num_heads, num_tokens, head_dim) each."""
     return split_heads(linear(x, state, "W_key"), num_heads), split_heads(linear(x, state, "W_value"), num_heads)
-
-
-def offset_mask(start: int, n: int) -> torch.Tensor:
-    """The keys hidden from a chunk of n queries after ``start`` cached tokens: rows start.. of the causal mask."""
-    return torch.ones(n, start + n, dtype=torch.bool).triu(start + 1)
-
-
-def top_left_mask(start: int, n: int) -> torch.Tensor:
-    return torch.ones(n, start + n, dtype=torch.bool).triu(1)
-
-
-def no_mask(start: int, n: int) -> torch.Tensor:
-    return torch.zeros(n, start + n, dtype=torch.bool)
-
-
-def fed_in_chunks(x: torch.Tensor, state: dict, num_heads: int, sizes: list[int], hidden=offset_mask,
-                  reads_cache: bool = True) -> torch.Tensor:
-    """Multi-head attention holding ``state`` on x fed in chunks of ``sizes``: a chunk of n queries after
-    ``start`` cached tokens attends to the cached and its own keys, minus those ``hidden(start, n)`` marks;
-    without ``reads_cache``, to its own keys only, causally."""
-    q, k, v = (split_heads(linear(x, state, name), num_heads) for name in PROJECTIONS)
-    contexts, start = [], 0
-    for n in sizes:
-        stop = start + n
-        first, hide = (0, hidden(start, n)) if reads_cache else (start, offset_mask(0, n))
-        scores = q[:, :, start:stop] @ k[:, :, first:stop].transpose(-2, -1) / q.shape[-1] ** 0.5
-        contexts.append(torch.softmax(scores.masked_fill(hide, -torch.inf), dim=-1) @ v[:, :, first:stop])
-        start = stop
-    context = torch.cat(contexts, dim=2).transpose(1, 2)
-    return linear(context.reshape(*context.shape[:2], -1), state, "out_proj")
-
-
-def cache_variants(x: torch.Tensor, state: dict, num_heads: int, sizes: list[int]) -> dict[str, torch.Tensor]:
-    """The outputs of the usual KV-cache mistakes for x fed in chunks of ``sizes``, and of stage 5's mistakes
-    made in every step alike (a mistake within each token's row gives the same rows however x is fed)."""
-    def unmasked_once_cached(start: int, n: int) -> torch.Tensor:
-        return no_mask(start, n) if start else offset_mask(start, n)
-
-    return {
-        **multihead_variants(x, state, num_heads),
-        "cache-mask-not-offset": fed_in_chunks(x, state, num_heads, sizes, top_left_mask),
-        # Named by what the output shows: a mask whose rows hide nothing gives the same as none.
-        "mask-not-causal:with use_cache=True, a chunk's tokens see later ones, as with no mask at all":
-            fed_in_chunks(x, state, num_heads, sizes, no_mask),
-        "mask-not-causal:once the cache holds tokens, a chunk's tokens see later ones, as with no mask":
-            fed_in_chunks(x, state, num_heads, sizes, unmasked_once_cached),
-        "cache-not-used": fed_in_chunks(x, state, num_heads, sizes, reads_cache=False),
-    }
-
-
-def fed_case(learner, args: list, state: dict, x: torch.Tensor, sizes: list[int], expected: torch.Tensor) -> tuple:
-    """(output, expected, what, variants) of x fed in chunks of ``sizes``, for expect_all_close."""
-    what = (f"{CLS}{tuple(args)} on a {tuple(x.shape)} batch fed "
-            + ("one token at a time" if set(sizes) == {1} and len(sizes) > 1 else f"in chunks of {sizes} tokens")
-            + " with use_cache=True, against the full causal forward")
-    output = joined(feed_chunks(learner, args, state, x, sizes), x, chunk_steps(sizes), args[1], what)
-    return output, expected, what, lambda: cache_variants(x, state, args[4], sizes)
-
-
-def expect_cached_example(learner) -> None:
-    """The small public example: random weights, 5 tokens fed in chunks of 2, 1 and 2."""
-    state = parameters_only(reference_state(documented.MultiHeadAttention, EXAMPLE_ARGS, seed=zlib.crc32(CLS.encode())))
-    x = torch.rand(2, 5, 3, generator=generator(f"example.{CLS}"))
-    expected = documented.output("MultiHeadAttention", EXAMPLE_ARGS, state, x)
-    expect_all_close([fed_case(learner, EXAMPLE_ARGS, state, x, EXAMPLE_SIZES, expected)])
 
 
 @check("document.MultiHeadAttentionKV", visible=True, target=CLS)

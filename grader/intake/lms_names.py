@@ -1,0 +1,52 @@
+"""The names Canvas and Moodle give the files of a class download: one grammar, which the class intake
+(grader/intake/layouts.py) and the nbgrader collectors (grader/authoring/nbgrader/lms.py) both read."""
+
+import re
+
+# Canvas: the "number" after the user id is Canvas's own (attachment or submission); a file
+# uploaded again under a name already used gets -1, -2 before its extension.
+# With anonymous grading, the name and user id give way to ``anon_<anonymous id>`` (LATE then comes first):
+# [LATE_]anon_<anonymous id>_<number>_<file>, per canvas-lms lib/content_zipper.rb (get_filename).
+# It joins [name, LATE, user id] with _ after taking every non-word character out of the name: a name
+# with none left is empty (_101_…, _LATE_101_…), and older anonymous downloads leave it out (101_…, LATE_101_…).
+# A leading LATE_ in capitals is the marker (Canvas writes names in lower case: late_101_… is a student named late).
+CANVAS_USER = r"\d+"  # a Canvas user id
+CANVAS_ANONYMOUS = r"anon_[0-9A-Za-z]+"  # a student's id under anonymous grading
+CANVAS_NUMBER = r"\d+"  # an attachment's (or a submission's) number
+CANVAS_COPY_MARK = r"-\d+"  # before the extension of a file uploaded again under a name already used
+_CANVAS_PREFIX = (rf"(?:(?P<anon_late>(?i:late)_)?(?P<anon>{CANVAS_ANONYMOUS})"
+                  rf"|(?:(?P<bare_late>LATE)_|(?P<name>.*?)_(?:(?P<late>(?i:late))_)?|)(?P<user>{CANVAS_USER}))")
+# A file an attachment number follows is read with it where a reading has it (101_5001_x.py is user 101's
+# attachment 5001, not user 5001's), else without (a text entry has none).
+CANVAS_ATTACHMENT = re.compile(_CANVAS_PREFIX + rf"_(?P<number>{CANVAS_NUMBER})_(?P<file>.+)", re.DOTALL)
+CANVAS_FILE = re.compile(_CANVAS_PREFIX + rf"(?:_(?P<number>{CANVAS_NUMBER}))?_(?P<file>.+)", re.DOTALL)
+CANVAS_COPY = re.compile(r"(?P<stem>.+)-(?P<copy>\d+)(?P<suffix>\.[^.]*)", re.DOTALL)
+READ_SUFFIXES = {".py", ".ipynb", ".zip"}  # the files staging reads: their Canvas copy numbers are taken off
+# The first prefix is the one Moodle wrote: a file's own name may hold another (saved from an earlier download).
+MOODLE_PARTICIPANT = r"\d+"  # a participant number
+MOODLE_SUBMISSION = "_assignsubmission_"  # between the participant number and the submission plugin's name
+MOODLE_ENTRY = re.compile(rf"(?P<name>.*?)_(?P<id>{MOODLE_PARTICIPANT}){MOODLE_SUBMISSION}(?P<plugin>[a-z0-9]+)_(?P<file>.*)",
+                          re.DOTALL)
+
+# The same names as nbgrader's ZipCollectApp reads them: a notebook's whole path in the download, with the
+# groups its FileNameCollectorPlugin takes (student_id, file_id).
+NBGRADER_CANVAS_NAME = (
+    rf".*/(?:(?!anon_|LATE_)(?P<name>[^/]*?)_)?(?:LATE_)?(?P<student_id>{CANVAS_USER}|{CANVAS_ANONYMOUS})"
+    rf"_(?P<file_number>{CANVAS_NUMBER})_(?:[^/]+/)*(?P<file_id>[^/]+?)(?:{CANVAS_COPY_MARK}| \(\d+\))?\.ipynb$"
+)
+NBGRADER_MOODLE_NAME = (
+    rf".*/(?P<name>[^/]*)_(?P<student_id>{MOODLE_PARTICIPANT}){MOODLE_SUBMISSION}file_(?:[^/]*/)*(?P<file_id>[^/]+)\.ipynb$"
+)
+
+
+def canvas_match(name: str) -> re.Match[str] | None:
+    """``name`` read as Canvas names a submitted file, with its attachment number where a reading has one."""
+    return CANVAS_ATTACHMENT.fullmatch(name) or CANVAS_FILE.fullmatch(name)
+
+
+def canvas_upload_name(file: str) -> tuple[str, int]:
+    """The name a student uploaded ``file`` with, and Canvas's copy number (0 for none)."""
+    copy = CANVAS_COPY.fullmatch(file)
+    if copy and copy["suffix"].lower() in READ_SUFFIXES:
+        return copy["stem"] + copy["suffix"], int(copy["copy"])
+    return file, 0
