@@ -25,7 +25,7 @@ DOCS_STAMP := $(VENV)/.docs-installed
 SIMILARITY_STAMP := $(VENV)/.similarity-installed
 
 .DEFAULT_GOAL := help
-.PHONY: help grade grade-all gradescope nbgrader nbgrader-demo nbgrader-reconcile figures release test stubs bench-grade bench-batch bench-kv-cache clean
+.PHONY: help grade grade-all gradescope nbgrader nbgrader-demo nbgrader-reconcile figures release test test-fast lint stubs bench-grade bench-batch bench-kv-cache clean
 .PHONY: similarity canvas-export moodle-export
 
 help:
@@ -38,7 +38,9 @@ help:
 	@echo "make nbgrader      write the nbgrader course to build/nbgrader (installs nbgrader)"
 	@echo "make nbgrader-demo a whole nbgrader term on two made-up students, then grades.csv"
 	@echo "make nbgrader-reconcile  grade COURSE/autograded (default build/nbgrader) with grade-all; list where nbgrader differs, and why"
-	@echo "make test          run the repository's own test suite (PYTEST_ARGS='-m \"not nbgrader and not artefacts\"' skips the slow nbgrader and fresh-install tests)"
+	@echo "make test          lint, then the repository's whole test suite, as CI runs it"
+	@echo "make test-fast     the suite on every core, without the slow nbgrader and fresh-install tests (PYTEST_ARGS for more)"
+	@echo "make lint          ruff (lint and format) and mypy on the layers below the judge"
 	@echo "make release      the students' repository: dist/student/ and dist/student.zip (no solutions, no hidden checks)"
 	@echo "make figures       redraw docs/figures from solutions/ (installs matplotlib)"
 	@echo "make stubs         regenerate exercises/ from solutions/ (overwrites your work!)"
@@ -109,8 +111,16 @@ nbgrader-demo: $(NBGRADER_STAMP)
 nbgrader-reconcile: $(NBGRADER_STAMP) $(INSTRUCTOR_STAMP)
 	@$(PY) -m grader.authoring.nbgrader.reconcile $(or $(COURSE),build/nbgrader)
 
-test: $(DEV_STAMP)
+test: lint
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-fast: $(DEV_STAMP)
+	$(PY) -m pytest -n auto -m "not nbgrader and not artefacts" $(PYTEST_ARGS)
+
+lint: $(DEV_STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 
 release: $(RUNTIME_STAMP)
 	@$(PY) -m grader.authoring.release dist/student

@@ -23,8 +23,11 @@ def main(argv: list[str] | None = None) -> int:
     except ModuleNotFoundError as error:
         if name is None or not (error.name or "").startswith("grader."):
             raise
-        print(f"grader: '{argv[0]}' is not part of this copy of the grader (the student release grades one "
-              "submission: python -m grader exercises)", file=sys.stderr)
+        print(
+            f"grader: '{argv[0]}' is not part of this copy of the grader (the student release grades one "
+            "submission: python -m grader exercises)",
+            file=sys.stderr,
+        )
         return 2
     return command.main(argv[1:] if name else argv)
 

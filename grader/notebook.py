@@ -51,16 +51,20 @@ def check(stage: int, hidden: bool = False) -> float:
     for c in checks:
         print(verdict_line(c, stage, hidden))
     earned = float(sum(c["score"] for c in checks))
-    print(SUMMARY.format(kind="hidden" if hidden else "visible", stage=stage)
-          + f"{earned:g}/{sum(c['max_score'] for c in checks):g}")
+    print(
+        SUMMARY.format(kind="hidden" if hidden else "visible", stage=stage)
+        + f"{earned:g}/{sum(c['max_score'] for c in checks):g}"
+    )
     return earned
 
 
 def _stage_file(stage: int) -> Path:
     path = Path.cwd() / f"{STAGE_MODULES[stage]}.py"
     if not path.is_file():
-        raise NotebookGradingError(NOT_BESIDE.format(name=path.name, folder=path.parent) + " first (its first "
-                                   f"line, %%writefile {path.name}, saves it)")
+        raise NotebookGradingError(
+            NOT_BESIDE.format(name=path.name, folder=path.parent) + " first (its first "
+            f"line, %%writefile {path.name}, saves it)"
+        )
     return path
 
 
@@ -74,8 +78,20 @@ def _grade(stage: int, name: str, content: bytes) -> Report:
         report_path = Path(folder) / "report.json"
         try:
             finished = subprocess.run(
-                [sys.executable, "-m", "grader", str(submission), "--stage", str(stage), "--student-json", str(report_path)],
-                capture_output=True, text=True, timeout=GRADING_SECONDS)
+                [
+                    sys.executable,
+                    "-m",
+                    "grader",
+                    str(submission),
+                    "--stage",
+                    str(stage),
+                    "--student-json",
+                    str(report_path),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=GRADING_SECONDS,
+            )
         except subprocess.TimeoutExpired:
             raise NotebookGradingError(f"grading stage {stage} took over {GRADING_SECONDS} s") from None
         if not report_path.is_file():

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.runner.implementation import Implementation, load_package
 from grader.core.stages import STAGE_MODULES
+from grader.runner.implementation import Implementation, load_package
 
 REPO = Path(__file__).resolve().parents[1]
 

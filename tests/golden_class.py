@@ -24,8 +24,14 @@ from tests.grading import BONUS_ON, MUTANTS, learner_copy
 from tests.hostile import hostile_cases, write_hostile
 
 MUTANT_STRIDE = 4  # every 4th mutant: each stage's kinds of mistake, in a few minutes
-QUICK_HOSTILE = {"os-exit-at-import", "sys-exit-at-import", "segfault", "unbounded-recursion",
-                 "write-outside-scratch", "prints-fake-results"}
+QUICK_HOSTILE = {
+    "os-exit-at-import",
+    "sys-exit-at-import",
+    "segfault",
+    "unbounded-recursion",
+    "write-outside-scratch",
+    "prints-fake-results",
+}
 SINGLE_OUTPUTS = ("--json", "--student-json", "--html", "--gradescope", "--classroom")
 MASKED = "(masked)"
 OUTSIDE = Path(tempfile.gettempdir()) / "golden-class-outside"
@@ -65,20 +71,43 @@ def record(out: Path) -> None:
     with tempfile.TemporaryDirectory() as work:
         work = Path(work)
         build_class(work / "class", OUTSIDE)  # a fixed path: the hostile file holds it, and its hash with it
-        batch = subprocess.run([sys.executable, "-m", "grader", "batch", str(work / "class"), "--out",
-                                str(out / "batch"), "--course", str(BONUS_ON), "--workers", "2"],
-                               cwd=REPO, capture_output=True, text=True)
+        batch = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "grader",
+                "batch",
+                str(work / "class"),
+                "--out",
+                str(out / "batch"),
+                "--course",
+                str(BONUS_ON),
+                "--workers",
+                "2",
+            ],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+        )
         (out / "batch-stderr.txt").write_text(_without_progress(batch.stderr))
         for student in ("correct", "stubs", "book", "missing"):
             single = out / "single" / student
             single.mkdir(parents=True)
-            files = [arg for option in SINGLE_OUTPUTS
-                     for arg in (option, str(single / f"out{option.replace('-', '_')}"))]
+            files = [
+                arg for option in SINGLE_OUTPUTS for arg in (option, str(single / f"out{option.replace('-', '_')}"))
+            ]
             for extra in ((), ("--for-students",), ("--visible-only",)):
-                run = subprocess.run([sys.executable, "-m", "grader", str(work / "class" / student), *files, *extra],
-                                     cwd=REPO, capture_output=True, text=True, env=_no_colour())
+                run = subprocess.run(
+                    [sys.executable, "-m", "grader", str(work / "class" / student), *files, *extra],
+                    cwd=REPO,
+                    capture_output=True,
+                    text=True,
+                    env=_no_colour(),
+                )
                 name = "-".join(["run", *[e.strip("-") for e in extra]])
-                (single / f"{name}.txt").write_text(run.stdout.replace(str(work), "WORK") + f"\nexit {run.returncode}\n")
+                (single / f"{name}.txt").write_text(
+                    run.stdout.replace(str(work), "WORK") + f"\nexit {run.returncode}\n"
+                )
                 for file in single.glob("out_*"):
                     file.rename(single / f"{name}{file.name.removeprefix('out')}")
             _replace_paths(out, {str(work): "WORK", str(out): "OUT"})
@@ -119,11 +148,17 @@ def _mask(out: Path) -> None:
 
 
 def compare(first: Path, second: Path) -> int:
-    names = sorted({p.relative_to(first) for p in first.rglob("*") if p.is_file()}
-                   | {p.relative_to(second) for p in second.rglob("*") if p.is_file()})
-    differ = [name for name in names
-              if not (first / name).is_file() or not (second / name).is_file()
-              or (first / name).read_bytes() != (second / name).read_bytes()]
+    names = sorted(
+        {p.relative_to(first) for p in first.rglob("*") if p.is_file()}
+        | {p.relative_to(second) for p in second.rglob("*") if p.is_file()}
+    )
+    differ = [
+        name
+        for name in names
+        if not (first / name).is_file()
+        or not (second / name).is_file()
+        or (first / name).read_bytes() != (second / name).read_bytes()
+    ]
     for name in differ:
         print(f"differs: {name}")
     print(f"{len(names) - len(differ)} of {len(names)} files identical")

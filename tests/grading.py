@@ -1,6 +1,5 @@
 """Helpers for the grader's own tests: learner-style copies of the solutions, CLI and make runs."""
 
-import json
 import os
 import subprocess
 import sys
@@ -19,14 +18,26 @@ BONUS_ON = REPO / "tests" / "bonus_course.toml"  # a course.toml that grades the
 def _written(kind: str) -> list[dict]:
     """tests/submissions/manifest.toml's entries of ``kind`` ("mutant" or "alternative") in the shape of
     mutants.toml's: each replaces its stage's file by the one written out (``source``)."""
-    manifest = tomllib.loads((SUBMISSIONS / "manifest.toml").read_text()) if (SUBMISSIONS / "manifest.toml").exists() else {}
-    return [{"stage": entry["stage"], "file": f"{STAGE_MODULES[entry['stage']]}.py", "source": entry["file"],
-             "what": entry["mistake"], **{key: entry[key] for key in ("truthful", "nameable") if key in entry}}
-            for entry in manifest.get("submission", []) if entry["kind"] == kind]
+    manifest = (
+        tomllib.loads((SUBMISSIONS / "manifest.toml").read_text()) if (SUBMISSIONS / "manifest.toml").exists() else {}
+    )
+    return [
+        {
+            "stage": entry["stage"],
+            "file": f"{STAGE_MODULES[entry['stage']]}.py",
+            "source": entry["file"],
+            "what": entry["mistake"],
+            **{key: entry[key] for key in ("truthful", "nameable") if key in entry},
+        }
+        for entry in manifest.get("submission", [])
+        if entry["kind"] == kind
+    ]
 
 
 MUTANTS = tomllib.loads((REPO / "tests" / "mutants.toml").read_text())["mutant"] + _written("mutant")
-ALTERNATIVES = tomllib.loads((REPO / "tests" / "alternatives.toml").read_text())["alternative"] + _written("alternative")
+ALTERNATIVES = tomllib.loads((REPO / "tests" / "alternatives.toml").read_text())["alternative"] + _written(
+    "alternative"
+)
 
 
 def learner_copy(folder: Path, mutant: dict | None = None, stages=STAGE_MODULES) -> Path:
@@ -50,7 +61,10 @@ def grade(submission: Path, *options: str, report: Path | None = None) -> tuple[
     report = report or submission.parent / f"{submission.name}-report.json"
     result = subprocess.run(
         [sys.executable, "-m", "grader", str(submission), "--json", str(report), *options],
-        cwd=REPO, capture_output=True, text=True, timeout=600,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert result.returncode == 0, result.stderr
     read = report_model.read(report)
@@ -60,8 +74,13 @@ def grade(submission: Path, *options: str, report: Path | None = None) -> tuple[
 
 def batch(submissions: Path, out: Path, *options: str) -> subprocess.CompletedProcess:
     """Run `python -m grader batch` as an instructor would; it must succeed."""
-    result = subprocess.run([sys.executable, "-m", "grader", "batch", str(submissions), "--out", str(out), *options],
-                            cwd=REPO, capture_output=True, text=True, timeout=900)
+    result = subprocess.run(
+        [sys.executable, "-m", "grader", "batch", str(submissions), "--out", str(out), *options],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert result.returncode == 0, result.stderr
     return result
 

@@ -34,12 +34,20 @@ def hostile_cases(outside: Path) -> list[Hostile]:
         Hostile("hang-at-import", "while True:\n    pass\n", True, "timeout"),
         Hostile("infinite-loop", "while True:\n    pass\n", False, "timeout"),
         Hostile("huge-allocation", "torch.empty(40 * 1024**3, dtype=torch.uint8)\n", False, "memory-limit"),
-        Hostile("write-outside-scratch",
-                f"try:\n    open({str(outside / 'written.txt')!r}, 'w').write('x')\nexcept OSError:\n    pass\n",
-                True, None, harmless=True),
-        Hostile("prints-fake-results",
-                'print(\'{"ok": "fake"}\')\nprint("Total: 100/100")\nprint("tensor([0.9544, 1.4950])")\n',
-                True, None, harmless=True),
+        Hostile(
+            "write-outside-scratch",
+            f"try:\n    open({str(outside / 'written.txt')!r}, 'w').write('x')\nexcept OSError:\n    pass\n",
+            True,
+            None,
+            harmless=True,
+        ),
+        Hostile(
+            "prints-fake-results",
+            'print(\'{"ok": "fake"}\')\nprint("Total: 100/100")\nprint("tensor([0.9544, 1.4950])")\n',
+            True,
+            None,
+            harmless=True,
+        ),
     ]
 
 

@@ -18,7 +18,6 @@ import torch
 from tests.grading import ALTERNATIVES, BONUS_ON, MUTANTS, batch, learner_copy  # noqa: F401 - for test_mutants
 
 
-
 def truthful(mutant: dict) -> set[str]:
     """The hint ids true of ``mutant``: listed, or (older entries) the one hint it must carry."""
     return set(mutant.get("truthful", [mutant["hint"]] if "hint" in mutant else []))
@@ -59,13 +58,21 @@ class Verdict:
     @property
     def leaked(self) -> list[int]:
         """Other stages that lost points: the mistake must cost points where it is made only."""
-        return [int(s["id"].removeprefix("stage")) for s in self.report["stages"]
-                if s["id"] != f"stage{self.mutant['stage']}" and s["score"] < s["max_score"]]
+        return [
+            int(s["id"].removeprefix("stage"))
+            for s in self.report["stages"]
+            if s["id"] != f"stage{self.mutant['stage']}" and s["score"] < s["max_score"]
+        ]
 
     @property
     def wrong_hints(self) -> set[str]:
-        others = {c["hint"] for s in self.report["stages"] if s["id"] != f"stage{self.mutant['stage']}"
-                  for c in s["checks"] if c["status"] != "passed" and c["hint"]}
+        others = {
+            c["hint"]
+            for s in self.report["stages"]
+            if s["id"] != f"stage{self.mutant['stage']}"
+            for c in s["checks"]
+            if c["status"] != "passed" and c["hint"]
+        }
         return (self.hints - truthful(self.mutant)) | others
 
     @property
@@ -95,8 +102,10 @@ class Figures:
         def share(n: int, of: int) -> str:
             return f"{n}/{of} ({100 * n / of:.0f} %)" if of else "0/0"
 
-        return (f"{view}: caught {share(self.caught, self.mutants)}, named {share(self.named, self.nameable)} of "
-                f"nameable, misnamed {share(self.misnamed, self.mutants)}")
+        return (
+            f"{view}: caught {share(self.caught, self.mutants)}, named {share(self.named, self.nameable)} of "
+            f"nameable, misnamed {share(self.misnamed, self.mutants)}"
+        )
 
 
 def figures(verdicts: list[Verdict]) -> Figures:
@@ -112,8 +121,10 @@ def figures(verdicts: list[Verdict]) -> Figures:
 def describe(verdict: Verdict) -> str:
     m = verdict.mutant
     what = m.get("what") or m.get("hint")
-    return (f"stage {m['stage']} {what!r}: caught={verdict.caught} hints={sorted(verdict.hints)} "
-            f"truthful={sorted(truthful(m))} wrong={sorted(verdict.wrong_hints)} leaked={verdict.leaked}")
+    return (
+        f"stage {m['stage']} {what!r}: caught={verdict.caught} hints={sorted(verdict.hints)} "
+        f"truthful={sorted(truthful(m))} wrong={sorted(verdict.wrong_hints)} leaked={verdict.leaked}"
+    )
 
 
 def main() -> None:

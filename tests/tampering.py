@@ -30,9 +30,11 @@ CLEARED_RECORD = {
 }
 
 # F.scaled_dot_product_attention with PyTorch's function and dispatch modes off (tests/mutants.toml).
-MODES_SWITCHED_OFF = {"what": "MultiHeadAttention switches the modes off around F.scaled_dot_product_attention",
-                      "voided": ".MultiHeadAttention",
-                      **next(m for m in MUTANTS if m.get("hint") == "recorder-tampered")}
+MODES_SWITCHED_OFF = {
+    "what": "MultiHeadAttention switches the modes off around F.scaled_dot_product_attention",
+    "voided": ".MultiHeadAttention",
+    **next(m for m in MUTANTS if m.get("hint") == "recorder-tampered"),
+}
 
 # Copies nothing, then makes the probe's record of v2's weights agree with v1's.
 FORGED_V2_RECORD = {

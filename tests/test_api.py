@@ -66,9 +66,7 @@ def test_self_attention_parameters_are_what_the_book_defines(solutions):
 
 
 @settings(max_examples=30, deadline=None)
-@given(
-    d_in=st.integers(1, 6), d_out=st.integers(1, 6), num_tokens=st.integers(1, 7), seed=st.integers(0, 2**31 - 1)
-)
+@given(d_in=st.integers(1, 6), d_out=st.integers(1, 6), num_tokens=st.integers(1, 7), seed=st.integers(0, 2**31 - 1))
 def test_transfer_makes_v1_equal_v2_in_place(d_in, d_out, num_tokens, seed, solutions):
     torch.manual_seed(seed)
     sa_v1, sa_v2 = solutions.SelfAttention_v1(d_in, d_out), solutions.SelfAttention_v2(d_in, d_out)

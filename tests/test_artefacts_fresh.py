@@ -30,10 +30,10 @@ import yaml
 
 from grader.authoring.gradescope import build as build_gradescope_zip
 from grader.authoring.release import build_release
-from grader.notebook import SUMMARY
 from grader.core.points import points_in_use
-from grader.judge.plugin import planned_checks
 from grader.core.stages import CORE, STAGE_MODULES, stages_of
+from grader.judge.plugin import planned_checks
+from grader.notebook import SUMMARY
 from tests.conftest import REPO
 from tests.grading import learner_copy
 from tests.test_gradescope import install
@@ -41,11 +41,24 @@ from tests.test_gradescope import install
 pytestmark = pytest.mark.artefacts
 
 STAGES = stages_of((CORE,))  # the artefacts are built without course.toml: the core stages
-VISIBLE = {stage: sum(c.points for c in planned_checks([stage], points_in_use()) if c.visibility == "visible") for stage in STAGES}
+VISIBLE = {
+    stage: sum(c.points for c in planned_checks([stage], points_in_use()) if c.visibility == "visible")
+    for stage in STAGES
+}
 SCHEMAS = REPO / "grader" / "core" / "schemas"
 # Variables that would lead a fresh environment back to this checkout, or carry this run's make or pytest options.
-LEAKS = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV", "CONDA_PREFIX", "__PYVENV_LAUNCHER__",
-         "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")
+LEAKS = (
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONSTARTUP",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "__PYVENV_LAUNCHER__",
+    "MAKEFLAGS",
+    "MFLAGS",
+    "MAKELEVEL",
+    "MAKEOVERRIDES",
+)
 TIMEOUT = 900
 
 
@@ -53,18 +66,24 @@ def fresh_env(path_first: Path | None = None, **extra: str) -> dict[str, str]:
     """This process's environment without the ways back to the checkout: the variables above, and PATH
     entries inside the checkout or this virtual environment; ``path_first`` leads PATH."""
     here = [REPO.resolve()] + ([Path(sys.prefix).resolve()] if sys.prefix != sys.base_prefix else [])
-    kept = [entry for entry in os.environ.get("PATH", "").split(os.pathsep)
-            if entry and not any(Path(entry).resolve().is_relative_to(place) for place in here)]
+    kept = [
+        entry
+        for entry in os.environ.get("PATH", "").split(os.pathsep)
+        if entry and not any(Path(entry).resolve().is_relative_to(place) for place in here)
+    ]
     env = {key: value for key, value in os.environ.items() if key not in LEAKS and not key.startswith("PYTEST")}
     env["PATH"] = os.pathsep.join([*([str(path_first)] if path_first else []), *kept])
     return {**env, **extra}
 
 
-def run(command: list[str] | str, cwd: Path, env: dict[str, str] | None = None, **options) -> subprocess.CompletedProcess:
+def run(
+    command: list[str] | str, cwd: Path, env: dict[str, str] | None = None, **options
+) -> subprocess.CompletedProcess:
     """``command`` in ``cwd`` (never inside the checkout) with a fresh environment."""
     assert not cwd.resolve().is_relative_to(REPO.resolve()), cwd
-    return subprocess.run(command, cwd=cwd, env=env or fresh_env(), capture_output=True, text=True,
-                          timeout=TIMEOUT, **options)
+    return subprocess.run(
+        command, cwd=cwd, env=env or fresh_env(), capture_output=True, text=True, timeout=TIMEOUT, **options
+    )
 
 
 def assert_resolves_inside(python: Path, folder: Path, cwd: Path, env: dict[str, str] | None = None) -> None:
@@ -114,18 +133,22 @@ def test_the_release_installs_itself_and_grades_the_stubs(release):
     assert "Setting up .venv" in first.stdout
     assert report["score"] == 0 and "provisional" in report["flags"]
     assert f"Provisional total (visible checks only): 0/{sum(VISIBLE.values()):g}" in first.stdout
-    assert "Next step\n    open exercises/stage1_softmax.py\n    attention_scores is not implemented yet" in first.stdout
+    assert (
+        "Next step\n    open exercises/stage1_softmax.py\n    attention_scores is not implemented yet" in first.stdout
+    )
     assert first.stdout.rstrip("\n").split("\n")[-1] == "Heat maps and details: grade-report.html"
     if sys.platform == "linux":  # the CPU build: PyTorch's CPU index first (or here, the local wheel)
-        torch = run([str(folder / ".venv" / "bin" / "python"), "-c", "import torch; print(torch.version.cuda)"],
-                    folder.parent)
+        torch = run(
+            [str(folder / ".venv" / "bin" / "python"), "-c", "import torch; print(torch.version.cuda)"], folder.parent
+        )
         assert torch.stdout.strip() == "None", torch.stdout + torch.stderr
 
 
 def test_the_release_gives_a_correct_submission_every_visible_point(solved):
     done, report = solved
     assert {int(s["id"].removeprefix("stage")): (s["score"], s["max_score"]) for s in report["stages"]} == {
-        stage: (points, points) for stage, points in VISIBLE.items()}
+        stage: (points, points) for stage, points in VISIBLE.items()
+    }
     assert {c["visibility"] for s in report["stages"] for c in s["checks"]} == {"visible"}
     total = sum(VISIBLE.values())
     assert f"Provisional total (visible checks only): {total:g}/{total:g}" in done.stdout
@@ -142,8 +165,10 @@ def test_the_release_gives_the_books_own_code_every_visible_point(release, solve
         done = run(["make", "grade", f"GRADE_ARGS=--json {report}"], folder)
         assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
         assert "torch.empty(inputs.shape[0])" in (folder / "exercises" / f"{STAGE_MODULES[1]}.py").read_text()
-        scores = {int(s["id"].removeprefix("stage")): (s["score"], s["max_score"])
-                  for s in json.loads(report.read_text())["stages"]}
+        scores = {
+            int(s["id"].removeprefix("stage")): (s["score"], s["max_score"])
+            for s in json.loads(report.read_text())["stages"]
+        }
         assert scores == {stage: (points, points) for stage, points in VISIBLE.items()}
         assert "Notes (marked i above: advice beyond the book" in done.stdout and "What to fix" not in done.stdout
     finally:
@@ -232,26 +257,37 @@ def test_a_students_notebook_runs_in_the_students_environment(release, tmp_path_
     notebook = nbformat.read(course / "release" / ASSIGNMENT / name, as_version=4)
     assert "check(1, hidden=True)" not in "".join(c.source for c in notebook.cells)  # the students' copy
     answer_cell(notebook).source = solved_answers(course)[name]
-    notebook.cells.append(nbformat.v4.new_code_cell("import grader, sys\nprint(grader.__file__)\nprint(sys.executable)"))
+    notebook.cells.append(
+        nbformat.v4.new_code_cell("import grader, sys\nprint(grader.__file__)\nprint(sys.executable)")
+    )
     student = base / "student"
     student.mkdir()
     nbformat.write(notebook, student / name)
 
     python = folder / ".venv" / "bin" / "python"
     kernel = [f"{package}=={importlib.metadata.version(package)}" for package in ("nbclient", "ipykernel")]
-    env = fresh_env(folder / ".venv" / "bin", JUPYTER_DATA_DIR=str(base / "jupyter-data"),
-                    JUPYTER_CONFIG_DIR=str(base / "jupyter-config"), IPYTHONDIR=str(base / "ipython"))
+    env = fresh_env(
+        folder / ".venv" / "bin",
+        JUPYTER_DATA_DIR=str(base / "jupyter-data"),
+        JUPYTER_CONFIG_DIR=str(base / "jupyter-config"),
+        IPYTHONDIR=str(base / "ipython"),
+    )
     installed = run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *kernel], base, env)
     assert installed.returncode == 0, installed.stderr[-3000:]
-    execute = ("import sys, nbclient, nbformat\nnotebook = nbformat.read(sys.argv[1], as_version=4)\n"
-               "nbclient.NotebookClient(notebook, timeout=300, kernel_name='python3',\n"
-               "                        resources={'metadata': {'path': sys.argv[2]}}).execute()\n"
-               "nbformat.write(notebook, sys.argv[3])\n")
-    done = run([str(python), "-c", execute, str(student / name), str(student), str(base / "executed.ipynb")], student, env)
+    execute = (
+        "import sys, nbclient, nbformat\nnotebook = nbformat.read(sys.argv[1], as_version=4)\n"
+        "nbclient.NotebookClient(notebook, timeout=300, kernel_name='python3',\n"
+        "                        resources={'metadata': {'path': sys.argv[2]}}).execute()\n"
+        "nbformat.write(notebook, sys.argv[3])\n"
+    )
+    done = run(
+        [str(python), "-c", execute, str(student / name), str(student), str(base / "executed.ipynb")], student, env
+    )
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     executed = nbformat.read(base / "executed.ipynb", as_version=4)
-    printed = "".join(output.get("text", "") for cell in executed.cells if cell.cell_type == "code"
-                      for output in cell.outputs)
+    printed = "".join(
+        output.get("text", "") for cell in executed.cells if cell.cell_type == "code" for output in cell.outputs
+    )
     assert SUMMARY.format(kind="visible", stage=1) + f"{VISIBLE[1]:g}/{VISIBLE[1]:g}" in printed, printed
     where, interpreter = printed.strip().splitlines()[-2:]
     assert Path(where).resolve().is_relative_to(folder.resolve()) and Path(interpreter).parent == python.parent

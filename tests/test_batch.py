@@ -90,8 +90,9 @@ def test_the_gradebook_is_byte_identical_across_runs_and_lane_counts(graded, cla
 def test_a_killed_batch_resumes_without_losing_or_redoing_work(graded, classroom, tmp_path):
     _, reference = graded
     command = [sys.executable, "-m", "grader", "batch", str(classroom), "--out", str(tmp_path), "--workers", "1"]
-    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     deadline = time.monotonic() + 300
     while len(list(tmp_path.glob("*.json"))) < 3 and time.monotonic() < deadline and process.poll() is None:
         time.sleep(0.05)
@@ -121,7 +122,9 @@ def test_two_submissions_for_one_student_grade_neither_as_theirs_and_the_class_g
     assert rows["bob"]["score"] == "20"
     assert rows["ada"]["score"] == "0"
     assert "unreadable: 2 submissions claim this id (ada and ada.zip)" in rows["ada"]["flags"]
-    assert "ada" in result.stderr.split("two submissions claim its id), and scores nothing:")[-1]  # the closing summary names her
+    assert (
+        "ada" in result.stderr.split("two submissions claim its id), and scores nothing:")[-1]
+    )  # the closing summary names her
 
 
 def test_an_incomplete_report_is_graded_again_and_a_complete_one_is_not(graded, classroom, tmp_path):
@@ -129,7 +132,9 @@ def test_an_incomplete_report_is_graded_again_and_a_complete_one_is_not(graded, 
     for report in reference.glob("*.json"):
         shutil.copy(report, tmp_path / report.name)
     disrupted = json.loads((tmp_path / "ada.json").read_text())
-    disrupted.update(score=0, complete=False, flags=["incomplete: the process that runs the submitted code has stopped"])
+    disrupted.update(
+        score=0, complete=False, flags=["incomplete: the process that runs the submitted code has stopped"]
+    )
     (tmp_path / "ada.json").write_text(json.dumps(disrupted))
     kept = {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("*.json") if p.name != "ada.json"}
     result = batch(classroom, tmp_path, "--workers", "1")
@@ -143,22 +148,29 @@ def test_a_sandbox_that_dies_marks_its_student_incomplete_and_the_next_is_graded
 
     from grader.core.options import GradingOptions
     from grader.core.points import points_in_use
+    from grader.intake.staging import stage_submission
     from grader.judge.session import grade_each
     from grader.sandbox.zygote import Sandbox
-    from grader.intake.staging import stage_submission
 
     slow = learner_copy(tmp_path / "slow", stages=[1])
     path = slow / "stage1_softmax.py"
-    path.write_text(path.read_text().replace("def softmax_naive(x: torch.Tensor) -> torch.Tensor:\n",
-                                             "def softmax_naive(x: torch.Tensor) -> torch.Tensor:\n"
-                                             "    __import__('time').sleep(0.3)\n"))
+    path.write_text(
+        path.read_text().replace(
+            "def softmax_naive(x: torch.Tensor) -> torch.Tensor:\n",
+            "def softmax_naive(x: torch.Tensor) -> torch.Tensor:\n    __import__('time').sleep(0.3)\n",
+        )
+    )
     honest = learner_copy(tmp_path / "honest", stages=[1])
     reports = []
     with Sandbox() as sandbox:
         sandbox.device  # noqa: B018 - the zygote is up
         threading.Timer(1.5, sandbox._zygote.kill).start()  # the grader's own failure, mid-student
-        grade_each(sandbox, iter([stage_submission(slow), stage_submission(honest)]), reports.append,
-                   GradingOptions((1,), points_in_use(), timeout=5.0))
+        grade_each(
+            sandbox,
+            iter([stage_submission(slow), stage_submission(honest)]),
+            reports.append,
+            GradingOptions((1,), points_in_use(), timeout=5.0),
+        )
     first, second = reports
     assert not first["complete"] and any(flag.startswith("incomplete: ") for flag in first["flags"]), first["flags"]
     assert second["complete"] and second["score"] == 20, second["flags"]
@@ -176,8 +188,13 @@ def test_a_student_asked_for_is_found_whatever_unicode_form_the_id_was_typed_in(
 
 def refused(*argv, lines: int = 1) -> str:
     """The last line of the batch's stderr, where it must refuse (exit 2) with no traceback, in ``lines`` lines."""
-    result = subprocess.run([sys.executable, "-m", "grader", "batch", *map(str, argv)], cwd=REPO, capture_output=True,
-                            text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "grader", "batch", *map(str, argv)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert result.stderr.count("\n") == lines, result.stderr
     return result.stderr.splitlines()[-1]
@@ -212,8 +229,11 @@ def test_a_gradebook_that_cannot_be_replaced_keeps_the_reports_and_says_to_close
     learner_copy(tmp_path / "class" / "ada", stages=[1])
     (tmp_path / "out" / "grades.csv").mkdir(parents=True)  # as a spreadsheet holding it open on Windows refuses
     said = refused(tmp_path / "class", "--out", tmp_path / "out", lines=4)  # after the class, its plan and progress
-    assert said.startswith(f"grader batch: {tmp_path / 'out' / 'grades.csv'} cannot be replaced") and \
-        "close grades.csv" in said and "run again" in said, said
+    assert (
+        said.startswith(f"grader batch: {tmp_path / 'out' / 'grades.csv'} cannot be replaced")
+        and "close grades.csv" in said
+        and "run again" in said
+    ), said
     assert json.loads((tmp_path / "out" / "ada.json").read_text())["score"] == 20
 
 
@@ -240,8 +260,11 @@ def test_a_class_of_no_student_is_refused_in_one_line_and_nothing_is_written(tmp
 def test_ids_that_differ_only_by_case_are_named_in_one_line():
     from grader.classroom.plan import case_twins
 
-    assert case_twins(["Ada", "ada", "bo", "ADA", "Straße", "STRASSE"]) == [("ada", "Ada"), ("ADA", "Ada"),
-                                                                           ("STRASSE", "Straße")]
+    assert case_twins(["Ada", "ada", "bo", "ADA", "Straße", "STRASSE"]) == [
+        ("ada", "Ada"),
+        ("ADA", "Ada"),
+        ("STRASSE", "Straße"),
+    ]
     assert case_twins(["ada", "ada (1)", "bo"]) == []
 
 
@@ -249,5 +272,7 @@ def test_a_class_with_ids_that_differ_only_by_case_is_told_so(tmp_path):
     learner_copy(tmp_path / "class" / "Ada", stages=[1])
     learner_copy(tmp_path / "class" / "ada", stages=[1])
     result = batch(tmp_path / "class", tmp_path / "out")
-    assert ("grader batch: 1 submission named as another but for case, graded apart: ada beside Ada; on a macOS or "
-            "Windows disk their reports are one file: check whether they are one student's\n") in result.stderr
+    assert (
+        "grader batch: 1 submission named as another but for case, graded apart: ada beside Ada; on a macOS or "
+        "Windows disk their reports are one file: check whether they are one student's\n"
+    ) in result.stderr

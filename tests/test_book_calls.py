@@ -5,9 +5,9 @@ import inspect
 import pytest
 import torch.nn as nn
 
+from grader.core.stages import STAGE_MODULES
 from grader.runner.book_calls import BOOK_SIGNATURES, book_constructor, book_signature, projection, renamed
 from grader.runner.implementation import load_package
-from grader.core.stages import STAGE_MODULES
 
 
 def test_the_book_signatures_are_the_solutions():
@@ -15,8 +15,9 @@ def test_the_book_signatures_are_the_solutions():
     for name in BOOK_SIGNATURES:
         cls = next(getattr(m, name) for m in solutions.modules.values() if hasattr(m, name))
         documented = inspect.signature(cls)
-        assert [(p.name, p.default) for p in documented.parameters.values()] == \
-               [(p.name, p.default) for p in book_signature(name).parameters.values()], name
+        assert [(p.name, p.default) for p in documented.parameters.values()] == [
+            (p.name, p.default) for p in book_signature(name).parameters.values()
+        ], name
 
 
 class Swapped(nn.Module):  # context_length and dropout swapped, no qkv_bias
@@ -47,12 +48,21 @@ def test_arguments_reach_the_parameters_the_book_names_whatever_their_order():
     build = book_constructor(Swapped, "CausalAttention")
     assert build(3, 2, 6, 0.5).got == (3, 2, 6, 0.5)
     assert build(3, 2, 6, 0.5, False).got == (3, 2, 6, 0.5)  # a qkv_bias at the book's default needs no parameter
-    with pytest.raises(TypeError, match=r"Swapped|CausalAttention\(d_in, d_out, context_length, dropout, qkv_bias=False\)"):
+    with pytest.raises(
+        TypeError, match=r"Swapped|CausalAttention\(d_in, d_out, context_length, dropout, qkv_bias=False\)"
+    ):
         build(3, 2, 6, 0.5, True)
 
 
 def test_a_renamed_parameter_takes_the_books_argument_by_position():
-    assert book_constructor(RenamedHeads, "MultiHeadAttention")(3, 2, 6, 0.0, num_heads=2).got == (3, 2, 6, 0.0, 2, False)
+    assert book_constructor(RenamedHeads, "MultiHeadAttention")(3, 2, 6, 0.0, num_heads=2).got == (
+        3,
+        2,
+        6,
+        0.0,
+        2,
+        False,
+    )
 
 
 def test_a_missing_default_is_the_books():
@@ -72,12 +82,21 @@ def test_one_constructor_per_class_so_callers_may_cache_by_it():
 
 
 def test_renamed_projections_pair_by_creation_order_kind_and_shape():
-    documented = {"W_query.weight": (2, 3), "W_key.weight": (2, 3), "W_value.weight": (2, 3), "out_proj.weight": (2, 2),
-                  "out_proj.bias": (2,)}
+    documented = {
+        "W_query.weight": (2, 3),
+        "W_key.weight": (2, 3),
+        "W_value.weight": (2, 3),
+        "out_proj.weight": (2, 2),
+        "out_proj.bias": (2,),
+    }
     held = {"W_q.weight": (2, 3), "W_k.weight": (2, 3), "W_v.weight": (2, 3), "W_o.weight": (2, 2), "W_o.bias": (2,)}
-    assert renamed(held, documented) == {"W_query.weight": "W_q.weight", "W_key.weight": "W_k.weight",
-                                         "W_value.weight": "W_v.weight", "out_proj.weight": "W_o.weight",
-                                         "out_proj.bias": "W_o.bias"}
+    assert renamed(held, documented) == {
+        "W_query.weight": "W_q.weight",
+        "W_key.weight": "W_k.weight",
+        "W_value.weight": "W_v.weight",
+        "out_proj.weight": "W_o.weight",
+        "out_proj.bias": "W_o.bias",
+    }
     assert renamed(documented, documented) is None  # nothing to rename
     assert renamed({**held, "W_o.bias": (3,)}, documented) is None  # another shape: no pairing
     assert renamed({"W_q": (3, 2), "W_k": (3, 2)}, {"W_query": (3, 2), "W_key": (3, 2), "W_value": (3, 2)}) is None
@@ -87,8 +106,9 @@ def test_projection_by_name_or_by_order():
     class Plain(nn.Module):
         def __init__(self):
             super().__init__()
-            self.W_q, self.W_k, self.W_v = (nn.Parameter(nn.init.zeros_(nn.Linear(2, 2).weight.data.clone()) + i)
-                                            for i in range(3))
+            self.W_q, self.W_k, self.W_v = (
+                nn.Parameter(nn.init.zeros_(nn.Linear(2, 2).weight.data.clone()) + i) for i in range(3)
+            )
             self.softmax = nn.Softmax(dim=-1)
 
     module = Plain()

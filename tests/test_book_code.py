@@ -12,8 +12,12 @@ BOOK = REPO / "tests" / "book"
 # The notes the chapter's code gets, each for a reason the chapter's own text shows: its exercise 3.1 answer
 # assigns new parameters that view v2's memory and never mentions a bias; section 3.5.1 makes its masks with
 # torch.ones inside the functions, on one (n, n) matrix.
-BOOK_NOTES = {("stage3", "note.in_place"), ("stage3", "note.bias_refused"), ("stage4", "note.fixed_device"),
-              ("stage4", "note.batched")}
+BOOK_NOTES = {
+    ("stage3", "note.in_place"),
+    ("stage3", "note.bias_refused"),
+    ("stage4", "note.fixed_device"),
+    ("stage4", "note.batched"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +39,9 @@ def test_the_books_code_gets_exactly_its_notes_and_no_failure(book_report):
     assert failed == BOOK_NOTES
     assert all(is_note(check) for _, check in failed)
     assert "What to fix" not in result.stdout
-    assert "Notes (marked i above: advice beyond the book, no points unless your instructor counts them)" in result.stdout
+    assert (
+        "Notes (marked i above: advice beyond the book, no points unless your instructor counts them)" in result.stdout
+    )
     for hint in ("shares-memory", "bias-dropped", "fixed-device", "batched-inputs"):
         assert f"hint [{hint}]" in result.stdout
 
@@ -69,19 +75,27 @@ def test_a_course_that_prices_a_note_charges_it_and_says_so(tmp_path):
     assert "stage 3 · note.in_place: 0/2" in result.stdout
 
 
-@pytest.mark.parametrize("line, words", [
-    ('"stage3.inplace" = 2', "notes.stage3.inplace is no note"),
-    ('"stage3.in_place" = "two"', "is not a number of points"),
-    ('"stage3.in_place" = -1', "is not a number of points"),
-])
+@pytest.mark.parametrize(
+    "line, words",
+    [
+        ('"stage3.inplace" = 2', "notes.stage3.inplace is no note"),
+        ('"stage3.in_place" = "two"', "is not a number of points"),
+        ('"stage3.in_place" = -1', "is not a number of points"),
+    ],
+)
 def test_a_wrong_note_price_is_refused_in_one_line(tmp_path, line, words):
     import subprocess
     import sys
 
     course = tmp_path / "course.toml"
     course.write_text(f"[notes]\n{line}\n")
-    result = subprocess.run([sys.executable, "-m", "grader", str(BOOK), "--course", str(course)], cwd=REPO,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "grader", str(BOOK), "--course", str(course)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 2 and words in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 

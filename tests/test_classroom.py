@@ -9,10 +9,9 @@ import sys
 import jsonschema
 import pytest
 
-from grader.core.stages import CORE, stages_of
 from grader.core.points import points_in_use
+from grader.core.stages import CORE, stages_of
 from grader.judge.plugin import planned_checks
-
 from tests.conftest import REPO
 from tests.grading import learner_copy
 
@@ -27,7 +26,7 @@ def grading_command() -> str:
 
 def test_the_reporter_reads_the_step_that_grades():
     step = re.search(r"id: (\S+)", WORKFLOW.split("name: Visible checks")[1]).group(1)
-    assert f"{step.upper()}_RESULTS: \"${{{{ steps.{step}.outputs.result }}}}\"" in WORKFLOW
+    assert f'{step.upper()}_RESULTS: "${{{{ steps.{step}.outputs.result }}}}"' in WORKFLOW
     assert re.search(rf"runners: {step}$", WORKFLOW, re.M)
     assert "--visible-only" in grading_command()
     assert "name: Autograding Tests" in WORKFLOW
@@ -42,8 +41,9 @@ def test_the_grading_command_gives_the_reporter_the_visible_points(tmp_path, wor
         (repository / "exercises").mkdir(parents=True)
         for stub in (REPO / "exercises").glob("stage*.py"):
             (repository / "exercises" / stub.name).write_bytes(stub.read_bytes())
-    command = grading_command().replace("python -m grader exercises",
-                                        f"{sys.executable} -m grader {repository / 'exercises'}")
+    command = grading_command().replace(
+        "python -m grader exercises", f"{sys.executable} -m grader {repository / 'exercises'}"
+    )
     command = command.replace("classroom-result.json", str(tmp_path / "result.json"))
     subprocess.run(command, shell=True, cwd=REPO, check=True, capture_output=True, timeout=300)
     encoded = base64.b64encode((tmp_path / "result.json").read_bytes())  # as the workflow hands it on

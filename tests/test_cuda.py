@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from grader.runner.document_examples import run_recipe
 from grader.judge.document_values import document_values
+from grader.runner.document_examples import run_recipe
 from tests.grading import BONUS_ON, grade, learner_copy
 
 pytestmark = pytest.mark.cuda

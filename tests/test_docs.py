@@ -29,7 +29,7 @@ def test_every_hint_links_to_its_own_paragraph(hint):
         page, _, anchor = link.partition("#")
         assert anchor == hint, f"{hint}: {link} should end in #{hint}"
         assert "{" not in link, f"{hint}: a link with {{stage}} needs `stages`"
-        assert hint in anchors(page), f"{page} has no paragraph <a id=\"{hint}\"></a>"
+        assert hint in anchors(page), f'{page} has no paragraph <a id="{hint}"></a>'
 
 
 @pytest.mark.parametrize("page", sorted(p.name for p in DOCS.glob("*.md")))
@@ -68,6 +68,8 @@ def test_relative_links_resolve(page):
         file = (DOCS / page).parent / path if path else DOCS / page
         assert file.exists(), f"{page}: {target} does not exist"
         if anchor and file.suffix == ".md":
-            headings = {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-")
-                        for h in re.findall(r"^#+ (.+)$", file.read_text(encoding="utf-8"), re.MULTILINE)}
+            headings = {
+                re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-")
+                for h in re.findall(r"^#+ (.+)$", file.read_text(encoding="utf-8"), re.MULTILINE)
+            }
             assert anchor in headings | set(anchors(str(file.relative_to(REPO)))), f"{page}: {target}"

@@ -5,9 +5,9 @@ import re
 import pytest
 import torch
 
-from grader.runner.document_examples import RECIPES, run_recipe
 from grader.judge.document_values import document_values, errata
 from grader.judge.tensor_diff import describe_difference
+from grader.runner.document_examples import RECIPES, run_recipe
 from tests.conftest import seeds_dir
 
 VALUES = document_values()

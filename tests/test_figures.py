@@ -32,8 +32,11 @@ def test_the_figures_show_the_documents_numbers():
     data = figure_data()
     assert data["plain"]["weights"][1][:2] == [0.1385, 0.2379]  # 000/004: attention weights of "journey"
     assert data["causal"]["weights"][1][:2] == [0.5517, 0.4483]  # the masked, renormalised row 2
-    assert all(sum(row) == pytest.approx(1, abs=1e-3) for name in ("plain", "scaled", "causal", "head1", "head2",
-                                                                   "cached_chunk") for row in data[name]["weights"])
+    assert all(
+        sum(row) == pytest.approx(1, abs=1e-3)
+        for name in ("plain", "scaled", "causal", "head1", "head2", "cached_chunk")
+        for row in data[name]["weights"]
+    )
     assert data["cached_chunk"]["weights"] == data["head1"]["weights"][3:]  # a chunk after the cache: the same rows
 
 

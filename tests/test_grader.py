@@ -9,11 +9,11 @@ import torch
 
 from grader.core.hints import catalog
 from grader.core.options import GradingOptions
-from grader.sandbox.workers import LearnerFailure
-from grader.judge.plugin import GradingPlugin, run_checks
-from grader.core.stages import is_note
 from grader.core.points import STAGE_POINTS, points_in_use
+from grader.core.stages import is_note
+from grader.judge.plugin import GradingPlugin, run_checks
 from grader.sandbox.printed import PrintedOutput
+from grader.sandbox.workers import LearnerFailure
 from tests.conftest import REPO
 from tests.grading import MUTANTS, grade, learner_copy, stage_scores
 from tests.mutation import truthful
@@ -43,8 +43,11 @@ def test_points_table_matches_the_checks(solutions_report):
         assert sum(table.values()) == STAGE_POINTS == stage["max_score"]
         assert {c["visibility"] for c in stage["checks"]} == {"visible", "hidden"}
         kinds = {c["id"].split(".")[0] for c in stage["checks"]}
-        assert {"document", "random", "property", "structure", "shortcut"} <= kinds <= {
-            "document", "example", "random", "property", "structure", "shortcut", "note"}, stage["id"]
+        assert (
+            {"document", "random", "property", "structure", "shortcut"}
+            <= kinds
+            <= {"document", "example", "random", "property", "structure", "shortcut", "note"}
+        ), stage["id"]
         # notes: advice beyond the book, shown to learners, worth nothing unless a course prices them
         assert all(c["visibility"] == "visible" and table[c["id"]] == 0 for c in stage["checks"] if is_note(c["id"]))
         # visible: the documents' values, and the small public examples that tell mistakes apart
@@ -103,18 +106,22 @@ def test_visible_only_is_provisional(tmp_path):
     result, report = grade(folder, "--visible-only", "--stage", "1")
     assert "provisional" in report["flags"]
     assert {c["visibility"] for s in report["stages"] for c in s["checks"]} == {"visible"}
-    assert report["max_score"] == sum(v for k, v in points_in_use().table["stage1"].items() if k.startswith("document."))
+    assert report["max_score"] == sum(
+        v for k, v in points_in_use().table["stage1"].items() if k.startswith("document.")
+    )
     assert "Provisional total (visible checks only)" in result.stdout
 
 
-@pytest.mark.parametrize("arguments", [["no/such/folder"], ["README.md"], ["exercises", "--stage", "9"],
-                                       ["exercises", "--device", "tpu"]])
+@pytest.mark.parametrize(
+    "arguments", [["no/such/folder"], ["README.md"], ["exercises", "--stage", "9"], ["exercises", "--device", "tpu"]]
+)
 def test_grader_refuses_what_it_cannot_run_in_one_line(arguments):
     import subprocess
     import sys
 
-    result = subprocess.run([sys.executable, "-m", "grader", *arguments], cwd=REPO, capture_output=True, text=True,
-                            timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "grader", *arguments], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 2
     assert result.stderr.strip() and "Traceback" not in result.stderr
 
@@ -130,10 +137,12 @@ def test_tampering_in_learner_code_changes_no_verdict(tmp_path):
     mutant = next(m for m in MUTANTS if m.get("hint") == "softmax-not-exponentiated")
     folder = learner_copy(tmp_path / "submission", mutant, stages=[1])
     stage1 = folder / "stage1_softmax.py"
-    tamper = ("import torch, torch.testing\n"
-              "torch.allclose = torch.equal = lambda *a, **k: True\n"
-              "torch.testing.assert_close = lambda *a, **k: None\n"
-              "print('Total: 100/100')\n")
+    tamper = (
+        "import torch, torch.testing\n"
+        "torch.allclose = torch.equal = lambda *a, **k: True\n"
+        "torch.testing.assert_close = lambda *a, **k: None\n"
+        "print('Total: 100/100')\n"
+    )
     stage1.write_text(tamper + stage1.read_text())
     result, report = grade(folder, "--stage", "1")
     assert report["score"] < 20

@@ -16,12 +16,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from grader.sandbox import confinement
-from grader.sandbox import zygote as sandbox
 from grader.authoring.gradescope import NEVER_SHIPPED, build, entry_points
 from grader.authoring.shipping import closure, data_files
 from grader.runner.confine import UNPRIVILEGED_UID, landlock_abi
 from grader.runner.zygote import _readable_as
+from grader.sandbox import confinement
+from grader.sandbox import zygote as sandbox
 from tests import without_landlock
 from tests.conftest import REPO
 from tests.grading import learner_copy
@@ -36,7 +36,7 @@ can_remount = pytest.mark.skipif(not (shutil.which("unshare") and shutil.which("
 SOLUTION = (REPO / "solutions" / "stage1_softmax.py").read_text()
 # Reads the reference wherever it may lie, prints what it found and raises with it: whatever it reads would
 # reach the visible checks' output, as what the file printed and as the import error's message.
-HOSTILE = '''
+HOSTILE = """
 import glob
 PLACES = [ROOT + "/source/solutions/stage1_softmax.py", ROOT + "/source/grader/document_values.toml",
           "/autograder/source/solutions/stage1_softmax.py", "../solutions/stage1_softmax.py",
@@ -50,7 +50,7 @@ for place in PLACES:
         seen.append(place + " " + type(error).__name__)
 print("HOSTILE-RAN", *seen, sep="\\n")
 raise RuntimeError("HOSTILE-RAN " + " | ".join(seen))
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -81,13 +81,19 @@ def install(autograder_zip: Path, root: Path) -> Path:
     return root
 
 
-def run_autograder(root: Path, python: str = sys.executable, path: str | None = None,
-                   wrapper: list[str] = ()) -> tuple[dict, str]:
+def run_autograder(
+    root: Path, python: str = sys.executable, path: str | None = None, wrapper: list[str] = ()
+) -> tuple[dict, str]:
     """Gradescope's results.json and what run_autograder printed (which only instructors see)."""
-    environment = {**os.environ, "AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": python,
-                   **({"PATH": path} if path else {})}
-    result = subprocess.run([*wrapper, str(root / "run_autograder")], env=environment, capture_output=True,
-                            text=True, timeout=600)
+    environment = {
+        **os.environ,
+        "AUTOGRADER_ROOT": str(root),
+        "AUTOGRADER_PYTHON": python,
+        **({"PATH": path} if path else {}),
+    }
+    result = subprocess.run(
+        [*wrapper, str(root / "run_autograder")], env=environment, capture_output=True, text=True, timeout=600
+    )
     assert result.returncode == 0, result.stderr
     results = json.loads((root / "results" / "results.json").read_text())
     jsonschema.validate(results, SCHEMA)
@@ -115,16 +121,21 @@ def like_gradescopes_image(folder: Path) -> list[str]:
     "nobody" can enter the folders above the Python installation (a tmpfs opens the first closed one, the
     installation bound back in), and the grader's packages exist in /autograder/source alone: every other copy
     this machine has (this checkout, an editable install's) is covered by an empty folder."""
-    steps = ["set -e", *(f"mount -t tmpfs -o mode=0700 tmpfs {shlex.quote(str(hidden))}"
-                         for hidden in confinement.hidden_paths())]
+    steps = [
+        "set -e",
+        *(f"mount -t tmpfs -o mode=0700 tmpfs {shlex.quote(str(hidden))}" for hidden in confinement.hidden_paths()),
+    ]
     installation = Path(sys.base_prefix).resolve()
     closed = next((p for p in reversed(installation.parents) if not p.stat().st_mode & stat.S_IXOTH), None)
     if closed is not None:
         inside, kept = closed / installation.relative_to(closed).parts[0], folder / "kept"
         kept.mkdir()
-        steps += [f"mount --bind {shlex.quote(str(inside))} {kept}",
-                  f"mount -t tmpfs -o mode=0755 tmpfs {shlex.quote(str(closed))}",
-                  f"mkdir -p {shlex.quote(str(inside))}", f"mount --bind {kept} {shlex.quote(str(inside))}"]
+        steps += [
+            f"mount --bind {shlex.quote(str(inside))} {kept}",
+            f"mount -t tmpfs -o mode=0755 tmpfs {shlex.quote(str(closed))}",
+            f"mkdir -p {shlex.quote(str(inside))}",
+            f"mount --bind {kept} {shlex.quote(str(inside))}",
+        ]
     steps.append('exec "$@"')
     return [shutil.which("unshare"), "--mount", "--propagation", "private", "sh", "-c", "\n".join(steps), "sh"]
 
@@ -157,10 +168,17 @@ def test_the_zip_holds_what_grading_needs_and_nothing_else(autograder_zip):
         names = archive.namelist()
         modes = {i.filename: i.external_attr >> 16 for i in archive.infolist()}
         requirements = archive.read("requirements.txt").decode()
-    assert {"setup.sh", "run_autograder", "requirements.txt", "grader/judge/checks/test_stage5.py",
-            "grader/judge/document_values.toml", "solutions/stage5_multihead_attention.py"} <= set(names)
-    assert not [n for n in names if n.startswith(("tests/", "exercises/", "grader/authoring/", ".venv"))
-                or "__pycache__" in n], names
+    assert {
+        "setup.sh",
+        "run_autograder",
+        "requirements.txt",
+        "grader/judge/checks/test_stage5.py",
+        "grader/judge/document_values.toml",
+        "solutions/stage5_multihead_attention.py",
+    } <= set(names)
+    assert not [
+        n for n in names if n.startswith(("tests/", "exercises/", "grader/authoring/", ".venv")) or "__pycache__" in n
+    ], names
     assert modes["run_autograder"] & stat.S_IXUSR and modes["setup.sh"] & stat.S_IXUSR
     assert "torch==2.13.0\n" in requirements
     for script in ("setup.sh", "run_autograder"):
@@ -175,7 +193,12 @@ def test_the_zip_holds_what_grading_imports(autograder_zip, tmp_path):
     modules = closure(entry_points(), never=NEVER_SHIPPED, root=tmp_path)
     files = [*modules.values(), *data_files(modules, root=tmp_path)]
     assert {path.relative_to(tmp_path).as_posix() for path in files} == names
-    assert {"grader.core.toml_file", "grader.intake.notebook_files", "grader.runner.zygote", "solutions.stage8_gqa"} <= set(modules)
+    assert {
+        "grader.core.toml_file",
+        "grader.intake.notebook_files",
+        "grader.runner.zygote",
+        "solutions.stage8_gqa",
+    } <= set(modules)
 
 
 def test_the_same_sources_give_the_same_zip(autograder_zip, tmp_path):
@@ -194,9 +217,11 @@ def test_until_grades_are_published_a_student_sees_the_visible_score_alone(root)
     assert {t["visibility"] for t in results["tests"]} == {"visible", "after_published"}
     visible = [t for t in results["tests"] if t["visibility"] == "visible"]
     hidden_points = sum(t["max_score"] for t in results["tests"] if t["visibility"] == "after_published")
-    assert results["output"].startswith(f"Visible checks: {sum(t['score'] for t in visible):g}/"
-                                        f"{sum(t['max_score'] for t in visible):g} on cpu. The hidden checks "
-                                        f"({hidden_points:g} of the 100 points) count once your instructor publishes")
+    assert results["output"].startswith(
+        f"Visible checks: {sum(t['score'] for t in visible):g}/"
+        f"{sum(t['max_score'] for t in visible):g} on cpu. The hidden checks "
+        f"({hidden_points:g} of the 100 points) count once your instructor publishes"
+    )
     assert not re.search(r"\b100/100\b", results["output"]) and "ignored: notes.md" in results["output"]
     assert results["stdout_visibility"] == "hidden" and "Total: 100/100" in stdout  # the instructor's view
     assert results["extra_data"]["sandbox"].startswith("bubblewrap; ")
@@ -213,8 +238,13 @@ def test_a_zip_or_notebooks_uploaded_as_they_are_earn_full_marks(root, tmp_path,
                 archive.write(path, path.name)
     else:  # one notebook per stage, its answer cell writing the stage file
         for path in files:
-            cell = {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
-                    "source": f"%%writefile {path.name}\n{path.read_text()}"}
+            cell = {
+                "cell_type": "code",
+                "metadata": {},
+                "execution_count": None,
+                "outputs": [],
+                "source": f"%%writefile {path.name}\n{path.read_text()}",
+            }
             notebook = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
             (root / "submission" / f"{path.stem}.ipynb").write_text(json.dumps(notebook))
     results, _ = run_autograder(root)
@@ -269,8 +299,9 @@ def test_without_bubblewrap_a_hostile_submission_reads_nothing_of_the_reference(
 def test_without_bubblewrap_or_landlock_learner_code_runs_as_nobody_with_the_reference_out_of_reach(root, tmp_path):
     write_hostile(root)
     learner_copy(root / "submission", stages=[2, 3, 4, 5])
-    results, _ = run_autograder(root, path=without_bubblewrap(tmp_path / "bin"),
-                                wrapper=[*no_landlock(), *like_gradescopes_image(tmp_path)])
+    results, _ = run_autograder(
+        root, path=without_bubblewrap(tmp_path / "bin"), wrapper=[*no_landlock(), *like_gradescopes_image(tmp_path)]
+    )
     assert f"workers as uid {UNPRIVILEGED_UID}; no Landlock; checked before grading" in results["output"]
     assert results["score"] == 80  # stage 1 is the hostile one
     assert_graded_without_the_reference(results)
@@ -286,7 +317,13 @@ def test_where_isolation_cannot_be_proven_nothing_runs_and_the_student_is_told(r
     write_hostile(root)
     learner_copy(root / "submission", stages=[2, 3, 4, 5])
     results, stdout = run_autograder(root, path=without_bubblewrap(tmp_path / "bin"), wrapper=no_landlock())
-    assert results == {"score": 0, "execution_time": 0, "tests": [], "visibility": "visible",
-                       "stdout_visibility": "hidden", "output": sandbox.NOT_ISOLATED}
+    assert results == {
+        "score": 0,
+        "execution_time": 0,
+        "tests": [],
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "output": sandbox.NOT_ISOLATED,
+    }
     assert "HOSTILE-RAN" not in stdout  # no learner code ran at all
     assert "could open" in stdout and str(root / "source") in stdout  # the instructor learns why

@@ -13,8 +13,11 @@ from tests.conftest import REPO
 from tests.grading import make
 
 CPU_INDEX = "--index-url https://download.pytorch.org/whl/cpu"
-PIN = next(d for d in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
-           if d.startswith("torch=="))
+PIN = next(
+    d
+    for d in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    if d.startswith("torch==")
+)
 
 
 @pytest.fixture(scope="module")

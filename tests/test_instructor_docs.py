@@ -19,8 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.core.points import points_in_use
-from grader.core.points import points_file_text
+from grader.core.points import points_file_text, points_in_use
 from grader.core.stages import STAGES
 from tests.grading import REPO, learner_copy
 from tests.test_readme import PROVEN_BY_CI, PROVEN_BY_TESTS, RUN_HERE, STUDENT_REPOSITORY
@@ -94,13 +93,15 @@ def module_of(command: str) -> list[str]:
     """The `python -m` words a command runs (`grader batch`, `grader.cli.similarity`), a make target's from `make -n`."""
     words = shlex.split(PLACEHOLDER.sub("x", command.replace("|", " ")))
     if words[0] == "make":
-        dry = subprocess.run(["make", "-s", "-n", *words[1:]], cwd=REPO, capture_output=True, text=True,
-                             env=as_typed())
+        dry = subprocess.run(["make", "-s", "-n", *words[1:]], cwd=REPO, capture_output=True, text=True, env=as_typed())
         assert dry.returncode == 0, f"{command}: {dry.stderr}"
         words = shlex.split([line for line in dry.stdout.splitlines() if " -m " in line][-1])
     start = words.index("-m") + 1
-    return words[start:start + 2] if words[start] == "grader" and words[start + 1:start + 2] == ["batch"] \
-        else words[start:start + 1]
+    return (
+        words[start : start + 2]
+        if words[start] == "grader" and words[start + 1 : start + 2] == ["batch"]
+        else words[start : start + 1]
+    )
 
 
 def as_typed() -> dict[str, str]:
@@ -177,10 +178,13 @@ def course_folder(tmp_path_factory) -> Path:
     with open(root / "worksheet.csv", "w", newline="", encoding="utf-8-sig") as handle:
         writer = csv.writer(handle)
         writer.writerow(["Identifier", "Full name", "Last modified (submission)"])
-        writer.writerows([f"Participant {number}", name, "Saturday, 8 March 2025, 9:30 AM"]
-                         for name, number in MOODLE_PARTICIPANTS.items())
-    (root / "times.csv").write_text("student_id,submitted\n" + "".join(
-        f"{user},2025-03-15T10:00:00-05:00\n" for user in CANVAS_STUDENTS.values()))
+        writer.writerows(
+            [f"Participant {number}", name, "Saturday, 8 March 2025, 9:30 AM"]
+            for name, number in MOODLE_PARTICIPANTS.items()
+        )
+    (root / "times.csv").write_text(
+        "student_id,submitted\n" + "".join(f"{user},2025-03-15T10:00:00-05:00\n" for user in CANVAS_STUDENTS.values())
+    )
     return root
 
 
@@ -226,9 +230,12 @@ def test_the_grading_policy_table_gives_each_stage_its_points_as_graded():
     from grader.judge.plugin import planned_checks
 
     text = (REPO / "docs" / "instructors.md").read_text(encoding="utf-8")
-    shown = {int(stage): (float(visible), float(hidden), float(total))
-             for stage, visible, hidden, total in re.findall(r"^\| (\d) [^|]+\| (\d+) \| (\d+) \| (\d+) \|$", text,
-                                                             re.MULTILINE)}
+    shown = {
+        int(stage): (float(visible), float(hidden), float(total))
+        for stage, visible, hidden, total in re.findall(
+            r"^\| (\d) [^|]+\| (\d+) \| (\d+) \| (\d+) \|$", text, re.MULTILINE
+        )
+    }
     assert sorted(shown) == STAGES, "the table has a row per stage, core and bonus"
     graded: dict[int, list[float]] = {}
     for check in planned_checks(STAGES, points_in_use()):

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from grader.core.stages import STAGE_MODULES
 from grader.intake.layouts import detect_layout, list_students
+from grader.intake.staging import STAGE_FILES, SubmittedPart, stage_file_meant, stage_submission
 from grader.intake.students import Student
 from grader.intake.times import parse_time
-from grader.core.stages import STAGE_MODULES
-from grader.intake.staging import STAGE_FILES, SubmittedPart, stage_file_meant, stage_submission
 from tests.grading import batch, learner_copy
 
 STAGE2 = f"{STAGE_MODULES[2]}.py"
@@ -61,10 +61,24 @@ def correct(tmp_path_factory) -> dict[str, bytes]:
 
 def notebook(*cells: str) -> str:
     """An nbformat 4 notebook of code cells, as Jupyter saves it (each cell's source a list of lines)."""
-    return json.dumps({"cells": [{"cell_type": "code", "execution_count": None, "id": f"cell{index}",
-                                  "metadata": {}, "outputs": [], "source": cell.splitlines(keepends=True)}
-                                 for index, cell in enumerate(cells)],
-                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    return json.dumps(
+        {
+            "cells": [
+                {
+                    "cell_type": "code",
+                    "execution_count": None,
+                    "id": f"cell{index}",
+                    "metadata": {},
+                    "outputs": [],
+                    "source": cell.splitlines(keepends=True),
+                }
+                for index, cell in enumerate(cells)
+            ],
+            "metadata": {},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
+    )
 
 
 def write_notebooks(folder: Path, files: dict[str, bytes]) -> Path:
@@ -126,8 +140,12 @@ def test_a_canvas_download_is_one_student_per_user_id_with_their_files_under_the
     assert [s.late_marked for s in students.values()] == [False, True, True, False, False]  # LATE and late
     assert all(s.submitted is None for s in students.values())  # the download does not say when
     # the later upload of stage 2 (Canvas's -1) is graded; the earlier one is named, not lost
-    assert skipped == [(f"smithjane_12345_67890_{STAGE2}",
-                        f"an earlier upload of {STAGE2} than smithjane_12345_67890_{STAGE2[:-3]}-1.py")]
+    assert skipped == [
+        (
+            f"smithjane_12345_67890_{STAGE2}",
+            f"an earlier upload of {STAGE2} than smithjane_12345_67890_{STAGE2[:-3]}-1.py",
+        )
+    ]
 
 
 def test_canvas_anonymous_grading_is_one_student_per_anonymous_id_and_keeps_late(tmp_path, correct):
@@ -140,12 +158,19 @@ def test_canvas_anonymous_grading_is_one_student_per_anonymous_id_and_keeps_late
     (tmp_path / "anon_Qz9Rw_text.html").write_text("<p>on github</p>")  # a text entry: no attachment number
     students, skipped = list_students(tmp_path)
     assert detect_layout(tmp_path) == "canvas"
-    assert [(s.id, s.late_marked) for s in students] == [("anon_Qz9Rw", False), ("anon_Xy7Qp", False),
-                                                          ("anon_bT4kz", True)]
+    assert [(s.id, s.late_marked) for s in students] == [
+        ("anon_Qz9Rw", False),
+        ("anon_Xy7Qp", False),
+        ("anon_bT4kz", True),
+    ]
     assert staged(students[1]).files == correct
     assert staged(students[2]).files == {**correct, STAGE2: BROKEN}
-    assert skipped == [(f"LATE_anon_bT4kz_7002{list(correct).index(STAGE2)}_{STAGE2}",
-                        f"an earlier upload of {STAGE2} than anon_bT4kz_70030_{STAGE2[:-3]}-1.py")]
+    assert skipped == [
+        (
+            f"LATE_anon_bT4kz_7002{list(correct).index(STAGE2)}_{STAGE2}",
+            f"an earlier upload of {STAGE2} than anon_bT4kz_70030_{STAGE2[:-3]}-1.py",
+        )
+    ]
 
 
 def test_a_canvas_name_with_no_name_part_is_one_student_per_user_id_and_keeps_late(tmp_path, correct):
@@ -159,13 +184,23 @@ def test_a_canvas_name_with_no_name_part_is_one_student_per_user_id_and_keeps_la
         (tmp_path / f"late_105_900{number}_{name}").write_bytes(data)  # a student named late (Canvas writes lower case)
     students, skipped = list_students(tmp_path)
     assert detect_layout(tmp_path) == "canvas" and skipped == []
-    assert [(s.id, s.late_marked) for s in students] == [("101", False), ("102", True), ("103", False), ("104", True),
-                                                          ("105", False)]
+    assert [(s.id, s.late_marked) for s in students] == [
+        ("101", False),
+        ("102", True),
+        ("103", False),
+        ("104", True),
+        ("105", False),
+    ]
     assert all(staged(student).files == correct for student in students)
 
 
-LITTER = {"__MACOSX": "._stage1_softmax.py", ".ipynb_checkpoints": "stage1_softmax-checkpoint.py",
-          ".DS_Store": None, "Thumbs.db": None, "desktop.ini": None}
+LITTER = {
+    "__MACOSX": "._stage1_softmax.py",
+    ".ipynb_checkpoints": "stage1_softmax-checkpoint.py",
+    ".DS_Store": None,
+    "Thumbs.db": None,
+    "desktop.ini": None,
+}
 
 
 def add_litter(folder: Path) -> None:
@@ -179,10 +214,16 @@ def add_litter(folder: Path) -> None:
 
 
 @pytest.mark.parametrize("layout", ["canvas", "moodle", "gradescope", "nbgrader", "folders"])
-def test_litter_never_decides_the_layout_nor_becomes_a_student(layout, canvas, moodle, gradescope, nbgrader_course,
-                                                               tmp_path):
-    clean = {"canvas": canvas, "moodle": moodle, "gradescope": gradescope, "nbgrader": nbgrader_course / "submitted",
-             "folders": learner_copy(tmp_path / "folders" / "ada").parent}[layout]
+def test_litter_never_decides_the_layout_nor_becomes_a_student(
+    layout, canvas, moodle, gradescope, nbgrader_course, tmp_path
+):
+    clean = {
+        "canvas": canvas,
+        "moodle": moodle,
+        "gradescope": gradescope,
+        "nbgrader": nbgrader_course / "submitted",
+        "folders": learner_copy(tmp_path / "folders" / "ada").parent,
+    }[layout]
     littered = tmp_path / "littered"
     shutil.copytree(clean, littered)
     add_litter(littered)
@@ -190,7 +231,8 @@ def test_litter_never_decides_the_layout_nor_becomes_a_student(layout, canvas, m
     assert detect_layout(littered) == layout
     assert [s.id for s in students] == [s.id for s in list_students(clean)[0]]
     assert {name for name, _ in skipped} - {name for name, _ in list_students(clean)[1]} == {
-        name for name in LITTER}  # each named as skipped, as the docs promise
+        name for name in LITTER
+    }  # each named as skipped, as the docs promise
 
 
 def test_a_submission_whose_name_starts_with_a_dot_is_named_as_skipped_not_lost(tmp_path, correct):
@@ -203,20 +245,30 @@ def test_a_submission_whose_name_starts_with_a_dot_is_named_as_skipped_not_lost(
     assert all("starts with a dot" in why and "\n" not in why for _, why in skipped)
 
 
-@pytest.mark.parametrize("wrapper, inner, give", [
-    ("export", "assignment_4242_export", "assignment_4242_export"),  # `unzip -d export/` around Gradescope's
-    ("download", "cs101 submissions", "cs101 submissions"),  # a double-click unzip around Canvas's
-    ("course", "submitted", None),  # an nbgrader course, without its nbgrader_config.py
-])
-def test_a_folder_one_level_above_a_class_is_refused_naming_the_folder_to_give(wrapper, inner, give, canvas, gradescope,
-                                                                                nbgrader_course, tmp_path):
-    source = {"assignment_4242_export": gradescope, "cs101 submissions": canvas,
-              "submitted": nbgrader_course / "submitted"}[inner]
+@pytest.mark.parametrize(
+    "wrapper, inner, give",
+    [
+        ("export", "assignment_4242_export", "assignment_4242_export"),  # `unzip -d export/` around Gradescope's
+        ("download", "cs101 submissions", "cs101 submissions"),  # a double-click unzip around Canvas's
+        ("course", "submitted", None),  # an nbgrader course, without its nbgrader_config.py
+    ],
+)
+def test_a_folder_one_level_above_a_class_is_refused_naming_the_folder_to_give(
+    wrapper, inner, give, canvas, gradescope, nbgrader_course, tmp_path
+):
+    source = {
+        "assignment_4242_export": gradescope,
+        "cs101 submissions": canvas,
+        "submitted": nbgrader_course / "submitted",
+    }[inner]
     shutil.copytree(source, tmp_path / wrapper / inner)
     if give is None:
         shutil.copytree(source, tmp_path / wrapper / "autograded")
-    expected = (f"holds only {inner}/, a {detect_layout(source)} download: give {tmp_path / wrapper / inner} "
-                if give else "is an nbgrader course (it holds autograded/ and submitted/): give its submitted/ ")
+    expected = (
+        f"holds only {inner}/, a {detect_layout(source)} download: give {tmp_path / wrapper / inner} "
+        if give
+        else "is an nbgrader course (it holds autograded/ and submitted/): give its submitted/ "
+    )
     with pytest.raises(ValueError, match=re.escape(f"{tmp_path / wrapper} {expected}")):
         list_students(tmp_path / wrapper)
     learner_copy(tmp_path / "one" / "ada" / "attention")  # a class of one student, in a folder of their own
@@ -304,8 +356,10 @@ def test_a_gradescope_export_is_one_student_per_submitter_with_gradescopes_time(
     assert students["2001"].submitted == datetime(2024, 9, 1, 10, 0, 0, 123456, tzinfo=pacific)
     assert students["2003"].submitted == datetime(2024, 9, 2, 23, 59, 59, tzinfo=pacific)
     assert students["di@example.edu"].submitted == datetime(2024, 9, 3, 6, 0, tzinfo=timezone.utc)
-    assert skipped == [("submission_9999", "not a submission of submission_metadata.yml"),
-                       ("submission_1004", "in submission_metadata.yml, but not in the folder")]
+    assert skipped == [
+        ("submission_9999", "not a submission of submission_metadata.yml"),
+        ("submission_1004", "in submission_metadata.yml, but not in the folder"),
+    ]
 
 
 def test_one_submitter_in_two_gradescope_submissions_is_a_conflict_and_bad_metadata_stops_in_one_line(tmp_path):
@@ -314,8 +368,9 @@ def test_one_submitter_in_two_gradescope_submissions_is_a_conflict_and_bad_metad
     record = "  :submitters:\n  - :sid: '7'\n"
     (tmp_path / "submission_metadata.yml").write_text(f"submission_1:\n{record}submission_2:\n{record}")
     (student,), _ = list_students(tmp_path)
-    assert student.id == "7" and student.conflict.startswith("2 submissions claim this id (submission_1 and "
-                                                              "submission_2): none is graded")
+    assert student.id == "7" and student.conflict.startswith(
+        "2 submissions claim this id (submission_1 and submission_2): none is graded"
+    )
     (tmp_path / "submission_metadata.yml").write_text("submission_1: [unclosed\n")
     with pytest.raises(ValueError, match=r"^submission_metadata.yml cannot be read: [^\n]+$"):
         list_students(tmp_path)
@@ -342,15 +397,22 @@ def test_a_zip_is_a_zip_whatever_the_case_of_its_extension(gradescope, tmp_path,
     assert students["2001"].source == export / "submission_1001.ZIP" and staged(students["2001"]).files == correct
 
 
-@pytest.mark.parametrize("created_at, why", [
-    ("2024-09-01 10:00:00.123456000 -07:00", None),
-    ("not-a-date", 'submission_1 :created_at: is not a time with a UTC offset: it begins "not-a-date"'),
-    ("2024-09-01 10:00:00", 'submission_1 :created_at: is not a time with a UTC offset: it begins "2024-09-01 10:00:00"'),
-])
+@pytest.mark.parametrize(
+    "created_at, why",
+    [
+        ("2024-09-01 10:00:00.123456000 -07:00", None),
+        ("not-a-date", 'submission_1 :created_at: is not a time with a UTC offset: it begins "not-a-date"'),
+        (
+            "2024-09-01 10:00:00",
+            'submission_1 :created_at: is not a time with a UTC offset: it begins "2024-09-01 10:00:00"',
+        ),
+    ],
+)
 def test_a_gradescope_time_that_gives_no_time_is_named_with_what_it_begins_with(tmp_path, created_at, why):
     learner_copy(tmp_path / "submission_1", stages=[1])
-    (tmp_path / "submission_metadata.yml").write_text(f"submission_1:\n  :created_at: {created_at}\n"
-                                                      "  :submitters:\n  - :sid: '7'\n")
+    (tmp_path / "submission_metadata.yml").write_text(
+        f"submission_1:\n  :created_at: {created_at}\n  :submitters:\n  - :sid: '7'\n"
+    )
     (student,), _ = list_students(tmp_path)
     assert student.time_unread == (why and f"submission_metadata.yml {why}")
     assert (student.submitted is None) == (why is not None)
@@ -377,8 +439,11 @@ def nbgrader_course(tmp_path_factory, correct) -> Path:
 
 
 def test_an_nbgrader_tree_is_one_student_per_id_with_the_notebooks_writefile_cells_as_files(nbgrader_course, correct):
-    with pytest.raises(ValueError, match=r"is an nbgrader course \(it holds submitted/\): give its submitted/ or "
-                                         r"autograded/ folder$"):
+    with pytest.raises(
+        ValueError,
+        match=r"is an nbgrader course \(it holds submitted/\): give its submitted/ or "
+        r"autograded/ folder$",
+    ):
         list_students(nbgrader_course)
     submitted = nbgrader_course / "submitted"
     students, skipped = list_students(submitted)
@@ -393,13 +458,16 @@ def test_an_nbgrader_tree_is_one_student_per_id_with_the_notebooks_writefile_cel
     assert students["bob"].submitted == datetime(2024, 3, 2, 8, 30, tzinfo=timezone.utc)
 
 
-@pytest.mark.parametrize("stamp, why", [
-    ("yesterday at noon\n", 'ada/timestamp.txt is not a time: it begins "yesterday at noon"'),
-    ("", "ada/timestamp.txt is empty"),
-    (" \n", "ada/timestamp.txt is empty"),
-    ("x" * 5000, "ada/timestamp.txt is over 4096 bytes, not a time"),
-    ("2024-03-01 12:00:00.000000 UTC", None),
-])
+@pytest.mark.parametrize(
+    "stamp, why",
+    [
+        ("yesterday at noon\n", 'ada/timestamp.txt is not a time: it begins "yesterday at noon"'),
+        ("", "ada/timestamp.txt is empty"),
+        (" \n", "ada/timestamp.txt is empty"),
+        ("x" * 5000, "ada/timestamp.txt is over 4096 bytes, not a time"),
+        ("2024-03-01 12:00:00.000000 UTC", None),
+    ],
+)
 def test_an_nbgrader_timestamp_that_gives_no_time_is_named_with_what_it_begins_with(tmp_path, stamp, why):
     ada = learner_copy(tmp_path / "submitted" / "ada", stages=[1])
     (ada / "timestamp.txt").write_text(stamp)
@@ -452,9 +520,13 @@ def test_a_py_file_at_a_notebooks_depth_or_shallower_wins_over_its_writefile_cel
     work = tmp_path / "work"
     (work / "deeper").mkdir(parents=True)
     (work / stage1).write_bytes(b"# the file\n")
-    (work / STAGE2.replace(".py", ".ipynb")).write_text(notebook(f"%%writefile {stage1}\n# the notebook\n",
-                                                                 f"%%writefile {STAGE2}\nfirst = 1\n",
-                                                                 f"%%writefile -a {STAGE2}\nsecond = 2"))
+    (work / STAGE2.replace(".py", ".ipynb")).write_text(
+        notebook(
+            f"%%writefile {stage1}\n# the notebook\n",
+            f"%%writefile {STAGE2}\nfirst = 1\n",
+            f"%%writefile -a {STAGE2}\nsecond = 2",
+        )
+    )
     (work / "deeper" / STAGE2).write_bytes(b"# deeper than the notebook\n")
     result = stage_submission(work)
     assert result.files == {stage1: b"# the file\n", STAGE2: b"first = 1\nsecond = 2\n"}
@@ -464,8 +536,9 @@ def test_a_py_file_at_a_notebooks_depth_or_shallower_wins_over_its_writefile_cel
 def test_ipythons_file_alias_writes_as_writefile_does(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
-    (work / STAGE2.replace(".py", ".ipynb")).write_text(notebook(f"%%file {STAGE2}\nfirst = 1\n",
-                                                                 f"%%file --append {STAGE2}\nsecond = 2"))
+    (work / STAGE2.replace(".py", ".ipynb")).write_text(
+        notebook(f"%%file {STAGE2}\nfirst = 1\n", f"%%file --append {STAGE2}\nsecond = 2")
+    )
     assert stage_submission(work).files == {STAGE2: b"first = 1\nsecond = 2\n"}
 
 
@@ -497,7 +570,10 @@ def test_the_zips_inside_a_submission_are_bounded_in_number_and_in_files_in_all(
     assert result.files == {} and sum(line.startswith("z0.zip/") for line in result.ignored) == 6_000
     assert sorted(line for line in result.ignored if not line.startswith("z0.zip/")) == [
         "z1.zip (not opened: over 10000 files in the submission)",  # its listing counts as one of the four
-        "z2.zip/note0.txt", "z3.zip/note0.txt", "z4.zip (not opened: only 4 zips of a submission are)"]
+        "z2.zip/note0.txt",
+        "z3.zip/note0.txt",
+        "z4.zip (not opened: only 4 zips of a submission are)",
+    ]
 
 
 def test_the_parts_of_a_flat_download_keep_every_defence(tmp_path, correct):
@@ -506,22 +582,31 @@ def test_the_parts_of_a_flat_download_keep_every_defence(tmp_path, correct):
     os.link(target, tmp_path / "hard.py")
     submit_zip(tmp_path / "zipped.zip", correct)
     (tmp_path / "linked.zip").symlink_to(tmp_path / "zipped.zip")
-    parts = (SubmittedPart(f"{STAGE_MODULES[1]}.py", tmp_path / "linked.py"),
-             SubmittedPart(STAGE2, tmp_path / "hard.py"), SubmittedPart("submission.zip", tmp_path / "linked.zip"))
+    parts = (
+        SubmittedPart(f"{STAGE_MODULES[1]}.py", tmp_path / "linked.py"),
+        SubmittedPart(STAGE2, tmp_path / "hard.py"),
+        SubmittedPart("submission.zip", tmp_path / "linked.zip"),
+    )
     result = stage_submission(parts)
     assert result.files == {}
-    assert result.ignored == [f"{STAGE_MODULES[1]}.py (a symbolic link)", f"{STAGE2} (a hard link)",
-                              "submission.zip (a symbolic link)"]
+    assert result.ignored == [
+        f"{STAGE_MODULES[1]}.py (a symbolic link)",
+        f"{STAGE2} (a hard link)",
+        "submission.zip (a symbolic link)",
+    ]
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("2024-03-01 12:00:00.000000 UTC", datetime(2024, 3, 1, 12, tzinfo=timezone.utc)),  # nbgrader's own format
-    ("2024-03-01 13:00:00.5+01:00", datetime(2024, 3, 1, 12, 0, 0, 500000, tzinfo=timezone.utc)),
-    ("2024-03-01 05:00:00.123456789 -07:00", datetime(2024, 3, 1, 12, 0, 0, 123456, tzinfo=timezone.utc)),
-    ("2024-03-01 13:00:00 Europe/Berlin", datetime(2024, 3, 1, 12, tzinfo=timezone.utc)),
-    ("2024-03-01 12:00:00", datetime(2024, 3, 1, 12, tzinfo=timezone.utc)),  # no zone: nbgrader reads UTC
-    ("yesterday", None),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2024-03-01 12:00:00.000000 UTC", datetime(2024, 3, 1, 12, tzinfo=timezone.utc)),  # nbgrader's own format
+        ("2024-03-01 13:00:00.5+01:00", datetime(2024, 3, 1, 12, 0, 0, 500000, tzinfo=timezone.utc)),
+        ("2024-03-01 05:00:00.123456789 -07:00", datetime(2024, 3, 1, 12, 0, 0, 123456, tzinfo=timezone.utc)),
+        ("2024-03-01 13:00:00 Europe/Berlin", datetime(2024, 3, 1, 12, tzinfo=timezone.utc)),
+        ("2024-03-01 12:00:00", datetime(2024, 3, 1, 12, tzinfo=timezone.utc)),  # no zone: nbgrader reads UTC
+        ("yesterday", None),
+    ],
+)
 def test_times_are_read_as_the_lms_writes_them(text, expected):
     assert parse_time(text, timezone.utc) == expected
 
@@ -535,7 +620,8 @@ def test_a_time_without_a_zone_is_unknown_where_none_is_assumed():
 
 
 def test_a_canvas_download_grades_complete_work_in_full_and_names_the_submissions_without_stage_files(
-        tmp_path, correct):
+    tmp_path, correct
+):
     """One batch: the files as uploaded (one re-uploaded), a zip, notebooks, and a student who sent a PDF."""
     root = tmp_path / "canvas"
     root.mkdir()
@@ -557,17 +643,20 @@ def test_a_canvas_download_grades_complete_work_in_full_and_names_the_submission
     assert "grader batch: 1 submission had no stage file: 56789 (flag no-stage-files)" in result.stderr
 
 
-@pytest.mark.parametrize("name, meant", [
-    ("stage3_weight_transfer (1).py", "stage3_weight_transfer.py"),  # a browser's second download
-    ("Stage4_Causal_Attention.py", "stage4_causal_attention.py"),
-    ("stage1-softmax.py", "stage1_softmax.py"),
-    ("stage2_self_attention copy 2.py", "stage2_self_attention.py"),
-    ("stage5_multihead_attention-1.py", "stage5_multihead_attention.py"),
-    ("stage1_softmax.py", None),  # its own name: no renaming
-    ("stage1_softmax.py.txt", None),
-    ("stage1_softmax_old.py", None),  # another file, not a copy
-    ("softmax.py", None),
-])
+@pytest.mark.parametrize(
+    "name, meant",
+    [
+        ("stage3_weight_transfer (1).py", "stage3_weight_transfer.py"),  # a browser's second download
+        ("Stage4_Causal_Attention.py", "stage4_causal_attention.py"),
+        ("stage1-softmax.py", "stage1_softmax.py"),
+        ("stage2_self_attention copy 2.py", "stage2_self_attention.py"),
+        ("stage5_multihead_attention-1.py", "stage5_multihead_attention.py"),
+        ("stage1_softmax.py", None),  # its own name: no renaming
+        ("stage1_softmax.py.txt", None),
+        ("stage1_softmax_old.py", None),  # another file, not a copy
+        ("softmax.py", None),
+    ],
+)
 def test_a_stage_file_under_a_near_name_is_known_for_what_it_stands_for(name, meant):
     assert stage_file_meant(name) == meant
 
@@ -581,10 +670,13 @@ def test_a_near_name_is_graded_as_its_stage_file_only_where_the_file_itself_is_m
     (submission / "sub").mkdir()
     (submission / "sub" / "stage1_softmax.py").write_bytes(correct["stage1_softmax.py"])
     staged = stage_submission(submission)
-    assert staged.files == {name: correct[name] for name in
-                            ("stage1_softmax.py", "stage3_weight_transfer.py", "stage4_causal_attention.py")}
-    assert staged.renamed == ["Stage4_Causal_Attention.py as stage4_causal_attention.py",
-                              "stage3_weight_transfer (1).py as stage3_weight_transfer.py"]
+    assert staged.files == {
+        name: correct[name] for name in ("stage1_softmax.py", "stage3_weight_transfer.py", "stage4_causal_attention.py")
+    }
+    assert staged.renamed == [
+        "Stage4_Causal_Attention.py as stage4_causal_attention.py",
+        "stage3_weight_transfer (1).py as stage3_weight_transfer.py",
+    ]
     assert staged.ignored == ["stage1_softmax (1).py"]
 
 
@@ -602,16 +694,25 @@ def test_a_class_is_told_who_lacks_stage_files_whose_were_renamed_unreadable_or_
     assert rows["ada"]["score"] == "100"
     assert rows["ada"]["flags"] == "renamed: stage3_weight_transfer (1).py as stage3_weight_transfer.py"
     assert rows["bo"]["score"] == "40" and rows["bo"]["flags"] == (
-        "missing: stage3_weight_transfer.py, stage4_causal_attention.py, stage5_multihead_attention.py")
-    assert "grader batch: 2 submissions lack some stage files, and score nothing for those stages: bo, cy " \
-           "(flag missing)" in result.stderr
+        "missing: stage3_weight_transfer.py, stage4_causal_attention.py, stage5_multihead_attention.py"
+    )
+    assert (
+        "grader batch: 2 submissions lack some stage files, and score nothing for those stages: bo, cy "
+        "(flag missing)" in result.stderr
+    )
     assert "had a stage file under a near name, graded as the file it stands for: ada (flag renamed)" in result.stderr
-    assert "grader batch: 1 submission could not be read (or two submissions claim its id), and scores nothing: ada (1) (flag unreadable)" \
-           in result.stderr
-    assert "grader batch: 1 submission named as a second download of another, graded apart: ada (1) beside ada; " \
-           "check whether they are one student's" in result.stderr
+    assert (
+        "grader batch: 1 submission could not be read (or two submissions claim its id), and scores nothing: ada (1) (flag unreadable)"
+        in result.stderr
+    )
+    assert (
+        "grader batch: 1 submission named as a second download of another, graded apart: ada (1) beside ada; "
+        "check whether they are one student's" in result.stderr
+    )
     utf16 = json.loads((tmp_path / "out" / "cy.json").read_text())["stages"][0]["checks"][0]["message"]
-    assert utf16 == ("stage1_softmax.py was saved as UTF-16 text (it begins with UTF-16's byte order mark), which "
-                     "Python does not read: save it as UTF-8 text (in Notepad: Save As, Encoding UTF-8), then hand "
-                     "it in again")
+    assert utf16 == (
+        "stage1_softmax.py was saved as UTF-16 text (it begins with UTF-16's byte order mark), which "
+        "Python does not read: save it as UTF-8 text (in Notepad: Save As, Encoding UTF-8), then hand "
+        "it in again"
+    )
     assert ":None" not in (tmp_path / "out" / "cy.txt").read_text()

@@ -26,12 +26,13 @@ from tests.tampering import ATTACKS
 STAGE1 = "stage1_softmax.py"
 SECRET = "HONEST-STUDENT-SECRET-7f3a"
 needs_bubblewrap = pytest.mark.skipif(not confinement("auto").confined, reason="no bubblewrap here")
-needs_x86_64_linux = pytest.mark.skipif(sys.platform != "linux" or platform.machine() != "x86_64",
-                                        reason="the probes use x86_64 system call numbers")
+needs_x86_64_linux = pytest.mark.skipif(
+    sys.platform != "linux" or platform.machine() != "x86_64", reason="the probes use x86_64 system call numbers"
+)
 
 # Run at import in the worker: try everything that reaches another process or outlives this one,
 # then raise the list of what worked (the judge shows the message as the import error).
-REACH_OUT = r'''
+REACH_OUT = r"""
 import ctypes, json, os, socket
 libc = ctypes.CDLL(None, use_errno=True)
 me = int(os.readlink("/proc/self"))  # as /proc numbers it
@@ -95,10 +96,10 @@ for fd in range(3, 1024):
     except OSError:
         pass
 raise RuntimeError("REPORT" + json.dumps({"worked": worked, "fds": fds, "others": len(others)}))
-'''
+"""
 
 # The first of a pair of colluders: leaves what it can wherever it can, and stays behind if it can.
-LEAVE_BEHIND = r'''
+LEAVE_BEHIND = r"""
 import ctypes, os, threading, time
 libc = ctypes.CDLL(None, use_errno=True)
 for path in ("leak.txt", "/dev/shm/leak", "/tmp/leak"):
@@ -123,10 +124,10 @@ def loot():  # copy every later student's files, for as long as this process liv
         time.sleep(0.01)
 
 threading.Thread(target=loot, daemon=True).start()
-'''
+"""
 
 # The second colluder, graded after an honest student: reports whatever its partner left.
-PICK_UP = r'''
+PICK_UP = r"""
 import ctypes, json, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
 found = []
@@ -146,17 +147,17 @@ segment = libc.shmget(0x5EC2E7, 0, 0)
 if segment >= 0:
     found.append("System V shared memory")
 raise RuntimeError("REPORT" + json.dumps(found))
-'''
+"""
 
 # An exception whose class name and message are a million zero-width spaces each: the judge keeps
 # what it cuts, whatever the worker sends.
-HUGE_NAMES = r'''
+HUGE_NAMES = r"""
 raise type("\u200b" * 1_000_000, (Exception,), {})("\u200b" * 1_000_000)
-'''
+"""
 
 # Takes the worker's own socket to the judge and sends a 255 MiB frame of small JSON values:
 # decoding them all used to take the judge past 10 GiB.
-FRAME_BOMB = r'''
+FRAME_BOMB = r"""
 import os, socket
 for fd in range(3, 64):
     try:
@@ -169,10 +170,10 @@ for fd in range(3, 64):
         channel.sendall(len(body).to_bytes(4, "big") + body)
     except OSError:
         pass
-'''
+"""
 
 # Announces a frame of 1 MB and sends it a byte every 0.2 s: each byte used to reset the limit.
-SLOW_DRIP = r'''
+SLOW_DRIP = r"""
 import os, socket, time
 for fd in range(3, 64):
     try:
@@ -184,7 +185,7 @@ for fd in range(3, 64):
     while True:
         channel.sendall(b" ")
         time.sleep(0.2)
-'''
+"""
 
 
 def _attacker(folder: Path, code: str, at_import: bool = True) -> Path:
@@ -247,8 +248,13 @@ def hostile_class(tmp_path_factory):
 @needs_x86_64_linux
 def test_honest_students_keep_full_marks_and_their_files_stay_theirs(hostile_class):
     out, _, _ = hostile_class
-    honest_students = ["a2-honest", "b2-honest", "c2-honest", "d2-honest",
-                       *(f"f{index}-z-honest" for index in range(len(ATTACKS)))]
+    honest_students = [
+        "a2-honest",
+        "b2-honest",
+        "c2-honest",
+        "d2-honest",
+        *(f"f{index}-z-honest" for index in range(len(ATTACKS))),
+    ]
     for honest in honest_students:
         report = json.loads((out / f"{honest}.json").read_text())
         assert report["score"] == 100 and report["complete"], (honest, report["flags"])
@@ -318,8 +324,7 @@ def test_a_slow_drip_is_cut_off_at_the_call_limit(hostile_class):
 
 
 def _children() -> list[int]:
-    return [int(pid) for task in Path("/proc/self/task").iterdir()
-            for pid in (task / "children").read_text().split()]
+    return [int(pid) for task in Path("/proc/self/task").iterdir() for pid in (task / "children").read_text().split()]
 
 
 def _children_left_after(seconds: float) -> list[int]:
@@ -344,9 +349,13 @@ def test_a_killed_judge_leaves_no_process_and_no_folder(tmp_path, sandbox):
         slow = _attacker(tmp_path / "slow", "import time\ntime.sleep(0.5)", at_import=False)
         temporary = tmp_path / "tmp"  # the judge's own temporary folder
         temporary.mkdir()
-        judge = subprocess.Popen([sys.executable, "-m", "grader", str(slow), "--sandbox", sandbox], cwd=REPO,
-                                 env={**os.environ, "TMPDIR": str(temporary)},
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        judge = subprocess.Popen(
+            [sys.executable, "-m", "grader", str(slow), "--sandbox", sandbox],
+            cwd=REPO,
+            env={**os.environ, "TMPDIR": str(temporary)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         time.sleep(4)  # torch imported, grading under way
         assert judge.poll() is None
         judge.send_signal(signal.SIGKILL)
@@ -360,10 +369,12 @@ def test_a_killed_judge_leaves_no_process_and_no_folder(tmp_path, sandbox):
 def test_unsandboxed_workers_can_neither_read_nor_change_the_reference(tmp_path):
     solutions = REPO / "solutions" / STAGE1
     before = solutions.read_bytes()
-    sneak = (f"import sys\nsys.meta_path[:] = [f for f in sys.meta_path if 'Guard' not in type(f).__name__]\n"
-             f"try:\n    open({str(solutions)!r}, 'a').write('# changed\\n')\nexcept OSError:\n    pass\n"
-             f"sys.path.insert(0, {str(REPO)!r})\n"
-             "from solutions.stage1_softmax import softmax_naive as _reference\n")
+    sneak = (
+        f"import sys\nsys.meta_path[:] = [f for f in sys.meta_path if 'Guard' not in type(f).__name__]\n"
+        f"try:\n    open({str(solutions)!r}, 'a').write('# changed\\n')\nexcept OSError:\n    pass\n"
+        f"sys.path.insert(0, {str(REPO)!r})\n"
+        "from solutions.stage1_softmax import softmax_naive as _reference\n"
+    )
     attacker = _attacker(tmp_path / "class" / "a-attacker", sneak)
     _honest(tmp_path / "class" / "b-honest")
     out = tmp_path / "out"
@@ -382,9 +393,14 @@ def test_a_class_is_not_graded_unsandboxed_unless_asked(tmp_path):
     bin_dir.mkdir()
     (bin_dir / "python").symlink_to(sys.executable)
     learner_copy(tmp_path / "class" / "one")
-    result = subprocess.run([sys.executable, "-m", "grader", "batch", str(tmp_path / "class"), "--out",
-                             str(tmp_path / "out")], cwd=REPO, env={**os.environ, "PATH": str(bin_dir)},
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "grader", "batch", str(tmp_path / "class"), "--out", str(tmp_path / "out")],
+        cwd=REPO,
+        env={**os.environ, "PATH": str(bin_dir)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 2, result.stderr
     assert "refusing to grade a class without a sandbox" in result.stderr and "--sandbox none" in result.stderr
     assert not (tmp_path / "out" / "one.json").exists()
@@ -400,10 +416,24 @@ def test_ctrl_c_on_a_batch_leaves_no_process_and_no_folder(tmp_path, sandbox):
             _attacker(tmp_path / "class" / name, "import time\ntime.sleep(0.3)", at_import=False)
         temporary = tmp_path / "tmp"
         temporary.mkdir()
-        coordinator = subprocess.Popen([sys.executable, "-m", "grader", "batch", str(tmp_path / "class"), "--out",
-                                        str(tmp_path / "out"), "--sandbox", sandbox],
-                                       cwd=REPO, env={**os.environ, "TMPDIR": str(temporary)},
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        coordinator = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "grader",
+                "batch",
+                str(tmp_path / "class"),
+                "--out",
+                str(tmp_path / "out"),
+                "--sandbox",
+                sandbox,
+            ],
+            cwd=REPO,
+            env={**os.environ, "TMPDIR": str(temporary)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         time.sleep(6)  # lanes started, students under way
         assert coordinator.poll() is None
         os.killpg(coordinator.pid, signal.SIGINT)
@@ -415,7 +445,7 @@ def test_ctrl_c_on_a_batch_leaves_no_process_and_no_folder(tmp_path, sandbox):
 
 
 # Reads this worker's own memory (a copy of the zygote's) for the previous student's text.
-HEAP_SCAN = r'''
+HEAP_SCAN = r"""
 import ctypes, os
 FIRST, SECOND = b"HONEST-STUDENT-", b"SECRET-7f3a"
 sink, found = os.open("scan", os.O_RDWR | os.O_CREAT), 0
@@ -435,24 +465,28 @@ for line in open("/proc/self/maps").read().splitlines():
             at += len(FIRST)                        # another student's text can hold them together
             found += data[at:at + len(SECOND)] == SECOND
 raise RuntimeError(f"REPORT{found}")
-'''
+"""
 
 
 @needs_bubblewrap
 def test_no_student_text_is_left_in_the_memory_workers_are_forked_from(tmp_path):
-    from grader.sandbox.zygote import Sandbox
     from grader.core.options import GradingOptions
     from grader.core.points import points_in_use
-    from grader.judge.session import grade_each
     from grader.intake.staging import stage_submission
+    from grader.judge.session import grade_each
+    from grader.sandbox.zygote import Sandbox
 
     honest = _honest(tmp_path / "honest")
     (tmp_path / "scan").mkdir()
     (tmp_path / "scan" / STAGE1).write_text(HEAP_SCAN)
     reports = []
     with Sandbox(many_students=True) as sandbox:  # one lane: the honest student fully graded, then the scan
-        grade_each(sandbox, iter([stage_submission(honest), stage_submission(tmp_path / "scan")]), reports.append,
-                   GradingOptions((1, 2, 3, 4, 5), points_in_use(), timeout=60.0))
+        grade_each(
+            sandbox,
+            iter([stage_submission(honest), stage_submission(tmp_path / "scan")]),
+            reports.append,
+            GradingOptions((1, 2, 3, 4, 5), points_in_use(), timeout=60.0),
+        )
     assert reports[0]["score"] == 100
     message = reports[1]["stages"][0]["checks"][0]["message"]
     assert "REPORT0" in message, message
@@ -468,7 +502,8 @@ def test_each_lane_keeps_to_its_own_core(tmp_path):
     for name in ("a", "b", "c"):
         (tmp_path / "class" / name).mkdir(parents=True)
         (tmp_path / "class" / name / STAGE1).write_text(
-            "import os\nraise RuntimeError(f'REPORT{sorted(os.sched_getaffinity(0))}')\n")
+            "import os\nraise RuntimeError(f'REPORT{sorted(os.sched_getaffinity(0))}')\n"
+        )
     batch(tmp_path / "class", tmp_path / "out", "--workers", "2")
     seen = [_probe_report(tmp_path / "out", name) for name in ("a", "b", "c")]
     assert all(len(found) == 1 and found[0] in cores[:2] for found in seen), seen
@@ -487,21 +522,29 @@ def test_the_references_are_covered_wherever_the_sandbox_shows_them(monkeypatch,
     monkeypatch.setattr(sys, "path", [*sys.path, str(site)])
     readable = sandbox.landlock_paths()["readable"]
     assert str(site / "torch") in readable and str(site / "numpy") in readable
-    assert not any(Path(path) in (site, site / "solutions", REPO) or (REPO / "solutions").is_relative_to(path)
-                   for path in readable), readable
+    assert not any(
+        Path(path) in (site, site / "solutions", REPO) or (REPO / "solutions").is_relative_to(path) for path in readable
+    ), readable
 
 
 def test_a_judge_killed_while_its_zygote_starts_leaves_no_folder(tmp_path):
     """Unsandboxed, the zygote removes the judge's folders once the judge is gone, even when the judge is
     killed in the seconds the zygote spends importing torch."""
-    judge = ("import os, signal, threading\n"
-             "from grader.sandbox.zygote import Sandbox\n"
-             "threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGKILL)).start()\n"
-             "Sandbox('cpu', 'none')\n")
+    judge = (
+        "import os, signal, threading\n"
+        "from grader.sandbox.zygote import Sandbox\n"
+        "threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGKILL)).start()\n"
+        "Sandbox('cpu', 'none')\n"
+    )
     temporary = tmp_path / "tmp"
     temporary.mkdir()
-    result = subprocess.run([sys.executable, "-c", judge], cwd=REPO, env={**os.environ, "TMPDIR": str(temporary)},
-                            capture_output=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", judge],
+        cwd=REPO,
+        env={**os.environ, "TMPDIR": str(temporary)},
+        capture_output=True,
+        timeout=60,
+    )
     assert result.returncode == -signal.SIGKILL, result.stderr
     deadline = time.monotonic() + 30
     while list(temporary.iterdir()) and time.monotonic() < deadline:

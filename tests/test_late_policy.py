@@ -12,14 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.core.late_policy import (
-    MARKED_LATE_WITHOUT_TIME,
-    NO_SUBMISSION_TIME,
-    LatePolicy,
-    late_record,
-    load_course,
-)
 from grader.core.course import CourseError
+from grader.core.late_policy import MARKED_LATE_WITHOUT_TIME, NO_SUBMISSION_TIME, LatePolicy, late_record, load_course
 from grader.core.points import rounded
 from grader.core.stages import STAGE_MODULES
 from tests.conftest import REPO
@@ -121,10 +115,18 @@ units = st.sampled_from(["day", "hour"])
 offsets = st.timedeltas(min_value=-3 * DAY, max_value=30 * DAY)
 
 
-@given(per=units, penalty=st.floats(0, 100), cap=st.floats(0, 100), grace=st.integers(0, 24 * 60),
-       first=offsets, second=offsets, scores=st.lists(st.floats(0, 20).map(rounded), min_size=1, max_size=5))
-def test_handing_in_later_never_costs_less_and_never_more_than_the_score(per, penalty, cap, grace, first, second,
-                                                                        scores):
+@given(
+    per=units,
+    penalty=st.floats(0, 100),
+    cap=st.floats(0, 100),
+    grace=st.integers(0, 24 * 60),
+    first=offsets,
+    second=offsets,
+    scores=st.lists(st.floats(0, 20).map(rounded), min_size=1, max_size=5),
+)
+def test_handing_in_later_never_costs_less_and_never_more_than_the_score(
+    per, penalty, cap, grace, first, second, scores
+):
     policy = LatePolicy(due=DUE, per=per, penalty=penalty, cap=cap, grace=dt.timedelta(minutes=grace))
     earlier, later = sorted([DUE + first, DUE + second])
     assert policy.percent(earlier, DUE) <= policy.percent(later, DUE) <= cap
@@ -142,33 +144,47 @@ def test_without_a_course_file_there_is_no_due_date_and_no_penalty():
 
 def test_a_course_file_sets_due_dates_and_the_penalty_rule(tmp_path):
     course = tmp_path / "course.toml"
-    course.write_text('[due]\nassignment = 2025-03-14T23:59:00-05:00\nstage1 = 2025-03-07T23:59:00Z\n\n'
-                      '[late_penalty]\nper = "hour"\npenalty = 2.5\ncap = 50\ngrace = 10\n')
-    assert load_course(course) == LatePolicy(DUE, {"stage1": dt.datetime(2025, 3, 7, 23, 59, tzinfo=dt.UTC)},
-                                             "hour", 2.5, 50, dt.timedelta(minutes=10))
+    course.write_text(
+        "[due]\nassignment = 2025-03-14T23:59:00-05:00\nstage1 = 2025-03-07T23:59:00Z\n\n"
+        '[late_penalty]\nper = "hour"\npenalty = 2.5\ncap = 50\ngrace = 10\n'
+    )
+    assert load_course(course) == LatePolicy(
+        DUE, {"stage1": dt.datetime(2025, 3, 7, 23, 59, tzinfo=dt.UTC)}, "hour", 2.5, 50, dt.timedelta(minutes=10)
+    )
 
 
-@pytest.mark.parametrize("text, said", [
-    ("[due]\nassignment = 2025-03-14T23:59:00\n", "due.assignment = 2025-03-14T23:59:00 needs a date, a time and "
-                                                   "a UTC offset"),
-    ("[due]\nassignment = \"2025-03-14T23:59:00Z\"\n", "due.assignment = '2025-03-14T23:59:00Z' needs a date, a time and a UTC offset "
-                                                       "(unquoted: a TOML date-time, not text)"),
-    ("[due]\nassignment = 2025-03-14\n", "due.assignment = 2025-03-14 needs a date, a time and a UTC offset"),
-    ("[due]\nstage9 = 2025-03-14T23:59:00Z\n", "unknown setting due.stage9"),  # the registry has stages 1-8
-    ("[late_penalty]\npenalty = 10\npre = \"day\"\n", "unknown setting late_penalty.pre"),
-    ("[late_penalty]\nper = \"week\"\n", "late_penalty.per = 'week'; write \"day\" or \"hour\""),
-    ("[late_penalty]\npenalty = -5\n", "late_penalty.penalty = -5 must be a number, 0 or more"),
-    ("[late_penalty]\ncap = 150\n", "late_penalty.cap = 150 is over 100 percent"),
-    ("[late]\npenalty = 10\n", "unknown setting late (known: due, late_penalty, notes, stages)"),
-    ("[due\n", "Expected ']'"),
-    ("due = 2025-03-14T23:59:00Z\n", "due must be a table, [due], holding assignment, stage1"),
-    ("[late_penalty]\ngrace = 1e300\n", "late_penalty.grace = 1e+300 minutes is longer than any term"),
-    # "no real deadline" written in the course's own zone: no UTC time can say it
-    ("[due]\nassignment = 9999-12-31T23:59:00-05:00\n", "due.assignment = 9999-12-31T23:59:00-05:00 is past the last"),
-    # a penalty with nothing to be late for would never apply: the instructor forgot [due]
-    ("[late_penalty]\nper = \"day\"\npenalty = 10\n", "[late_penalty] with no [due]"),
-    ("[due]\n\n[late_penalty]\npenalty = 10\n", "[late_penalty] with no [due]"),
-])
+@pytest.mark.parametrize(
+    "text, said",
+    [
+        (
+            "[due]\nassignment = 2025-03-14T23:59:00\n",
+            "due.assignment = 2025-03-14T23:59:00 needs a date, a time and a UTC offset",
+        ),
+        (
+            '[due]\nassignment = "2025-03-14T23:59:00Z"\n',
+            "due.assignment = '2025-03-14T23:59:00Z' needs a date, a time and a UTC offset "
+            "(unquoted: a TOML date-time, not text)",
+        ),
+        ("[due]\nassignment = 2025-03-14\n", "due.assignment = 2025-03-14 needs a date, a time and a UTC offset"),
+        ("[due]\nstage9 = 2025-03-14T23:59:00Z\n", "unknown setting due.stage9"),  # the registry has stages 1-8
+        ('[late_penalty]\npenalty = 10\npre = "day"\n', "unknown setting late_penalty.pre"),
+        ('[late_penalty]\nper = "week"\n', 'late_penalty.per = \'week\'; write "day" or "hour"'),
+        ("[late_penalty]\npenalty = -5\n", "late_penalty.penalty = -5 must be a number, 0 or more"),
+        ("[late_penalty]\ncap = 150\n", "late_penalty.cap = 150 is over 100 percent"),
+        ("[late]\npenalty = 10\n", "unknown setting late (known: due, late_penalty, notes, stages)"),
+        ("[due\n", "Expected ']'"),
+        ("due = 2025-03-14T23:59:00Z\n", "due must be a table, [due], holding assignment, stage1"),
+        ("[late_penalty]\ngrace = 1e300\n", "late_penalty.grace = 1e+300 minutes is longer than any term"),
+        # "no real deadline" written in the course's own zone: no UTC time can say it
+        (
+            "[due]\nassignment = 9999-12-31T23:59:00-05:00\n",
+            "due.assignment = 9999-12-31T23:59:00-05:00 is past the last",
+        ),
+        # a penalty with nothing to be late for would never apply: the instructor forgot [due]
+        ('[late_penalty]\nper = "day"\npenalty = 10\n', "[late_penalty] with no [due]"),
+        ("[due]\n\n[late_penalty]\npenalty = 10\n", "[late_penalty] with no [due]"),
+    ],
+)
 def test_a_course_file_that_cannot_be_used_is_refused_in_one_line(tmp_path, text, said):
     course = tmp_path / "course.toml"
     course.write_text(text)
@@ -199,8 +215,13 @@ sys.exit(grader.cli.batch.main(sys.argv[3:]))
 
 
 def batch_with_times(times: dict, marked: list, *argv: str) -> subprocess.CompletedProcess:
-    result = subprocess.run([sys.executable, "-c", WITH_TIMES, json.dumps(times), json.dumps(marked), *map(str, argv)],
-                            cwd=REPO, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-c", WITH_TIMES, json.dumps(times), json.dumps(marked), *map(str, argv)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr
     return result
 
@@ -209,11 +230,15 @@ def test_a_class_graded_with_submission_times_gets_its_penalties_in_the_gradeboo
     for name in ("ada", "bo", "cy", "di", "ed"):
         learner_copy(tmp_path / "class" / name, stages=[1])
     course = tmp_path / "course.toml"
-    course.write_text('[due]\nassignment = 2025-03-14T23:59:00-05:00\nstage1 = 2025-03-07T23:59:00-05:00\n\n'
-                      '[late_penalty]\nper = "day"\npenalty = 10\ncap = 50\ngrace = 15\n')
-    times = {"ada": "2025-03-07T23:59:00-05:00",  # stage 1's due time exactly
-             "bo": "2025-03-09T12:00:00-05:00",  # 1.5 days after stage 1's: 2 started days
-             "ed": "2025-03-08T00:10:00-05:00"}  # within the grace period
+    course.write_text(
+        "[due]\nassignment = 2025-03-14T23:59:00-05:00\nstage1 = 2025-03-07T23:59:00-05:00\n\n"
+        '[late_penalty]\nper = "day"\npenalty = 10\ncap = 50\ngrace = 15\n'
+    )
+    times = {
+        "ada": "2025-03-07T23:59:00-05:00",  # stage 1's due time exactly
+        "bo": "2025-03-09T12:00:00-05:00",  # 1.5 days after stage 1's: 2 started days
+        "ed": "2025-03-08T00:10:00-05:00",
+    }  # within the grace period
     out = tmp_path / "out"
     result = batch_with_times(times, ["di"], tmp_path / "class", "--out", out, "--workers", "2", "--course", course)
     assert "1 without a submission time, not penalised (flag no-submission-time)" in result.stderr
@@ -222,8 +247,20 @@ def test_a_class_graded_with_submission_times_gets_its_penalties_in_the_gradeboo
 
     with open(out / "grades.csv", newline="") as handle:
         reader = csv.DictReader(handle)
-        assert reader.fieldnames == ["student_id", "score", "max_score", "stage1", "stage2", "stage3", "stage4",
-                                     "stage5", "submitted", "late_penalty", "final", "flags"]
+        assert reader.fieldnames == [
+            "student_id",
+            "score",
+            "max_score",
+            "stage1",
+            "stage2",
+            "stage3",
+            "stage4",
+            "stage5",
+            "submitted",
+            "late_penalty",
+            "final",
+            "flags",
+        ]
         rows = {row["student_id"]: row for row in reader}
     columns = ("score", "submitted", "late_penalty", "final", "flags")
     rest = "missing: " + ", ".join(f"{STAGE_MODULES[n]}.py" for n in (2, 3, 4, 5))  # each handed in stage 1 alone
@@ -237,15 +274,22 @@ def test_a_class_graded_with_submission_times_gets_its_penalties_in_the_gradeboo
     report = json.loads((out / "bo.json").read_text())
     jsonschema.validate(report, SCHEMA)
     assert report["score"] == 20 and report["late"]["penalty_points"] == 4  # the raw score stays the raw score
-    assert report["late"]["stages"][0] == {"id": "stage1", "due": "2025-03-08T04:59:00+00:00", "hours_late": 36.02,
-                                           "penalty_percent": 20, "penalty_points": 4}
+    assert report["late"]["stages"][0] == {
+        "id": "stage1",
+        "due": "2025-03-08T04:59:00+00:00",
+        "hours_late": 36.02,
+        "penalty_percent": 20,
+        "penalty_points": 4,
+    }
     # the student reads it in their feedback; students on time read nothing of it
-    assert "late: handed in 2025-03-09T17:00:00+00:00 (UTC); penalty 4 points (stage1 36.02 h late, -4)" in \
-        (out / "bo.txt").read_text()
+    assert (
+        "late: handed in 2025-03-09T17:00:00+00:00 (UTC); penalty 4 points (stage1 36.02 h late, -4)"
+        in (out / "bo.txt").read_text()
+    )
     assert "late:" not in (out / "ed.txt").read_text()
 
     # A due date moved after grading: no one is graded again, and every penalty follows the new date.
-    course.write_text('[due]\nassignment = 2025-03-14T23:59:00-05:00\n\n[late_penalty]\npenalty = 10\n')
+    course.write_text("[due]\nassignment = 2025-03-14T23:59:00-05:00\n\n[late_penalty]\npenalty = 10\n")
     result = batch_with_times(times, ["di"], tmp_path / "class", "--out", out, "--course", course)
     assert "0 of 5 to grade; 5 unchanged" in result.stderr
     assert json.loads((out / "bo.json").read_text())["late"]["penalty_points"] == 0

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader.sandbox.workers import LearnerFailure, LearnerWorkers
-from grader.runner.protocol import Foreign, ProtocolError, decode, encode, receive
-from grader.sandbox.zygote import Sandbox
 from grader.intake.staging import stage_submission
+from grader.runner.protocol import Foreign, ProtocolError, decode, encode, receive
+from grader.sandbox.workers import LearnerFailure, LearnerWorkers
+from grader.sandbox.zygote import Sandbox
 from tests.conftest import REPO
 
 STAGE1 = (REPO / "solutions" / "stage1_softmax.py").read_text()
@@ -44,7 +44,9 @@ def scores(workers: LearnerWorkers) -> torch.Tensor:
 
 def test_answers_come_back_as_tensors(tmp_path, workers_for):
     result = scores(workers_for(submission(tmp_path)))
-    torch.testing.assert_close(result, torch.tensor([0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865]), atol=1e-4, rtol=0)
+    torch.testing.assert_close(
+        result, torch.tensor([0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865]), atol=1e-4, rtol=0
+    )
     assert result.learner_device == "cpu" and result.learner_dtype == "float32"
 
 
@@ -82,7 +84,9 @@ def test_missing_stage_file_is_an_import_error_naming_it(tmp_path, workers_for):
 
 
 def test_huge_allocation_is_a_memory_failure_and_the_worker_survives(tmp_path, workers_for):
-    body = STAGE1.replace("    return inputs @ query  #", "    torch.empty(40 * 1024**3, dtype=torch.uint8)\n    return inputs @ query  #")
+    body = STAGE1.replace(
+        "    return inputs @ query  #", "    torch.empty(40 * 1024**3, dtype=torch.uint8)\n    return inputs @ query  #"
+    )
     workers = workers_for(submission(tmp_path, stage1_body=body))
     with pytest.raises(LearnerFailure) as failure:
         scores(workers)
@@ -103,7 +107,10 @@ def test_a_hang_costs_its_time_limit_not_more(tmp_path, workers_for):
 
 def test_printing_fake_results_changes_nothing(tmp_path, workers_for):
     fake = 'print(json.dumps({"ok": "fake"}))\nprint("tensor([0.9544, 1.4950])")\n'
-    body = STAGE1.replace("    return inputs @ query  #", f"    import json\n    {fake.replace(chr(10), chr(10) + '    ')}return inputs @ query * 2  #")
+    body = STAGE1.replace(
+        "    return inputs @ query  #",
+        f"    import json\n    {fake.replace(chr(10), chr(10) + '    ')}return inputs @ query * 2  #",
+    )
     result = scores(workers_for(submission(tmp_path, stage1_body=body)))
     assert result[0].item() == pytest.approx(2 * 0.9544, abs=1e-3)
 
@@ -194,8 +201,10 @@ def test_receive_bounds_values_nesting_and_time():
 def test_a_call_takes_keyword_arguments_and_bfloat16_arrives_as_bfloat16(tmp_path, workers_for):
     (tmp_path / "stage6_sdpa.py").write_text((REPO / "solutions" / "stage6_sdpa.py").read_text())
     eye = torch.eye(2, dtype=torch.bfloat16)  # the wire carries it as float64 and names its dtype
-    reply = workers_for(tmp_path).request(6, "call", function="scaled_dot_product_attention", args=[eye, eye, eye],
-                                          kwargs={"is_causal": True})
+    reply = workers_for(tmp_path).request(
+        6, "call", function="scaled_dot_product_attention", args=[eye, eye, eye], kwargs={"is_causal": True}
+    )
     assert reply["result"].learner_dtype == "bfloat16"  # computed in bfloat16: the worker restored the dtype sent
-    torch.testing.assert_close(reply["result"], torch.tensor([[1.0, 0.0], [0.3302, 0.6698]], dtype=torch.float64),
-                               atol=4e-3, rtol=0)
+    torch.testing.assert_close(
+        reply["result"], torch.tensor([[1.0, 0.0], [0.3302, 0.6698]], dtype=torch.float64), atol=4e-3, rtol=0
+    )

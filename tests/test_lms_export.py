@@ -38,14 +38,25 @@ ROSTER = """student_id,Student,ID,SIS User ID,SIS Login ID,Section,Email address
 """
 
 
-def export(tmp_path: Path, lms: str, *options: str, grades: str = GRADES, roster: str = ROSTER,
-           capsys) -> tuple[int, bytes, str]:
+def export(
+    tmp_path: Path, lms: str, *options: str, grades: str = GRADES, roster: str = ROSTER, capsys
+) -> tuple[int, bytes, str]:
     (tmp_path / "grades.csv").write_text(grades, encoding="utf-8")
     (tmp_path / "roster.csv").write_text(roster, encoding="utf-8")
     out = tmp_path / f"{lms}.csv"
     out.unlink(missing_ok=True)
-    status = lms_export_command.main([lms, "--grades", str(tmp_path / "grades.csv"), "--roster", str(tmp_path / "roster.csv"),
-                              "--out", str(out), *options])
+    status = lms_export_command.main(
+        [
+            lms,
+            "--grades",
+            str(tmp_path / "grades.csv"),
+            "--roster",
+            str(tmp_path / "roster.csv"),
+            "--out",
+            str(out),
+            *options,
+        ]
+    )
     return status, out.read_bytes() if out.exists() else b"", capsys.readouterr().err
 
 
@@ -96,17 +107,20 @@ def test_moodle_grades_out_of_more_than_a_grade_items_maximum_are_warned_of_in_o
     status, data, stderr = export(tmp_path, "moodle", grades=out_of_110, capsys=capsys)
     assert status == 0 and ["fay@example.edu", "105"] in rows(data)
     warning = [line for line in stderr.splitlines() if "maximum" in line]
-    assert warning == ["lms_export: grades are out of 110, and Moodle's import caps a grade at its grade item's "
-                       "maximum (a new item's is 100): set the item's maximum grade to 110, or pass "
-                       "--points-possible 100 to scale"]
+    assert warning == [
+        "lms_export: grades are out of 110, and Moodle's import caps a grade at its grade item's "
+        "maximum (a new item's is 100): set the item's maximum grade to 110, or pass "
+        "--points-possible 100 to scale"
+    ]
     status, data, stderr = export(tmp_path, "moodle", "--points-possible", "100", grades=out_of_110, capsys=capsys)
     assert status == 0 and ["fay@example.edu", "95.45"] in rows(data) and "maximum" not in stderr
     assert "maximum" not in export(tmp_path, "moodle", capsys=capsys)[2]  # out of 100: nothing to say
 
 
 def test_moodle_identifier_is_any_roster_column_and_a_missing_one_is_one_line(tmp_path, capsys):
-    status, data, stderr = export(tmp_path, "moodle", "--identifier", "SIS Login ID", "--assignment", "Lab 3",
-                                  capsys=capsys)
+    status, data, stderr = export(
+        tmp_path, "moodle", "--identifier", "SIS Login ID", "--assignment", "Lab 3", capsys=capsys
+    )
     assert status == 0, stderr
     assert rows(data)[:2] == [["SIS Login ID", "Lab 3"], ["flee", "95"]]
     status, data, stderr = export(tmp_path, "moodle", "--identifier", "Username", capsys=capsys)
@@ -114,9 +128,11 @@ def test_moodle_identifier_is_any_roster_column_and_a_missing_one_is_one_line(tm
 
 
 def test_points_possible_scales_scores_and_final_wins_over_score(tmp_path, capsys):
-    grades = ("student_id,score,max_score,stage1,stage2,stage3,stage4,stage5,submitted,late_penalty,final,flags\n"
-              "12345,95.0,100,20,20,20,20,15,2025-03-01T10:00:00+00:00,10,85.5,late\n"
-              "23456,100.0,100,20,20,20,20,20,2025-02-28T10:00:00+00:00,0,100.0,\n")
+    grades = (
+        "student_id,score,max_score,stage1,stage2,stage3,stage4,stage5,submitted,late_penalty,final,flags\n"
+        "12345,95.0,100,20,20,20,20,15,2025-03-01T10:00:00+00:00,10,85.5,late\n"
+        "23456,100.0,100,20,20,20,20,20,2025-02-28T10:00:00+00:00,0,100.0,\n"
+    )
     status, data, stderr = export(tmp_path, "canvas", "--points-possible", "10", grades=grades, capsys=capsys)
     assert status == 0, stderr
     assert rows(data)[1][-1] == "10"
@@ -127,24 +143,34 @@ def test_mixed_point_tables_are_refused_unless_points_possible_scales_each_row(t
     grades = GRADES.replace("99999,50.0,100,", "99999,55.0,110,")
     status, data, stderr = export(tmp_path, "canvas", grades=grades, capsys=capsys)
     assert status == 2 and data == b"" and "mixes point tables (max_score 100, 110)" in stderr
-    status, data, stderr = export(tmp_path, "canvas", "--points-possible", "50", grades=grades,
-                                  roster=ROSTER + "99999,Max Score,99999,S-9,max,Section C,max@example.edu\n",
-                                  capsys=capsys)
+    status, data, stderr = export(
+        tmp_path,
+        "canvas",
+        "--points-possible",
+        "50",
+        grades=grades,
+        roster=ROSTER + "99999,Max Score,99999,S-9,max,Section C,max@example.edu\n",
+        capsys=capsys,
+    )
     assert status == 0, stderr
     assert rows(data)[-1][-1] == "25"  # 55 of 110, as 50 points
 
 
 def test_a_canvas_gradebook_export_is_a_roster_as_it_is(tmp_path, capsys):
     """Canvas names students in its downloads by their Canvas ID: its own export maps them without a student_id."""
-    canvas_export = ("Student,ID,SIS User ID,SIS Login ID,Section,Lab 1 (11),Current Score\n"
-                     ",,,,,Muted,\n"
-                     "    Points Possible,,,,,10,(read only)\n"
-                     '"Lee, Fay",12345,S-1,flee,Section A,8,80\n'
-                     "Test Student,777,,,Section A,,\n")
+    canvas_export = (
+        "Student,ID,SIS User ID,SIS Login ID,Section,Lab 1 (11),Current Score\n"
+        ",,,,,Muted,\n"
+        "    Points Possible,,,,,10,(read only)\n"
+        '"Lee, Fay",12345,S-1,flee,Section A,8,80\n'
+        "Test Student,777,,,Section A,,\n"
+    )
     status, data, stderr = export(tmp_path, "canvas", roster=canvas_export, capsys=capsys)
     assert status == 0, stderr
-    assert rows(data)[2:] == [["Lee, Fay", "12345", "S-1", "flee", "Section A", "95"],
-                              ["Test Student", "777", "", "", "Section A", ""]]
+    assert rows(data)[2:] == [
+        ["Lee, Fay", "12345", "S-1", "flee", "Section A", "95"],
+        ["Test Student", "777", "", "", "Section A", ""],
+    ]
     assert "roster line" not in stderr  # the Muted and Points Possible rows are no students without an id
     assert "no grade for 777 (Test Student): left blank" in stderr
 
@@ -160,8 +186,9 @@ def test_roster_problems_are_one_line_each(tmp_path, capsys):
     status, data, stderr = export(tmp_path, "canvas", roster=unmatched, capsys=capsys)
     assert status == 0 and [row[0] for row in rows(data)[2:]] == ["José"]
     assert "12345 (Fay) has no ID, SIS User ID, SIS Login ID in the roster: Canvas cannot match them" in stderr
-    status, data, stderr = export(tmp_path, "canvas", roster=ROSTER + ",Ann Onymous,,,,Section C,ann@example.edu\n",
-                                  capsys=capsys)
+    status, data, stderr = export(
+        tmp_path, "canvas", roster=ROSTER + ",Ann Onymous,,,,Section C,ann@example.edu\n", capsys=capsys
+    )
     assert status == 0 and "Ann Onymous" not in data.decode() and "roster line 7 has no student_id: left out" in stderr
     status, _, stderr = export(tmp_path, "canvas", grades="name,points\nfay,3\n", capsys=capsys)
     assert status == 2 and "is it a grades.csv?" in stderr
@@ -171,13 +198,16 @@ def test_roster_problems_are_one_line_each(tmp_path, capsys):
 def test_make_targets_run_this_module_on_outs_grades(lms):
     dry_run = run_make(REPO, "-n", f"{lms}-export", "OUT=grades", "ROSTER=roster.csv")
     assert dry_run.returncode == 0
-    assert (f"-m grader.cli.lms_export {lms} --grades grades/grades.csv --roster roster.csv "
-            f"--out grades/{lms}-import.csv") in dry_run.stdout
+    assert (
+        f"-m grader.cli.lms_export {lms} --grades grades/grades.csv --roster roster.csv --out grades/{lms}-import.csv"
+    ) in dry_run.stdout
 
 
 def test_a_grade_under_a_flag_that_questions_it_is_exported_and_named(tmp_path, capsys):
-    flagged = GRADES.replace("99999,50.0,100,10,10,10,10,10,\n", "99999,95.0,100,20,20,20,20,15,ignored: notes.md\n") + \
-        "56789,0,100,0,0,0,0,0,no-stage-files: found report.pdf\n"
+    flagged = (
+        GRADES.replace("99999,50.0,100,10,10,10,10,10,\n", "99999,95.0,100,20,20,20,20,15,ignored: notes.md\n")
+        + "56789,0,100,0,0,0,0,0,no-stage-files: found report.pdf\n"
+    )
     status, data, said = export(tmp_path, "canvas", grades=flagged, capsys=capsys)
     assert status == 0 and [row[5] for row in rows(data) if row[1] == "56789"] == ["0"]
     assert "56789 (No Show) exported with 0, flagged no-stage-files: found report.pdf: check before importing" in said

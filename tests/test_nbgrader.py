@@ -22,22 +22,36 @@ from nbgrader.nbgraderformat.v3 import MetadataValidatorV3
 from nbgrader.utils import compute_checksum
 from traitlets.config.loader import PyFileConfigLoader
 
-from grader.core.points import points_in_use
 from grader.authoring.nbgrader import course as nbgrader_course
 from grader.authoring.nbgrader.course import (
-    ASSIGNMENT, GENERATED_CONFIG, INSTRUCTOR_CONFIG, answer_cell, answer_cell_source, answer_source,
-    autograder_cell_ids, hidden_cell_notice, stage_points, write_course)
+    ASSIGNMENT,
+    GENERATED_CONFIG,
+    INSTRUCTOR_CONFIG,
+    answer_cell,
+    answer_cell_source,
+    answer_source,
+    autograder_cell_ids,
+    hidden_cell_notice,
+    stage_points,
+    write_course,
+)
 from grader.authoring.nbgrader.demo import grade, nbgrader, prepare, solved_answers, submit
 from grader.authoring.nbgrader.lms import CanvasCollector, MoodleCollector
 from grader.authoring.nbgrader.reconcile import (
-    GradedCell, graded_cell_causes, shadowing_causes, stage_file_causes, tampering_causes,
-    working_directory_causes)
+    GradedCell,
+    graded_cell_causes,
+    shadowing_causes,
+    stage_file_causes,
+    tampering_causes,
+    working_directory_causes,
+)
 from grader.authoring.stubs import BEGIN, END
-from grader.judge.plugin import planned_checks
-from grader.core.points import STAGE_POINTS
 from grader.core.course import course_stages
+from grader.core.points import STAGE_POINTS, points_in_use
 from grader.core.stages import STAGE_MODULES
-from tests.grading import MUTANTS, REPO, grade as grade_folder, learner_copy, stage_scores
+from grader.judge.plugin import planned_checks
+from tests.grading import MUTANTS, REPO, learner_copy, stage_scores
+from tests.grading import grade as grade_folder
 
 pytestmark = pytest.mark.nbgrader
 
@@ -79,7 +93,8 @@ def cheating(course, mistaken_answer: str) -> nbformat.NotebookNode:
     cell(notebook, "stage2-scratch").source = (
         "import grader.notebook\n\n"
         f"grader.notebook.check = lambda stage, hidden=False: "
-        f"{points['hidden']:g} if hidden else {points['visible']:g}")
+        f"{points['hidden']:g} if hidden else {points['visible']:g}"
+    )
     return notebook
 
 
@@ -106,8 +121,11 @@ def term(tmp_path_factory):
     config = course / INSTRUCTOR_CONFIG  # the instructor enables the Canvas collector, as the docs say
     assert config.read_text().count(CANVAS_COLLECTOR) == 1
     config.write_text(config.read_text().replace(CANVAS_COLLECTOR, CANVAS_COLLECTOR.removeprefix("# ")))
-    notebooks = {"first copy": released(course, 2), "cheat": cheating(course, mistaken_answer),
-                 "no hidden cell": without_hidden_cell(released(course, 1, solved[f"{STAGE_MODULES[1]}.ipynb"]), 1)}
+    notebooks = {
+        "first copy": released(course, 2),
+        "cheat": cheating(course, mistaken_answer),
+        "no hidden cell": without_hidden_cell(released(course, 1, solved[f"{STAGE_MODULES[1]}.ipynb"]), 1),
+    }
     archive = course / "downloaded" / ASSIGNMENT / "archive"
     archive.mkdir(parents=True)
     with zipfile.ZipFile(archive / "submissions.zip", "w") as download:
@@ -119,8 +137,10 @@ def term(tmp_path_factory):
     fay = submit(course, "fay", {})
     for notebook in fay.glob("*.ipynb"):
         notebook.unlink()
-    nbformat.write(without_hidden_cell(released(course, 1, solved[f"{STAGE_MODULES[1]}.ipynb"]), 1),
-                   fay / f"{STAGE_MODULES[1]}.ipynb")
+    nbformat.write(
+        without_hidden_cell(released(course, 1, solved[f"{STAGE_MODULES[1]}.ipynb"]), 1),
+        fay / f"{STAGE_MODULES[1]}.ipynb",
+    )
     nbgrader(course, "autograde", ASSIGNMENT, "--student", "fay", "--OverwriteCells.add_missing_cells=False")
     return course, grades, notebooks
 
@@ -129,15 +149,21 @@ def term(tmp_path_factory):
 def reconciled(term):
     """`python -m grader.authoring.nbgrader.reconcile` on the term, as an instructor runs it."""
     course, _, _ = term
-    return subprocess.run([sys.executable, "-m", "grader.authoring.nbgrader.reconcile", str(course)],
-                          capture_output=True, text=True, timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", "grader.authoring.nbgrader.reconcile", str(course)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 def notebook_scores(course, student: str) -> dict[int, float]:
     """Stage -> the points nbgrader gave that stage's notebook (0 for one not handed in)."""
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
-        return {stage: gradebook.find_submission_notebook(module, ASSIGNMENT, student).score
-                for stage, module in COURSE_MODULES.items()}
+        return {
+            stage: gradebook.find_submission_notebook(module, ASSIGNMENT, student).score
+            for stage, module in COURSE_MODULES.items()
+        }
 
 
 def solution_lines(stage: int) -> set[str]:
@@ -196,8 +222,11 @@ def test_regenerating_keeps_the_instructors_settings_and_cells(tmp_path, monkeyp
     config.write_text(config.read_text() + "c.Execute.timeout = 42\nc.CourseDirectory.student_id = 'zed'\n")
     path = tmp_path / "source" / ASSIGNMENT / f"{STAGE_MODULES[1]}.ipynb"
     notebook = nbformat.read(path, as_version=4)
-    first, middle, last = (nbformat.v4.new_markdown_cell("Course rules"), nbformat.v4.new_code_cell("extra = 1"),
-                           nbformat.v4.new_markdown_cell("Further reading"))
+    first, middle, last = (
+        nbformat.v4.new_markdown_cell("Course rules"),
+        nbformat.v4.new_code_cell("extra = 1"),
+        nbformat.v4.new_markdown_cell("Further reading"),
+    )
     ids = [c.id for c in notebook.cells]
     scratch = ids.index("stage1-scratch")
     notebook.cells.insert(scratch + 1, middle)
@@ -205,8 +234,10 @@ def test_regenerating_keeps_the_instructors_settings_and_cells(tmp_path, monkeyp
     notebook.cells = [first, *[c for c in notebook.cells if c.id != "stage1-scratch"], last]
     cell(notebook, "stage1-explanation").source = "edited by hand"
     nbformat.write(notebook, path)
-    points = {stage: {"visible": split["visible"] + 1, "hidden": split["hidden"] - 1}
-              for stage, split in stage_points().items()}
+    points = {
+        stage: {"visible": split["visible"] + 1, "hidden": split["hidden"] - 1}
+        for stage, split in stage_points().items()
+    }
     monkeypatch.setattr(nbgrader_course, "stage_points", lambda stages=None: points)
 
     written = write_course(tmp_path)
@@ -216,9 +247,12 @@ def test_regenerating_keeps_the_instructors_settings_and_cells(tmp_path, monkeyp
     assert loaded.CourseDirectory.student_id == "zed" and loaded.CourseDirectory.course_id == "attention-exercises"
     assert loaded.OverwriteCells.add_missing_cells is True
     regenerated = nbformat.read(path, as_version=4)
-    assert [c.id for c in regenerated.cells] == [first.id, *ids[:scratch + 1], middle.id, *ids[scratch + 1:], last.id]
+    assert [c.id for c in regenerated.cells] == [first.id, *ids[: scratch + 1], middle.id, *ids[scratch + 1 :], last.id]
     assert [c.source for c in regenerated.cells if c.id in (first.id, middle.id, last.id)] == [
-        "Course rules", "extra = 1", "Further reading"]
+        "Course rules",
+        "extra = 1",
+        "Further reading",
+    ]
     assert cell(regenerated, "stage1-explanation").source.startswith("# Stage 1")  # generated cells are rewritten
     for visibility, grade_id in autograder_cell_ids(1).items():
         test = cell(regenerated, grade_id)
@@ -228,11 +262,14 @@ def test_regenerating_keeps_the_instructors_settings_and_cells(tmp_path, monkeyp
     assert [p.read_bytes() for p in write_course(tmp_path)] == before  # and again: nothing changes
 
 
-@pytest.mark.parametrize("config", [
-    "c = get_config()\nc.Execute.timeout = 300\n",
-    f'c = get_config()\n# load_subconfig("{GENERATED_CONFIG}")\n',  # a comment loads nothing
-    f'c = get_config()\nNOTE = \'load_subconfig("{GENERATED_CONFIG}")\'\n',
-])
+@pytest.mark.parametrize(
+    "config",
+    [
+        "c = get_config()\nc.Execute.timeout = 300\n",
+        f'c = get_config()\n# load_subconfig("{GENERATED_CONFIG}")\n',  # a comment loads nothing
+        f"c = get_config()\nNOTE = 'load_subconfig(\"{GENERATED_CONFIG}\")'\n",
+    ],
+)
 def test_a_config_that_does_not_load_the_generated_settings_is_named(tmp_path, capsys, config):
     (tmp_path / INSTRUCTOR_CONFIG).write_text(config)
     assert nbgrader_course.main([str(tmp_path)]) == 0
@@ -254,20 +291,23 @@ def test_cells_kept_counts_the_generated_notebooks_only(tmp_path, capsys):
     assert "(0 cells of yours kept)" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize(("name", "student", "notebook"), [
-    ("smithjane_12345_67890_stage1_softmax.ipynb", "12345", "stage1_softmax"),
-    ("smithjane_LATE_12345_67890_stage1_softmax-1.ipynb", "12345", "stage1_softmax"),
-    ("o_brien_12345_67890_stage2_self_attention (2).ipynb", "12345", "stage2_self_attention"),
-    ("anon_Xy3k9_67890_stage1_softmax.ipynb", "anon_Xy3k9", "stage1_softmax"),
-    ("LATE_anon_Xy3k9_67890_stage1_softmax-3.ipynb", "anon_Xy3k9", "stage1_softmax"),
-    # near names, as the grade-all intake reads stage files: autograde grades only the course's names
-    ("leefay_34567_801_Stage1_Softmax.ipynb", "34567", "stage1_softmax"),
-    ("leefay_34567_802_stage2_self_attention copy.ipynb", "34567", "stage2_self_attention"),
-    ("leefay_34567_803_stage3 weight-transfer.ipynb", "34567", "stage3_weight_transfer"),
-    ("leefay_34567_804_notes.ipynb", "34567", "notes"),
-    ("smithjane_12345_67890_stage1_softmax.py", None, None),
-    ("stage1_softmax.ipynb", None, None),
-])
+@pytest.mark.parametrize(
+    ("name", "student", "notebook"),
+    [
+        ("smithjane_12345_67890_stage1_softmax.ipynb", "12345", "stage1_softmax"),
+        ("smithjane_LATE_12345_67890_stage1_softmax-1.ipynb", "12345", "stage1_softmax"),
+        ("o_brien_12345_67890_stage2_self_attention (2).ipynb", "12345", "stage2_self_attention"),
+        ("anon_Xy3k9_67890_stage1_softmax.ipynb", "anon_Xy3k9", "stage1_softmax"),
+        ("LATE_anon_Xy3k9_67890_stage1_softmax-3.ipynb", "anon_Xy3k9", "stage1_softmax"),
+        # near names, as the grade-all intake reads stage files: autograde grades only the course's names
+        ("leefay_34567_801_Stage1_Softmax.ipynb", "34567", "stage1_softmax"),
+        ("leefay_34567_802_stage2_self_attention copy.ipynb", "34567", "stage2_self_attention"),
+        ("leefay_34567_803_stage3 weight-transfer.ipynb", "34567", "stage3_weight_transfer"),
+        ("leefay_34567_804_notes.ipynb", "34567", "notes"),
+        ("smithjane_12345_67890_stage1_softmax.py", None, None),
+        ("stage1_softmax.ipynb", None, None),
+    ],
+)
 def test_canvas_file_names(tmp_path, name, student, notebook):
     (tmp_path / name).write_text("{}")
     found = CanvasCollector().collect(str(tmp_path / name))
@@ -275,8 +315,10 @@ def test_canvas_file_names(tmp_path, name, student, notebook):
 
 
 def test_canvas_keeps_the_copy_it_stored_last(tmp_path):
-    older, newer = (tmp_path / "leedee_12345_900001_stage1_softmax.ipynb",
-                    tmp_path / "leedee_12345_900007_stage1_softmax-1.ipynb")
+    older, newer = (
+        tmp_path / "leedee_12345_900001_stage1_softmax.ipynb",
+        tmp_path / "leedee_12345_900007_stage1_softmax-1.ipynb",
+    )
     for path in (older, newer, tmp_path / "smitheve_67890_900003_stage1_softmax.ipynb"):
         path.write_text("{}")
     collector = CanvasCollector()
@@ -329,22 +371,33 @@ def test_moodle_keeps_one_copy_of_a_notebook_handed_in_twice_and_says_so(tmp_pat
         path.write_text("{}")
     collector = MoodleCollector()
     with caplog.at_level(logging.WARNING, logger=collector.log.name):
-        kept = [collector.collect(str(path)) for path in (jane / "old" / "stage1_softmax.ipynb",
-                                                          jane / "stage1_softmax.ipynb", kim / "stage1_softmax.ipynb")]
+        kept = [
+            collector.collect(str(path))
+            for path in (
+                jane / "old" / "stage1_softmax.ipynb",
+                jane / "stage1_softmax.ipynb",
+                kim / "stage1_softmax.ipynb",
+            )
+        ]
     assert kept[0] is None
-    assert [(info["student_id"], info["file_id"]) for info in kept[1:]] == [("101", "stage1_softmax"),
-                                                                          ("105", "stage1_softmax")]
+    assert [(info["student_id"], info["file_id"]) for info in kept[1:]] == [
+        ("101", "stage1_softmax"),
+        ("105", "stage1_softmax"),
+    ]
     [line] = [r.getMessage() for r in caplog.records if "handed in" in r.getMessage()]
     assert "101" in line and "old/stage1_softmax.ipynb" in line and "kept Jane Doe_101" in line
 
 
-@pytest.mark.parametrize(("path", "student", "notebook"), [
-    ("Fay Lee_101_assignsubmission_file_/stage1_softmax.ipynb", "101", "stage1_softmax"),
-    ("Fay Lee_101_assignsubmission_file_stage1_softmax.ipynb", "101", "stage1_softmax"),
-    ("Participant_2040_assignsubmission_file_/work/stage2_self_attention.ipynb", "2040", "stage2_self_attention"),
-    ("Fay Lee_101_assignsubmission_file_attention/attention/Stage1_Softmax.ipynb", "101", "stage1_softmax"),
-    ("Fay Lee_101_assignsubmission_onlinetext_/onlinetext.ipynb", None, None),
-])
+@pytest.mark.parametrize(
+    ("path", "student", "notebook"),
+    [
+        ("Fay Lee_101_assignsubmission_file_/stage1_softmax.ipynb", "101", "stage1_softmax"),
+        ("Fay Lee_101_assignsubmission_file_stage1_softmax.ipynb", "101", "stage1_softmax"),
+        ("Participant_2040_assignsubmission_file_/work/stage2_self_attention.ipynb", "2040", "stage2_self_attention"),
+        ("Fay Lee_101_assignsubmission_file_attention/attention/Stage1_Softmax.ipynb", "101", "stage1_softmax"),
+        ("Fay Lee_101_assignsubmission_onlinetext_/onlinetext.ipynb", None, None),
+    ],
+)
 def test_moodle_file_names(tmp_path, path, student, notebook):
     found = MoodleCollector().collect(str(tmp_path / "download" / path))
     assert (found and (found["student_id"], found["file_id"])) == ((student, notebook) if student else None)
@@ -359,8 +412,11 @@ def course_notebook(tmp_path, stage: int) -> nbformat.NotebookNode:
 
 
 def graded_cells(notebook, stage: int) -> list[GradedCell]:
-    return [GradedCell(c.id, c.metadata["nbgrader"]["points"], compute_checksum(c))
-            for c in notebook.cells if c.id in autograder_cell_ids(stage).values()]
+    return [
+        GradedCell(c.id, c.metadata["nbgrader"]["points"], compute_checksum(c))
+        for c in notebook.cells
+        if c.id in autograder_cell_ids(stage).values()
+    ]
 
 
 def test_a_missing_or_altered_test_cell_is_a_cause_and_one_nbgrader_put_back_is_not(tmp_path):
@@ -369,25 +425,30 @@ def test_a_missing_or_altered_test_cell_is_a_cause_and_one_nbgrader_put_back_is_
     handed_in = without_hidden_cell(nbformat.from_dict(released_copy), 1)
     assert graded_cell_causes(handed_in, handed_in, cells) == [
         f"test cell stage1-hidden ({stage_points()[1]['hidden']:g} points) is missing from the handed-in notebook, "
-        f"so nbgrader never ran it"]
+        f"so nbgrader never ran it"
+    ]
     assert graded_cell_causes(released_copy, handed_in, cells) == []  # put back by add_missing_cells
     altered = nbformat.from_dict(released_copy)
     cell(altered, "stage1-visible").source += "\n20"
-    assert graded_cell_causes(altered, altered, cells) == ["test cell stage1-visible ran altered (its checksum is "
-                                                          "not the release's)"]
+    assert graded_cell_causes(altered, altered, cells) == [
+        "test cell stage1-visible ran altered (its checksum is not the release's)"
+    ]
     assert graded_cell_causes(released_copy, released_copy, cells) == []
 
 
-@pytest.mark.parametrize(("source", "changed"), [
-    ("import grader.notebook as gn\ngn.check = lambda *a, **k: 20.0", "grader.notebook.check"),
-    ("from grader import notebook\n%matplotlib inline\nsetattr(notebook, 'check', print)", "grader.notebook.check"),
-    ("from grader.notebook import check\ncheck.__defaults__ = (True,)", "grader.notebook.check.__defaults__"),
-    ("import sys\nsys.path.insert(0, '/tmp/elsewhere')", "sys.path"),
-    ("from sys import modules\nmodules['grader'] = object()", "sys.modules"),
-    # names only: the test cells import check again
-    ("from grader.notebook import check, load\ncheck = load = print\n!ls", None),
-    ("%%writefile grader_notes.py\ngrader.notebook.check = print", None),  # a file written, not run
-])
+@pytest.mark.parametrize(
+    ("source", "changed"),
+    [
+        ("import grader.notebook as gn\ngn.check = lambda *a, **k: 20.0", "grader.notebook.check"),
+        ("from grader import notebook\n%matplotlib inline\nsetattr(notebook, 'check', print)", "grader.notebook.check"),
+        ("from grader.notebook import check\ncheck.__defaults__ = (True,)", "grader.notebook.check.__defaults__"),
+        ("import sys\nsys.path.insert(0, '/tmp/elsewhere')", "sys.path"),
+        ("from sys import modules\nmodules['grader'] = object()", "sys.modules"),
+        # names only: the test cells import check again
+        ("from grader.notebook import check, load\ncheck = load = print\n!ls", None),
+        ("%%writefile grader_notes.py\ngrader.notebook.check = print", None),  # a file written, not run
+    ],
+)
 def test_a_cell_that_changes_the_grader_is_a_cause(tmp_path, source, changed):
     notebook = course_notebook(tmp_path, 1)
     cell(notebook, "stage1-scratch").source = source
@@ -407,10 +468,12 @@ def test_a_stage_file_that_is_not_the_answer_cells_is_a_cause(tmp_path):
     (folder / name).write_text("def softmax_naive(x):\n    return x\n")
     assert stage_file_causes(notebook, folder, 1) == [
         f"{name} beside the notebook is not what the answer cell's %%writefile wrote (cell 6 (id "
-        f"{notebook.cells[-1].id}) also names it)"]
+        f"{notebook.cells[-1].id}) also names it)"
+    ]
     answer_cell(notebook).source = answer_cell(notebook).source.split("\n", 1)[1]
     assert stage_file_causes(notebook, folder, 1) == [
-        f"the answer cell does not start with %%writefile {name}, so it never saved the stage file"]
+        f"the answer cell does not start with %%writefile {name}, so it never saved the stage file"
+    ]
 
 
 def ran_with_output(tmp_path, stage: int, *outputs: dict, scratch: str | None = None) -> nbformat.NotebookNode:
@@ -433,14 +496,22 @@ def test_a_module_named_grader_beside_the_notebook_is_a_cause_when_the_test_cell
     (folder / "grader").mkdir()
     assert shadowing_causes(ran_with_output(tmp_path, 1, shadow_said), folder, 1) == [
         "grader beside the notebook comes before the grader package on the kernel's path, and the test cells' "
-        "output is not the grader's"]
+        "output is not the grader's"
+    ]
 
 
-@pytest.mark.parametrize("output", [
-    REAL_GRADER_SAID,
-    {"output_type": "error", "ename": "NotebookGradingError", "evalue": "stage1_softmax.py is not in /tmp/x: run "
-     "the answer cell first", "traceback": [f"\x1b[0;32m{REPO / 'grader' / 'notebook.py'}\x1b[0m:61, in _stage_file"]},
-])
+@pytest.mark.parametrize(
+    "output",
+    [
+        REAL_GRADER_SAID,
+        {
+            "output_type": "error",
+            "ename": "NotebookGradingError",
+            "evalue": "stage1_softmax.py is not in /tmp/x: run the answer cell first",
+            "traceback": [f"\x1b[0;32m{REPO / 'grader' / 'notebook.py'}\x1b[0m:61, in _stage_file"],
+        },
+    ],
+)
 def test_a_module_named_grader_beside_the_notebook_is_no_cause_when_the_grader_itself_ran(tmp_path, output):
     """A cell may move the kernel away from the notebook's folder: the grader package's own output
     proves the module beside the notebook was not what ran."""
@@ -452,14 +523,19 @@ def test_a_module_named_grader_beside_the_notebook_is_no_cause_when_the_grader_i
 def test_a_cell_that_changes_the_working_directory_is_a_cause_the_test_cell_output_proves(tmp_path):
     folder = tmp_path / "autograded"
     folder.mkdir()
-    moved = {"output_type": "error", "ename": "NotebookGradingError",
-             "evalue": "stage1_softmax.py is not in /tmp/elsewhere: run the answer cell first (its first line, "
-                       "%%writefile stage1_softmax.py, saves it)", "traceback": []}
+    moved = {
+        "output_type": "error",
+        "ename": "NotebookGradingError",
+        "evalue": "stage1_softmax.py is not in /tmp/elsewhere: run the answer cell first (its first line, "
+        "%%writefile stage1_softmax.py, saves it)",
+        "traceback": [],
+    }
     scratch = "import os\n\nos.chdir('/tmp/elsewhere')"
     assert working_directory_causes(ran_with_output(tmp_path, 1, moved, scratch=scratch), folder, 1) == [
         "cell 3 (id stage1-scratch) changes the working directory (line 3): the test cells' grader looked for "
-        "stage1_softmax.py in /tmp/elsewhere, not beside the notebook (its output: \"stage1_softmax.py is not in "
-        "/tmp/elsewhere\")"]
+        'stage1_softmax.py in /tmp/elsewhere, not beside the notebook (its output: "stage1_softmax.py is not in '
+        '/tmp/elsewhere")'
+    ]
     # the same cell, but the grader found the file: nothing the output proves
     assert working_directory_causes(ran_with_output(tmp_path, 1, REAL_GRADER_SAID, scratch=scratch), folder, 1) == []
 
@@ -488,8 +564,11 @@ def test_autograde_matches_make_grade(term):
         scores = notebook_scores(course, student)
         assert sum(scores.values()) == expected_total
         # make grade on the very files the notebooks wrote while being autograded
-        files = shutil.copytree(course / "autograded" / student / ASSIGNMENT, course.parent / f"{student}-written",
-                                ignore=shutil.ignore_patterns("*.ipynb", "*.txt", "__pycache__"))
+        files = shutil.copytree(
+            course / "autograded" / student / ASSIGNMENT,
+            course.parent / f"{student}-written",
+            ignore=shutil.ignore_patterns("*.ipynb", "*.txt", "__pycache__"),
+        )
         _, report = grade_folder(files)
         assert stage_scores(report) == scores
     rows = {row["student_id"]: row for row in csv.DictReader(grades.open())}
@@ -507,7 +586,9 @@ def test_a_mistake_costs_its_own_notebook_as_make_grade_says(term):
 def test_feedback_shows_verdicts_but_no_hidden_data(term):
     course, _, _ = term
     _, report = grade_folder(learner_copy(course.parent / "cy-data", MUTANT), "--stage", "2")
-    hidden_failures = [c for c in report["stages"][0]["checks"] if c["visibility"] == "hidden" and c["status"] != "passed"]
+    hidden_failures = [
+        c for c in report["stages"][0]["checks"] if c["visibility"] == "hidden" and c["status"] != "passed"
+    ]
     hidden_numbers = {n for c in hidden_failures for n in re.findall(r"-?\d+\.\d{3,}", c["message"])}
     assert hidden_numbers, "the mistake must fail hidden checks with data in their messages"
     feedback = (course / "feedback" / "cy" / ASSIGNMENT / f"{STAGE_MODULES[2]}.html").read_text()
@@ -572,12 +653,17 @@ def test_reconcile_exits_0_when_the_two_agree(term, tmp_path):
         for student in ("ada", "cy", "12345", "fay"):
             shutil.rmtree(agreeing / "autograded" / student)
             gradebook.remove_submission(ASSIGNMENT, student)
-    done = subprocess.run([sys.executable, "-m", "grader.authoring.nbgrader.reconcile", str(agreeing)],
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-m", "grader.authoring.nbgrader.reconcile", str(agreeing)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert (done.returncode, done.stdout) == (0, "nbgrader and grade-all agree on every stage of 2 students.\n")
 
 
 def test_make_nbgrader_reconcile_runs_the_reconciliation():
-    dry_run = subprocess.run(["make", "-n", "nbgrader-reconcile", "COURSE=some/course"], cwd=REPO,
-                             capture_output=True, text=True)
+    dry_run = subprocess.run(
+        ["make", "-n", "nbgrader-reconcile", "COURSE=some/course"], cwd=REPO, capture_output=True, text=True
+    )
     assert dry_run.returncode == 0 and "-m grader.authoring.nbgrader.reconcile some/course" in dry_run.stdout

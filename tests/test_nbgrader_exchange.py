@@ -19,8 +19,14 @@ COURSE_ID = "attention-exercises"
 def nbgrader(folder: Path, exchange: Path, *args: str) -> str:
     """``nbgrader ARGS`` in ``folder``, with ``exchange`` as the exchange's root; its output."""
     env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
-    done = subprocess.run([sys.executable, "-m", "nbgrader", *args, f"--Exchange.root={exchange}"], cwd=folder,
-                          env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args, f"--Exchange.root={exchange}"],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     output = done.stdout + done.stderr
     assert done.returncode == 0 and "[ERROR]" not in output, f"nbgrader {' '.join(args)}:\n{output[-3000:]}"
     return output

@@ -4,8 +4,8 @@ import time
 
 import pytest
 
-from grader.sandbox.workers import LearnerFailure
 from grader.sandbox.printed import MAX_COUNT, SHOWN_LINE_CHARACTERS, SHOWN_LINES, PrintedOutput
+from grader.sandbox.workers import LearnerFailure
 from tests.test_learner_process import STAGE1, scores, submission, workers_for  # noqa: F401 - a fixture
 
 BODY = "    return inputs @ query  #"
@@ -35,8 +35,9 @@ def test_printing_ten_megabytes_costs_little_and_shows_ten_lines(tmp_path, worke
 
 
 def test_what_was_printed_before_a_hang_survives_it(tmp_path, workers_for):
-    workers = workers_for(submission(tmp_path, stage1_body=printing("print('before the loop')\nwhile True:\n    pass")),
-                          timeout=1.0)
+    workers = workers_for(
+        submission(tmp_path, stage1_body=printing("print('before the loop')\nwhile True:\n    pass")), timeout=1.0
+    )
     with pytest.raises(LearnerFailure) as failure:
         scores(workers)
     assert failure.value.kind == "timeout"

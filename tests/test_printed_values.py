@@ -55,7 +55,9 @@ def test_difference_names_nan_and_infinity():
     expected, tolerance = parse_printed("[0.5000, -inf]")
     assert "NaN at index (0,)" in describe_difference(torch.tensor([float("nan"), 0.0]), expected, tolerance)
     assert "at index (1,) expected -inf, got 0" in describe_difference(torch.tensor([0.5, 0.0]), expected, tolerance)
-    assert "expected 0.5, got inf" in describe_difference(torch.tensor([float("inf"), -float("inf")]), expected, tolerance)
+    assert "expected 0.5, got inf" in describe_difference(
+        torch.tensor([float("inf"), -float("inf")]), expected, tolerance
+    )
 
 
 def test_difference_refuses_non_tensors():
@@ -64,10 +66,7 @@ def test_difference_refuses_non_tensors():
 
 
 @settings(max_examples=200, deadline=None)
-@given(
-    st.lists(st.floats(-50, 50, allow_nan=False, width=32), min_size=1, max_size=8),
-    st.sampled_from([2, 4]),
-)
+@given(st.lists(st.floats(-50, 50, allow_nan=False, width=32), min_size=1, max_size=8), st.sampled_from([2, 4]))
 def test_printing_to_n_decimals_round_trips_and_two_units_off_does_not(numbers, decimals):
     printed = "[" + ", ".join(f"{x:.{decimals}f}" for x in numbers) + "]"
     expected, tolerance = parse_printed(printed)

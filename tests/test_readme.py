@@ -68,8 +68,11 @@ def test_make_grade_a_submission_and_a_class(tmp_path):
 
 
 def test_make_release_gradescope_and_nbgrader_build_what_they_say():
-    for target, output in (("release", "dist/student.zip"), ("gradescope", "dist/gradescope-autograder.zip"),
-                           ("nbgrader", "build/nbgrader/source/attention/stage1_softmax.ipynb")):
+    for target, output in (
+        ("release", "dist/student.zip"),
+        ("gradescope", "dist/gradescope-autograder.zip"),
+        ("nbgrader", "build/nbgrader/source/attention/stage1_softmax.ipynb"),
+    ):
         done = make(target)
         assert done.returncode == 0, f"make {target}: {done.stderr}"
         assert (REPO / output).is_file(), f"make {target} did not write {output}"

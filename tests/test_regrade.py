@@ -11,8 +11,8 @@ import jsonschema
 import pytest
 
 from grader.classroom import fingerprint
-from grader.classroom.plan import close_ids
 from grader.classroom.fingerprint import RunFingerprint, grader_hash, points_hash, submission_hash, why_grade
+from grader.classroom.plan import close_ids
 from grader.core.points import points_file_text
 from grader.intake.staging import StagedSubmission
 from tests.conftest import REPO
@@ -112,8 +112,13 @@ def test_a_points_table_that_prices_other_checks_is_refused_in_one_line(term, tm
     submissions, out = term
     points = tmp_path / "points.toml"
     points.write_text(points_file_text().replace('"document.attention_scores"', '"document.atention"'))
-    result = subprocess.run([sys.executable, "-m", "grader", "batch", str(submissions), "--out", str(out),
-                             "--points", str(points)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "grader", "batch", str(submissions), "--out", str(out), "--points", str(points)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
     assert "has no check stage1 'document.atention'" in result.stderr
 
@@ -126,20 +131,39 @@ def test_student_regrades_only_that_student_and_an_unknown_id_names_close_ones(t
     after = written(out)
     assert after["bo"] != before["bo"] and {n: after[n] for n in ("ada", "cy")} == {n: before[n] for n in ("ada", "cy")}
 
-    result = subprocess.run([sys.executable, "-m", "grader", "batch", str(submissions), "--out", str(out),
-                             "--student", "bo", "--student", "ad"], cwd=REPO, capture_output=True, text=True,
-                            timeout=120)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grader",
+            "batch",
+            str(submissions),
+            "--out",
+            str(out),
+            "--student",
+            "bo",
+            "--student",
+            "ad",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2 and result.stderr == f"grader batch: no student ad in {submissions} (close: ada)\n"
     assert written(out) == after
 
 
-@pytest.mark.parametrize(("typed", "meant"), [
-    ("s0l", ["s01", "s02", "s03", "s04", "s05"]),  # l for 1: the look-alike first, then the rest by id
-    ("sO3", ["s03"]),  # O for 0 is half a mistake; a second mistake is too far
-    ("s30", ["s03"]),  # two neighbours swapped: one edit
-    ("S07", ["s07"]),
-    ("zzz", []),
-])
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        ("s0l", ["s01", "s02", "s03", "s04", "s05"]),  # l for 1: the look-alike first, then the rest by id
+        ("sO3", ["s03"]),  # O for 0 is half a mistake; a second mistake is too far
+        ("s30", ["s03"]),  # two neighbours swapped: one edit
+        ("S07", ["s07"]),
+        ("zzz", []),
+    ],
+)
 def test_close_ids_put_the_likeliest_first(typed, meant):
     assert close_ids(typed, [f"s0{n}" for n in range(8, 0, -1)]) == meant
 
@@ -158,8 +182,7 @@ def test_a_report_edited_by_hand_or_left_by_an_older_grader_is_graded_again(term
     broken["stages"] = "all passed"  # its fingerprint is current, but no row can be made of it
     (out / "ada.json").write_text(json.dumps(broken))
     result = batch(submissions, out, "--workers", "2")
-    assert ("3 of 3 to grade (1 report unreadable, 1 report without a fingerprint, 1 grader changed)"
-            in result.stderr)
+    assert "3 of 3 to grade (1 report unreadable, 1 report without a fingerprint, 1 grader changed)" in result.stderr
     assert rows(out) == reference
     assert json.loads((out / "cy.json").read_text())["fingerprint"]["grader"] == grader_hash()
 
@@ -171,19 +194,23 @@ def test_a_report_of_another_device_or_options_or_an_incomplete_one_is_not_curre
     assert why_grade(report, True, current) is None
     assert why_grade(None, False, current) == "new" and why_grade(None, True, current) == "report unreadable"
     assert why_grade({**report, "complete": False}, True, current) == "incomplete"
-    for part, changed, reason in [("device", "cuda", "device changed"),
-                                  ("options", {**current["options"], "visible_only": True}, "grading options changed"),
-                                  ("points", "sha256:q", "points table changed")]:
+    for part, changed, reason in [
+        ("device", "cuda", "device changed"),
+        ("options", {**current["options"], "visible_only": True}, "grading options changed"),
+        ("points", "sha256:q", "points table changed"),
+    ]:
         assert why_grade({**report, "fingerprint": {**current, part: changed}}, True, current) == reason
 
 
 def test_a_submission_hash_covers_names_bytes_and_what_staging_left_out():
     base = StagedSubmission(files={"stage1_softmax.py": b"a", "stage2_self_attention.py": b"b"})
-    variants = [StagedSubmission(files={"stage1_softmax.py": b"a", "stage2_self_attention.py": b"c"}),
-                StagedSubmission(files={"stage1_softmax.py": b"a", "stage3_weight_transfer.py": b"b"}),
-                StagedSubmission(files={"stage1_softmax.py": b"ab", "stage2_self_attention.py": b""}),
-                StagedSubmission(files=dict(base.files), ignored=["notes.txt"]),
-                StagedSubmission(files=dict(base.files), problem="truncated or damaged zip")]
+    variants = [
+        StagedSubmission(files={"stage1_softmax.py": b"a", "stage2_self_attention.py": b"c"}),
+        StagedSubmission(files={"stage1_softmax.py": b"a", "stage3_weight_transfer.py": b"b"}),
+        StagedSubmission(files={"stage1_softmax.py": b"ab", "stage2_self_attention.py": b""}),
+        StagedSubmission(files=dict(base.files), ignored=["notes.txt"]),
+        StagedSubmission(files=dict(base.files), problem="truncated or damaged zip"),
+    ]
     hashes = {submission_hash(staged) for staged in [base, *variants]}
     assert len(hashes) == 1 + len(variants)
     assert submission_hash(StagedSubmission(files=dict(reversed(base.files.items())))) == submission_hash(base)
@@ -196,7 +223,9 @@ def test_the_grader_hash_follows_the_grading_files_and_not_the_release_tools(mon
     original = grader_hash()
     (copy / "authoring" / "release.py").write_text("# the release builder grades nothing\n")
     registry = (copy / "core" / "stages.toml").read_text()
-    (copy / "core" / "stages.toml").write_text(registry.replace('"document.attention_scores" = 2', '"document.attention_scores" = 3'))
+    (copy / "core" / "stages.toml").write_text(
+        registry.replace('"document.attention_scores" = 2', '"document.attention_scores" = 3')
+    )
     assert grader_hash() == original  # the points are hashed apart, from the table in use
     (copy / "core" / "stages.toml").write_text(registry.replace('title = "weight transfer', 'title = "copying weights'))
     assert grader_hash() != original
@@ -225,17 +254,24 @@ def test_one_out_folder_holds_one_class_and_a_fresh_download_of_it_regrades_ther
     gradescope = tmp_path / "gradescope"
     shutil.copytree(learner, gradescope / "submission_5001")
     (gradescope / "submission_metadata.yml").write_text("submission_5001:\n  :submitters:\n  - :sid: '12345'\n")
-    refused = subprocess.run([sys.executable, "-m", "grader", "batch", str(gradescope), "--out", str(tmp_path / "out")],
-                             cwd=REPO, capture_output=True, text=True, timeout=300)
+    refused = subprocess.run(
+        [sys.executable, "-m", "grader", "batch", str(gradescope), "--out", str(tmp_path / "out")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
-    assert refused.stderr == (f"grader batch: {tmp_path / 'out'} holds the reports of a canvas class (graded from "
-                              f"{canvas}), and {gradescope} is a gradescope class: give each class its own --out\n")
+    assert refused.stderr == (
+        f"grader batch: {tmp_path / 'out'} holds the reports of a canvas class (graded from "
+        f"{canvas}), and {gradescope} is a gradescope class: give each class its own --out\n"
+    )
     assert (tmp_path / "out" / "12345.json").read_bytes() == report
     fresh = shutil.copytree(canvas, tmp_path / "canvas (2)")  # the same class, downloaded again
     again = batch(fresh, tmp_path / "out")
     assert "0 of 1 to grade; 1 unchanged" in again.stderr
     assert f"{tmp_path / 'out'} was graded from {canvas} before, from {fresh} now" in again.stderr
-    assert f"was graded from" not in batch(fresh, tmp_path / "out").stderr  # said once, when it changed
+    assert "was graded from" not in batch(fresh, tmp_path / "out").stderr  # said once, when it changed
 
 
 def test_a_rerun_that_forgets_the_times_or_course_file_of_the_last_run_is_refused_and_another_file_is_taken(term):
@@ -244,17 +280,33 @@ def test_a_rerun_that_forgets_the_times_or_course_file_of_the_last_run_is_refuse
     times = folder.parent / "times.csv"
     times.write_text("student_id,submitted\nada,2025-03-17T12:00:00Z\nbo,2025-03-14T12:00:00Z\n")
     course = folder.parent / "course.toml"
-    course.write_text('[due]\nassignment = 2025-03-14T23:59:00-05:00\n[late_penalty]\npenalty = 10\n')
+    course.write_text("[due]\nassignment = 2025-03-14T23:59:00-05:00\n[late_penalty]\npenalty = 10\n")
     batch(folder, out, "--times", times, "--course", course)
     assert rows(out)["ada"]["late_penalty"] == "6"
     gradebook = (out / "grades.csv").read_bytes()
     for given, forgotten in ((["--course", course], f"--times {times}"), (["--times", times], f"--course {course}")):
-        result = subprocess.run([sys.executable, "-m", "grader", "batch", str(folder), "--out", str(out), "--student",
-                                 "bo", *map(str, given)], cwd=REPO, capture_output=True, text=True, timeout=300)
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "grader",
+                "batch",
+                str(folder),
+                "--out",
+                str(out),
+                "--student",
+                "bo",
+                *map(str, given),
+            ],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
         assert f"{out} was last graded with {forgotten}: give {forgotten} again" in result.stderr
         assert (out / "grades.csv").read_bytes() == gradebook
     moved = folder.parent / "moved.toml"  # the instructor may move a due date
-    moved.write_text('[due]\nassignment = 2025-03-20T23:59:00-05:00\n[late_penalty]\npenalty = 10\n')
+    moved.write_text("[due]\nassignment = 2025-03-20T23:59:00-05:00\n[late_penalty]\npenalty = 10\n")
     batch(folder, out, "--times", times, "--course", moved)
     assert rows(out)["ada"]["late_penalty"] == "0" and rows(out)["ada"]["submitted"] == "2025-03-17T12:00:00+00:00"

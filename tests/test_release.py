@@ -10,21 +10,35 @@ import zipfile
 
 import pytest
 
-from grader.core.points import points_in_use
-from grader.authoring.release import CHECKS_CONFTEST, NEVER_SHIPPED, build_release, learner_entry_points
 from grader.authoring.layers import GRADING_LAYERS
+from grader.authoring.release import CHECKS_CONFTEST, NEVER_SHIPPED, build_release, learner_entry_points
 from grader.authoring.shipping import closure, data_files, layer_modules
 from grader.authoring.stubs import BEGIN, END
 from grader.core.course import course_text
-from grader.judge.plugin import planned_checks
+from grader.core.points import points_in_use
 from grader.core.stages import CORE, STAGE_MODULES, stages_of
+from grader.judge.plugin import planned_checks
 from tests.grading import REPO, batch, learner_copy
 from tests.grading import make as run_make
 
-ALLOWED = [".gitignore", "Makefile", "README.md", "course.toml", "pyproject.toml", ".github/workflows/classroom.yml",
-           "docs/stage?.md", "docs/errata.md", "docs/troubleshooting.md", "docs/figures/*.png",
-           "exercises/*.py", "grader/*.py", "grader/*.toml", "grader/runner/*.py", "grader/judge/checks/*.py",
-           "grader/judge/checks/pytest.ini"]
+ALLOWED = [
+    ".gitignore",
+    "Makefile",
+    "README.md",
+    "course.toml",
+    "pyproject.toml",
+    ".github/workflows/classroom.yml",
+    "docs/stage?.md",
+    "docs/errata.md",
+    "docs/troubleshooting.md",
+    "docs/figures/*.png",
+    "exercises/*.py",
+    "grader/*.py",
+    "grader/*.toml",
+    "grader/runner/*.py",
+    "grader/judge/checks/*.py",
+    "grader/judge/checks/pytest.ini",
+]
 STAGES = stages_of((CORE,))  # a release built without course.toml: the core stages
 
 
@@ -40,7 +54,9 @@ def release_files(folder) -> list[str]:
 
 
 def text_of(folder) -> dict[str, str]:
-    return {name: (folder / name).read_text(encoding="utf-8") for name in release_files(folder) if not name.endswith(".png")}
+    return {
+        name: (folder / name).read_text(encoding="utf-8") for name in release_files(folder) if not name.endswith(".png")
+    }
 
 
 def secret_lines() -> set[str]:
@@ -48,8 +64,12 @@ def secret_lines() -> set[str]:
     secret, public = set(), set()
     for path in sorted((REPO / "solutions").glob("stage*.py")):
         source = path.read_text()
-        constructors = {line for node in ast.walk(ast.parse(source)) if isinstance(node, ast.FunctionDef)
-                        and node.name == "__init__" for line in range(node.lineno, node.end_lineno + 1)}
+        constructors = {
+            line
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.FunctionDef) and node.name == "__init__"
+            for line in range(node.lineno, node.end_lineno + 1)
+        }
         inside = False
         for number, line in enumerate(source.splitlines(), start=1):
             if line.strip() in (BEGIN, END):
@@ -65,8 +85,10 @@ def secret_lines() -> set[str]:
 def test_the_released_course_file_holds_the_tracks_setting_alone(tmp_path):
     """The instructor's due dates and penalty are theirs: the students' copy says which stages it grades."""
     course = tmp_path / "course.toml"
-    course.write_text('[due]\nassignment = 2026-03-14T23:59:00-05:00\n\n[late_penalty]\nper = "day"\npenalty = 10\n\n'
-                      '[stages]\nbonus = false\n')
+    course.write_text(
+        '[due]\nassignment = 2026-03-14T23:59:00-05:00\n\n[late_penalty]\nper = "day"\npenalty = 10\n\n'
+        "[stages]\nbonus = false\n"
+    )
     build_release(tmp_path / "student", course)
     released = (tmp_path / "student" / "course.toml").read_text(encoding="utf-8")
     assert released == course_text(STAGES) and "due" not in released and "penalty" not in released
@@ -85,15 +107,24 @@ def test_the_grader_is_what_its_users_and_visible_checks_import(release):
     learner command or visible check imports (a module only hidden checks use stays behind)."""
     folder, _ = release
     checks = [f"grader.judge.checks.test_stage{n}" for n in STAGES]
-    modules = closure([*learner_entry_points(), CHECKS_CONFTEST, *checks, *layer_modules(GRADING_LAYERS, root=folder)],
-                      never=NEVER_SHIPPED, root=folder)
+    modules = closure(
+        [*learner_entry_points(), CHECKS_CONFTEST, *checks, *layer_modules(GRADING_LAYERS, root=folder)],
+        never=NEVER_SHIPPED,
+        root=folder,
+    )
     # every module of the layers that grade one submission, as they are here: a new module can never stay behind
     assert set(layer_modules(GRADING_LAYERS)) <= set(modules)
     shipped = {str(path.relative_to(folder)) for path in modules.values()}
     shipped |= {str(path.relative_to(folder)) for path in data_files(modules, root=folder)}
     assert shipped == {name for name in release_files(folder) if name.startswith("grader/")}
     assert not any(module.startswith(("grader.classroom", "grader.cli.batch")) for module in modules)  # a class's tools
-    for module in ("grader.core.toml_file", "grader.intake.notebook_files", "grader.cli.grade", "grader.notebook", "grader.runner.zygote"):
+    for module in (
+        "grader.core.toml_file",
+        "grader.intake.notebook_files",
+        "grader.cli.grade",
+        "grader.notebook",
+        "grader.runner.zygote",
+    ):
         assert module in modules  # imported inside a function, or run by name (-m), or by a notebook
 
 
@@ -102,11 +133,12 @@ def test_the_pyproject_installs_every_package_and_data_file(release):
 
     folder, _ = release
     settings = tomllib.loads((folder / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert sorted(settings["packages"]) == sorted(str(p.parent.relative_to(folder)).replace("/", ".")
-                                                  for p in folder.rglob("__init__.py"))
-    assert sorted(f"{package.replace('.', '/')}/{name}" for package, names in settings["package-data"].items()
-                  for name in names) == [n for n in release_files(folder)
-                                         if n.startswith("grader/") and not n.endswith(".py")]
+    assert sorted(settings["packages"]) == sorted(
+        str(p.parent.relative_to(folder)).replace("/", ".") for p in folder.rglob("__init__.py")
+    )
+    assert sorted(
+        f"{package.replace('.', '/')}/{name}" for package, names in settings["package-data"].items() for name in names
+    ) == [n for n in release_files(folder) if n.startswith("grader/") and not n.endswith(".py")]
 
 
 def test_no_solution_and_no_hidden_check(release):
@@ -129,8 +161,14 @@ def test_points_are_the_visible_checks_points(release):
     import tomllib
 
     table = tomllib.loads((folder / "grader" / "core" / "stages.toml").read_text())
-    visible = {(f"stage{c.stage}", c.id): c.points for c in planned_checks(STAGES, points_in_use()) if c.visibility == "visible"}
-    assert {(stage, check): points for stage, entry in table.items() for check, points in entry["points"].items()} == visible
+    visible = {
+        (f"stage{c.stage}", c.id): c.points
+        for c in planned_checks(STAGES, points_in_use())
+        if c.visibility == "visible"
+    }
+    assert {
+        (stage, check): points for stage, entry in table.items() for check, points in entry["points"].items()
+    } == visible
 
 
 def test_the_zip_holds_the_folder(release):
@@ -146,7 +184,9 @@ def make(folder, *args: str) -> subprocess.CompletedProcess:
 
 def test_make_grade_in_the_release(release, tmp_path):
     folder, _ = release
-    stubbed = make(folder, "grade", f"GRADE_ARGS=--json {tmp_path / 'stubs.json'}", f"HTML_REPORT={tmp_path / 'stubs.html'}")
+    stubbed = make(
+        folder, "grade", f"GRADE_ARGS=--json {tmp_path / 'stubs.json'}", f"HTML_REPORT={tmp_path / 'stubs.html'}"
+    )
     assert stubbed.returncode == 0, stubbed.stderr
     report = json.loads((tmp_path / "stubs.json").read_text())
     assert report["score"] == 0 and "provisional" in report["flags"]
@@ -159,8 +199,10 @@ def test_make_grade_in_the_release(release, tmp_path):
     assert report["score"] == report["max_score"] == visible_points, full.stdout
     assert {c["visibility"] for s in report["stages"] for c in s["checks"]} == {"visible"}
     assert full.stdout.rstrip("\n").split("\n")[-1] == "Heat maps and details: grade-report.html"
-    assert f"Provisional total (visible checks only): {visible_points:g}/{visible_points:g}" in (
-        solved / "grade-report.html").read_text()
+    assert (
+        f"Provisional total (visible checks only): {visible_points:g}/{visible_points:g}"
+        in (solved / "grade-report.html").read_text()
+    )
 
 
 def test_make_submit_gives_what_the_batch_grader_takes(release, tmp_path):

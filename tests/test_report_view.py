@@ -7,22 +7,20 @@ import math
 import subprocess
 import sys
 import unicodedata
-from pathlib import Path
 
 import jsonschema
 import pytest
 import torch
 
-from grader.judge.evidence import MAX_SIDE, bounded_evidence
-from grader.views.html import render_html
-from grader.judge.plugin import GradingPlugin, run_checks
-from grader.sandbox.printed import PrintedOutput
 from grader.core.options import GradingOptions
 from grader.core.points import points_in_use
 from grader.core.report import Report, build, from_json
-from grader.views.platforms import to_classroom, to_gradescope
-from grader.views.terminal import render_text
+from grader.judge.evidence import MAX_SIDE, bounded_evidence
+from grader.judge.plugin import GradingPlugin, run_checks
 from grader.judge.verdict import attention_evidence
+from grader.sandbox.printed import PrintedOutput
+from grader.views.html import render_html
+from grader.views.terminal import render_text
 from tests.conftest import REPO
 from tests.grading import learner_copy
 
@@ -31,7 +29,7 @@ HOSTILE = "\x1b[2J\u202e<script>alert(1)</script>"
 HOSTILE_SHOWN = "\\x1b[2J\\u202e<script>alert(1)</script>"
 # Checks that fail the way real ones do: the first prints, the second carries evidence, the third prints
 # past what a worker sends and runs out of time.
-FAKE_CHECKS = '''
+FAKE_CHECKS = """
 import torch
 from grader.sandbox.workers import LearnerFailure
 from grader.judge.plugin import learner  # noqa: F401 - the fixture
@@ -56,7 +54,7 @@ def test_fake_with_evidence(learner):
 def test_fake_that_prints_a_lot_and_hangs(learner):
     learner.printed.add(["again", "again", ""], cut=True)
     raise LearnerFailure("timeout", "your code gave no answer within 1 s")
-'''
+"""
 
 
 class FakeLearner:
@@ -71,23 +69,57 @@ def raw_characters(text: str) -> list[str]:
 
 
 def a_report(checks: list[dict], flags: list[str] = ()) -> Report:
-    return from_json({"score": 0, "max_score": sum(c["max_score"] for c in checks), "device": "cpu", "torch": "2.13.0",
-            "sandbox": "bubblewrap", "flags": list(flags), "complete": True,
-            "stages": [{"id": "stage4", "title": "CausalAttention: mask and dropout", "track": "core", "score": 0,
-                        "max_score": sum(c["max_score"] for c in checks), "checks": checks}]})
+    return from_json(
+        {
+            "score": 0,
+            "max_score": sum(c["max_score"] for c in checks),
+            "device": "cpu",
+            "torch": "2.13.0",
+            "sandbox": "bubblewrap",
+            "flags": list(flags),
+            "complete": True,
+            "stages": [
+                {
+                    "id": "stage4",
+                    "title": "CausalAttention: mask and dropout",
+                    "track": "core",
+                    "score": 0,
+                    "max_score": sum(c["max_score"] for c in checks),
+                    "checks": checks,
+                }
+            ],
+        }
+    )
 
 
-def a_check(id: str = "property.causal", evidence: dict | None = None, printed: str = "", message: str = "it differs",
-            hint: str | None = None, status: str = "failed") -> dict:
-    return {"id": id, "visibility": "hidden", "status": status, "score": 0, "max_score": 2, "message": message,
-            "hint": hint, "evidence": evidence, "printed": printed}
+def a_check(
+    id: str = "property.causal",
+    evidence: dict | None = None,
+    printed: str = "",
+    message: str = "it differs",
+    hint: str | None = None,
+    status: str = "failed",
+) -> dict:
+    return {
+        "id": id,
+        "visibility": "hidden",
+        "status": status,
+        "score": 0,
+        "max_score": 2,
+        "message": message,
+        "hint": hint,
+        "evidence": evidence,
+        "printed": printed,
+    }
 
 
 def causal_evidence(tokens: int = 4, note: str = "row 0 attends to later tokens") -> dict:
-    expected = torch.softmax(torch.ones(tokens, tokens).masked_fill(torch.ones(tokens, tokens).triu(1).bool(),
-                                                                  -math.inf), dim=-1)
-    return bounded_evidence(attention_evidence(f"weights of {tokens} tokens", expected,
-                                               torch.full((tokens, tokens), 1 / tokens), note))
+    expected = torch.softmax(
+        torch.ones(tokens, tokens).masked_fill(torch.ones(tokens, tokens).triu(1).bool(), -math.inf), dim=-1
+    )
+    return bounded_evidence(
+        attention_evidence(f"weights of {tokens} tokens", expected, torch.full((tokens, tokens), 1 / tokens), note)
+    )
 
 
 class Tags(html.parser.HTMLParser):
@@ -116,12 +148,18 @@ def test_evidence_travels_from_a_failed_check_to_the_json_report(tmp_path):
     assert printing["printed"] == "printed during the check" and printing["evidence"] is None
     assert with_evidence["printed"] == ""  # each check starts with nothing printed
     assert hanging["status"] == "timeout" and hanging["printed"] == "again\nagain\n… and more"
-    assert hanging["message"].endswith("your code printed a lot while it ran: printing takes time, so print less "
-                                       "(not inside loops) and it may finish in time")
+    assert hanging["message"].endswith(
+        "your code printed a lot while it ran: printing takes time, so print less "
+        "(not inside loops) and it may finish in time"
+    )
     assert "printed a lot" not in printing["message"]
-    assert with_evidence["evidence"] == {"title": "weights of 2 tokens", "expected": [[1.0, 0.0], [0.5, 0.5]],
-                                         "actual": [[0.0, 1.0], [0.5, 0.5]], "shape": [2, 2],
-                                         "note": "row 0 attends to token 1"}
+    assert with_evidence["evidence"] == {
+        "title": "weights of 2 tokens",
+        "expected": [[1.0, 0.0], [0.5, 0.5]],
+        "actual": [[0.0, 1.0], [0.5, 0.5]],
+        "shape": [2, 2],
+        "note": "row 0 attends to token 1",
+    }
     assert "weights of 2 tokens" in render_text(report, "work", color=False)
     assert render_html(report, "work", tmp_path / "report.html").count("<table class='heat'>") == 3
 
@@ -194,8 +232,9 @@ def test_flags_read_as_plain_words():
 
 
 def test_the_html_page_holds_three_maps_a_legend_and_needs_nothing_else(tmp_path):
-    page = render_html(a_report([a_check(evidence=causal_evidence(), hint="mask-not-causal")]), "work",
-                       tmp_path / "report.html")
+    page = render_html(
+        a_report([a_check(evidence=causal_evidence(), hint="mask-not-causal")]), "work", tmp_path / "report.html"
+    )
     tags = Tags(page).tags
     assert [a["class"] for t, a in tags if t == "table" and a.get("class") == "heat"] == ["heat"] * 3
     titles = [a["title"] for t, a in tags if t == "td" and "title" in a]
@@ -230,14 +269,27 @@ def broken_import(tmp_path_factory):
     folder = tmp_path_factory.mktemp("broken")
     submission = learner_copy(folder / "submission", stages=[1])
     stage1 = submission / "stage1_softmax.py"
-    stage1.write_text(f"print({HOSTILE!r})\nfor i in range(100_000):\n    print(i, 'x' * 100)\n"
-                      f"raise RuntimeError('boom at import')\n{stage1.read_text()}")
+    stage1.write_text(
+        f"print({HOSTILE!r})\nfor i in range(100_000):\n    print(i, 'x' * 100)\n"
+        f"raise RuntimeError('boom at import')\n{stage1.read_text()}"
+    )
     outputs = {name: folder / name for name in ("report.json", "report.html", "results.json", "classroom.json")}
-    options = [f"--{option}={outputs[name]}" for option, name in (("json", "report.json"), ("html", "report.html"),
-                                                                 ("gradescope", "results.json"),
-                                                                 ("classroom", "classroom.json"))]
-    result = subprocess.run([sys.executable, "-m", "grader", str(submission), "--stage", "1", *options],
-                            cwd=REPO, capture_output=True, text=True, timeout=120)
+    options = [
+        f"--{option}={outputs[name]}"
+        for option, name in (
+            ("json", "report.json"),
+            ("html", "report.html"),
+            ("gradescope", "results.json"),
+            ("classroom", "classroom.json"),
+        )
+    ]
+    result = subprocess.run(
+        [sys.executable, "-m", "grader", str(submission), "--stage", "1", *options],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     return result, {name: path.read_text(encoding="utf-8") for name, path in outputs.items()}
 
@@ -285,8 +337,13 @@ def test_the_html_page_is_named_last(broken_import):
 
 def test_a_students_view_shows_a_hidden_checks_verdict_and_hint_never_its_data():
     secret = "SelfAttention_v1(2, 7) on 5 token(s): expected 0.639988"
-    with_hint = a_check("random.SelfAttention_v1", evidence=causal_evidence(), printed="tokens 0.123456",
-                        message=secret, hint="missing-scaling")
+    with_hint = a_check(
+        "random.SelfAttention_v1",
+        evidence=causal_evidence(),
+        printed="tokens 0.123456",
+        message=secret,
+        hint="missing-scaling",
+    )
     without_hint = a_check("property.attention_rows", message=secret)
     report = a_report([with_hint, without_hint])
     text = render_text(report, "work", color=False, student_facing=True)

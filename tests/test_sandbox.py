@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from grader.intake.staging import stage_submission
 from grader.sandbox import confinement as confinement_module
 from grader.sandbox import zygote as sandbox_module
 from grader.sandbox.workers import LearnerFailure, LearnerWorkers
 from grader.sandbox.zygote import Sandbox, confinement
-from grader.intake.staging import stage_submission
 from tests.conftest import REPO
 from tests.grading import batch, grade, learner_copy, stage_scores, verdicts
 from tests.hostile import STAGE1, hostile_cases, write_hostile
@@ -55,8 +55,10 @@ def sandbox():
 
 
 def import_report(sandbox: Sandbox, folder: Path) -> dict:
-    with LearnerWorkers(sandbox, stage_submission(folder).files, timeout=10.0) as learner, \
-            pytest.raises(LearnerFailure) as failure:
+    with (
+        LearnerWorkers(sandbox, stage_submission(folder).files, timeout=10.0) as learner,
+        pytest.raises(LearnerFailure) as failure,
+    ):
         learner.request(1, "call", function="softmax_naive", args=[])
     return json.loads(failure.value.message.split("RuntimeError: ", 1)[1])
 
@@ -148,8 +150,10 @@ def test_forbidden_imports_cost_the_stage_that_tried(tmp_path):
     for name, sneak in [
         ("stage2_self_attention.py", "from solutions.stage2_self_attention import SelfAttention_v1 as _reference\n"),
         ("stage4_causal_attention.py", "try:\n    import grader.judge.checks\nexcept ImportError:\n    pass\n"),
-        ("stage5_multihead_attention.py", "import importlib\n_values = lambda: importlib.import_module('grader')\n"
-                                          "_values()\n"),
+        (
+            "stage5_multihead_attention.py",
+            "import importlib\n_values = lambda: importlib.import_module('grader')\n_values()\n",
+        ),
     ]:
         (folder / name).write_text(sneak + (folder / name).read_text())
     _, report = grade(folder)
@@ -204,7 +208,9 @@ def test_unsandboxed_grading_says_so_in_every_report(tmp_path):
 @needs_bubblewrap
 def test_sandboxed_grading_carries_no_unsandboxed_flag(tmp_path):
     _, report = grade(learner_copy(tmp_path / "submission", stages=[1]), "--stage", "1")
-    assert "unsandboxed" not in report["flags"] and report["sandbox"].startswith("bubblewrap; a PID namespace per student")
+    assert "unsandboxed" not in report["flags"] and report["sandbox"].startswith(
+        "bubblewrap; a PID namespace per student"
+    )
 
 
 def test_without_bubblewrap_the_grader_says_why_and_can_insist(tmp_path):
@@ -218,8 +224,9 @@ def test_without_bubblewrap_the_grader_says_why_and_can_insist(tmp_path):
     assert result.returncode == 0, result.stderr
     report = json.loads((tmp_path / "r.json").read_text())
     assert "unsandboxed" in report["flags"] and "apt-get install bubblewrap" in report["sandbox"]
-    insisted = subprocess.run([*command, "--sandbox", "bwrap"], cwd=REPO, env=environment, capture_output=True,
-                              text=True, timeout=300)
+    insisted = subprocess.run(
+        [*command, "--sandbox", "bwrap"], cwd=REPO, env=environment, capture_output=True, text=True, timeout=300
+    )
     assert insisted.returncode == 2 and "bubblewrap is not installed" in insisted.stderr
     assert shutil.which("bwrap", path=str(bin_dir)) is None
 
@@ -233,9 +240,18 @@ raise RuntimeError(json.dumps({"huge_kib": int(rollup[rollup.index("AnonHugePage
 
 def test_a_sandbox_for_a_class_forks_its_workers_from_huge_pages(tmp_path):
     # What the zygote has after importing torch: can this kernel move it?
-    probe = subprocess.run([sys.executable, "-c", "import torch\nfrom grader.runner.hugepages import "
-                            "collapse_into_huge_pages\nprint(collapse_into_huge_pages())"],
-                           cwd=REPO, capture_output=True, text=True, check=True)
+    probe = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import torch\nfrom grader.runner.hugepages import "
+            "collapse_into_huge_pages\nprint(collapse_into_huge_pages())",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     if int(probe.stdout) == 0:
         pytest.skip("this kernel does not move memory into huge pages (Linux 6.1+ with transparent huge pages)")
     (tmp_path / "class" / "probe").mkdir(parents=True)
@@ -271,14 +287,22 @@ def test_a_sandbox_left_by_a_judge_killed_while_bwrap_started_is_ended_by_the_ne
     gone.wait()
 
     def stand_in(judge: int) -> subprocess.Popen:
-        return subprocess.Popen(["bash", "-c", 'exec -a bwrap "$0" -c "import time; time.sleep(120)" '
-                                 '-m grader.runner.zygote "$1"', sys.executable, json.dumps({"judge": judge})])
+        return subprocess.Popen(
+            [
+                "bash",
+                "-c",
+                'exec -a bwrap "$0" -c "import time; time.sleep(120)" -m grader.runner.zygote "$1"',
+                sys.executable,
+                json.dumps({"judge": judge}),
+            ]
+        )
 
     stranded, running = stand_in(gone.pid), stand_in(os.getpid())
     try:
         deadline = time.monotonic() + 10  # until both show their new names
         while time.monotonic() < deadline and not all(
-                Path(f"/proc/{p.pid}/cmdline").read_bytes().startswith(b"bwrap\0") for p in (stranded, running)):
+            Path(f"/proc/{p.pid}/cmdline").read_bytes().startswith(b"bwrap\0") for p in (stranded, running)
+        ):
             time.sleep(0.05)
         assert sandbox_module.end_stranded_sandboxes() >= 1
         assert stranded.wait(timeout=10) == -9

@@ -12,9 +12,11 @@ def tree(tmp_path):
         "grader/__init__.py": "",
         "grader/__main__.py": "from grader.cli import main\n",
         "grader/cli.py": "def main():\n    from grader.later import run  # only when called\n    return run()\n",
-        "grader/later.py": ("from grader.sub import helper\nimport grader.spelled.out\n"
-                            "WORKER = ['python', '-m', 'grader.sub.worker']  # a module run by name\n"
-                            "DATA = 'table.toml'\ndef run():\n    return helper\n"),
+        "grader/later.py": (
+            "from grader.sub import helper\nimport grader.spelled.out\n"
+            "WORKER = ['python', '-m', 'grader.sub.worker']  # a module run by name\n"
+            "DATA = 'table.toml'\ndef run():\n    return helper\n"
+        ),
         "grader/spelled/__init__.py": "",
         "grader/spelled/out.py": "from . import sibling\n",
         "grader/spelled/sibling.py": "",
@@ -36,9 +38,18 @@ def tree(tmp_path):
 
 def test_the_closure_follows_every_kind_of_import(tree):
     shipped = closure(["grader.__main__"], root=tree)
-    assert sorted(shipped) == ["grader", "grader.__main__", "grader.cli", "grader.later", "grader.spelled",
-                               "grader.spelled.out", "grader.spelled.sibling", "grader.sub", "grader.sub.helper",
-                               "grader.sub.worker"]
+    assert sorted(shipped) == [
+        "grader",
+        "grader.__main__",
+        "grader.cli",
+        "grader.later",
+        "grader.spelled",
+        "grader.spelled.out",
+        "grader.spelled.sibling",
+        "grader.sub",
+        "grader.sub.helper",
+        "grader.sub.worker",
+    ]
     assert [path.name for path in data_files(shipped, root=tree)] == ["table.toml"]  # named; unused.toml is not
 
 
@@ -57,12 +68,17 @@ def test_an_import_that_resolves_to_no_file_stops_the_build(tree):
 
 def test_a_module_the_artefact_must_never_hold_stops_the_build(tree):
     (tree / "grader" / "sub" / "helper.py").write_text("import grader.authoring\n")
-    with pytest.raises(ShippingError, match=r"grader/sub/helper\.py:1 imports grader\.authoring, which this "
-                                            r"artefact must never ship"):
+    with pytest.raises(
+        ShippingError,
+        match=r"grader/sub/helper\.py:1 imports grader\.authoring, which this "
+        r"artefact must never ship",
+    ):
         closure(["grader.__main__"], never=("grader.authoring",), root=tree)
 
 
 def test_scripts_name_the_modules_they_run():
-    script = 'PYTHONPATH=x "$PYTHON" -m grader "$ROOT/submission"\npython - <<PY\nfrom grader.sandbox.zygote import X\nPY\n'
+    script = (
+        'PYTHONPATH=x "$PYTHON" -m grader "$ROOT/submission"\npython - <<PY\nfrom grader.sandbox.zygote import X\nPY\n'
+    )
     assert script_modules(script) == ["grader.__main__", "grader.sandbox.zygote"]
     assert script_modules("$(PY) -m grader.authoring.release dist/student") == ["grader.authoring.release"]

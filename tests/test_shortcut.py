@@ -28,8 +28,9 @@ def test_the_file_names_the_shortcut_or_the_reach_into_the_grader():
     reaches_in = HAND_WRITTEN + b"\nimport sys\n_caller = sys._getframe\n"
     assert hint_of(lambda: expect_not_spelled({1: HAND_WRITTEN}, 1, "softmax_naive", SOFTMAX_BY_HAND)) is None
     assert hint_of(lambda: expect_not_spelled({1: calls_softmax}, 1, "softmax_naive", SOFTMAX_BY_HAND)) == "banned-api"
-    assert hint_of(lambda: expect_not_spelled({1: reaches_in}, 1, "softmax_naive", SOFTMAX_BY_HAND)) == \
-        "recorder-tampered"
+    assert (
+        hint_of(lambda: expect_not_spelled({1: reaches_in}, 1, "softmax_naive", SOFTMAX_BY_HAND)) == "recorder-tampered"
+    )
 
 
 def test_code_nested_deeper_than_the_judge_reads_is_hiding():
@@ -42,20 +43,23 @@ def test_without_a_copy_of_the_file_the_other_lines_judge_alone():
     assert hint_of(lambda: expect_not_spelled({1: None}, 1, "softmax_naive", SOFTMAX_BY_HAND)) is None
 
 
-@pytest.mark.parametrize("shortcut, ops, right, hint", [
-    (SOFTMAX_BY_HAND, ["div", "exp", "sum"], True, None),
-    (SOFTMAX_BY_HAND, ["_softmax", "softmax"], True, "banned-api"),
-    (SOFTMAX_BY_HAND, [], True, "recorder-tampered"),  # a right softmax, and no exponential seen
-    (SOFTMAX_BY_HAND, ["tolist", "tensor"], True, "recorder-tampered"),  # math.exp on single numbers
-    (SOFTMAX_BY_HAND, ["div", "sum"], False, None),  # x / x.sum(): a mistake of its own, not hiding
-    (SOFTMAX_BY_HAND, [], False, None),
-    (ATTENTION_BY_HAND, ["linear", "matmul", "softmax"], True, None),
-    (ATTENTION_BY_HAND, ["linear", "addmm", "view", "transpose"], True, "recorder-tampered"),
-    (ATTENTION_BY_HAND, ["scaled_dot_product_attention"], True, "banned-api"),
-    (TRANSFER_BY_COPY, ["copy_", "permute"], True, None),
-    (TRANSFER_BY_COPY, ["linalg_lstsq"], True, "banned-api"),
-    (TRANSFER_BY_COPY, [], True, "recorder-tampered"),
-    (TRANSFER_BY_COPY, [], False, None),
-])
+@pytest.mark.parametrize(
+    "shortcut, ops, right, hint",
+    [
+        (SOFTMAX_BY_HAND, ["div", "exp", "sum"], True, None),
+        (SOFTMAX_BY_HAND, ["_softmax", "softmax"], True, "banned-api"),
+        (SOFTMAX_BY_HAND, [], True, "recorder-tampered"),  # a right softmax, and no exponential seen
+        (SOFTMAX_BY_HAND, ["tolist", "tensor"], True, "recorder-tampered"),  # math.exp on single numbers
+        (SOFTMAX_BY_HAND, ["div", "sum"], False, None),  # x / x.sum(): a mistake of its own, not hiding
+        (SOFTMAX_BY_HAND, [], False, None),
+        (ATTENTION_BY_HAND, ["linear", "matmul", "softmax"], True, None),
+        (ATTENTION_BY_HAND, ["linear", "addmm", "view", "transpose"], True, "recorder-tampered"),
+        (ATTENTION_BY_HAND, ["scaled_dot_product_attention"], True, "banned-api"),
+        (TRANSFER_BY_COPY, ["copy_", "permute"], True, None),
+        (TRANSFER_BY_COPY, ["linalg_lstsq"], True, "banned-api"),
+        (TRANSFER_BY_COPY, [], True, "recorder-tampered"),
+        (TRANSFER_BY_COPY, [], False, None),
+    ],
+)
 def test_what_the_recorder_saw_and_did_not_see(shortcut, ops, right, hint):
     assert hint_of(lambda: expect_work_recorded(ops, shortcut, right, "the function")) == hint

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from grader.authoring.stubs import learner_imports
 from grader.classroom import similarity
 from grader.cli import similarity as similarity_command
-from grader.authoring.stubs import learner_imports
 from tests.grading import ALTERNATIVES, REPO, learner_copy
 from tests.grading import make as run_make
 
@@ -18,8 +18,11 @@ pytest.importorskip("copydetect")
 # copydetect 0.5.0 reads its report template with importlib.resources.open_text
 pytestmark = pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning")
 
-STUB = re.compile(r"^(?P<indent>[ \t]*)# YOUR CODE HERE\n[ \t]*raise NotImplementedError\('(?P<name>[\w.]+) "
-                  r"is not implemented yet[^\n]*$", re.MULTILINE)
+STUB = re.compile(
+    r"^(?P<indent>[ \t]*)# YOUR CODE HERE\n[ \t]*raise NotImplementedError\('(?P<name>[\w.]+) "
+    r"is not implemented yet[^\n]*$",
+    re.MULTILINE,
+)
 # Ada's own code, nothing like the reference: loops, her own helpers, matmul and a scale factor.
 ADA = {
     "stage1_softmax.py": {
@@ -66,24 +69,42 @@ return torch.matmul(probs, v)""",
     },
 }
 # Bob's copy of it: every variable renamed, a comment of his own on top of each function.
-RENAMED = {"scores": "sims", "row": "vec", "shifted": "centred", "numerators": "tops", "denominator": "bottom",
-           "result": "acc", "rows": "outs", "weights": "w", "shapes": "dims", "q": "qq", "k": "kk", "v": "vv",
-           "scale": "factor", "probs": "p"}
-BOB = {file: {name: "# worked this out myself\n" + re.sub(r"\b(" + "|".join(RENAMED) + r")\b",
-                                                           lambda m: RENAMED[m[1]], code)
-              for name, code in bodies.items()}
-       for file, bodies in ADA.items()}
+RENAMED = {
+    "scores": "sims",
+    "row": "vec",
+    "shifted": "centred",
+    "numerators": "tops",
+    "denominator": "bottom",
+    "result": "acc",
+    "rows": "outs",
+    "weights": "w",
+    "shapes": "dims",
+    "q": "qq",
+    "k": "kk",
+    "v": "vv",
+    "scale": "factor",
+    "probs": "p",
+}
+BOB = {
+    file: {
+        name: "# worked this out myself\n" + re.sub(r"\b(" + "|".join(RENAMED) + r")\b", lambda m: RENAMED[m[1]], code)
+        for name, code in bodies.items()
+    }
+    for file, bodies in ADA.items()
+}
 
 
 def stubs_filled_in(folder: Path, bodies: dict[str, dict[str, str]]) -> Path:
     """The five stubs, with each function named in ``bodies`` written as given (the others left as stubs)."""
     folder.mkdir(parents=True)
     for stub in sorted((REPO / "exercises").glob("stage*.py")):
+
         def body(match, written=bodies.get(stub.name, {})):
             code = written.get(match["name"])
             if code is None:
                 return match[0]
             return re.sub(r"^(?=.)", match["indent"], code.strip("\n"), flags=re.MULTILINE)
+
         (folder / stub.name).write_text(STUB.sub(body, stub.read_text()))
     return folder
 
@@ -188,8 +209,10 @@ def test_the_same_class_gives_the_same_files_where_a_relative_out_says(class_fol
 
 
 def test_rows_name_each_pair_once_in_order_and_quote_what_a_spreadsheet_would_run():
-    pairs = [[0.4, 0.9, "zed/stage1_softmax.py", "=cmd/stage1_softmax.py", "", "", 30],
-             [0.95, 0.7, "ada/stage2_self_attention.py", "bob/stage2_self_attention.py", "", "", 80]]
+    pairs = [
+        [0.4, 0.9, "zed/stage1_softmax.py", "=cmd/stage1_softmax.py", "", "", 30],
+        [0.95, 0.7, "ada/stage2_self_attention.py", "bob/stage2_self_attention.py", "", "", 80],
+    ]
     student_of = {"zed": "zed", "=cmd": "=cmd", "ada": "ada", "bob": "bob"}
     assert similarity.pairs_csv(similarity.pair_rows(pairs, student_of)).splitlines() == [
         "student_a,student_b,file,similarity_a,similarity_b,tokens_overlap",

@@ -1,12 +1,11 @@
 """The judge's reading of a stage file: shortcuts found where they stand, reaches into the grader however spelt,
 and nothing at all in right answers, however they are written."""
 
-
 import pytest
 
+from grader.core.stages import STAGE_MODULES
 from grader.judge.checks.delegation import own_spellings
 from grader.judge.checks.shortcut import ATTENTION_BY_HAND, SOFTMAX_BY_HAND, TRANSFER_BY_COPY
-from grader.core.stages import STAGE_MODULES
 from grader.judge.source_scan import MODULE_LEVEL, SourceScan
 from tests.grading import ALTERNATIVES, BONUS_ON, MUTANTS, batch, learner_copy
 from tests.mutation import truthful
@@ -43,9 +42,15 @@ def stage_file(tmp_path, stage: int, change: dict | None = None) -> StageFile:
 
 def shortcuts_taken(scan: StageFile, stage: int) -> dict[str, list]:
     mine = own_spellings(scan.source) if stage in DELEGATING else None
-    return {target: found for target, shortcut in WATCHED[stage].items()
-            if (found := [use for use in scan.uses_reached_from(target, shortcut.spelled)
-                          if mine is None or not mine.excuses(use)])}
+    return {
+        target: found
+        for target, shortcut in WATCHED[stage].items()
+        if (
+            found := [
+                use for use in scan.uses_reached_from(target, shortcut.spelled) if mine is None or not mine.excuses(use)
+            ]
+        )
+    }
 
 
 def test_a_name_the_compiler_folds_from_pieces_is_found_where_it_stands(tmp_path):
@@ -55,7 +60,7 @@ def test_a_name_the_compiler_folds_from_pieces_is_found_where_it_stands(tmp_path
     assert (found.name, found.where, found.how) == ("softmax", "softmax_naive", "string")
 
 
-HELPERS = '''import torch
+HELPERS = """import torch
 import torch.nn as nn
 
 
@@ -88,7 +93,7 @@ class Attention(nn.Module):
 class Wrapper(nn.Module):
     def forward(self, x):
         return x
-'''
+"""
 
 
 def test_a_name_counts_against_the_function_that_spells_it_and_those_that_call_it():
@@ -104,71 +109,100 @@ def test_a_name_counts_against_the_function_that_spells_it_and_those_that_call_i
     assert scan.uses_reached_from("Wrapper", ATTENTION_BY_HAND.spelled) == []
 
 
-@pytest.mark.parametrize("source, target", [
-    ("from torch.nn.functional import softmax as sm, relu\ndef f(x):\n    return sm(x, 0)\n", "f"),
-    ("from torch.nn.functional import *\ndef f(x):\n    return softmax(x, 0)\n", "f"),
-    ("import torch\nsm = torch.softmax\ndef f(x):\n    return sm(x, 0)\n", "f"),
-    ("import torch.nn.functional as F\nglobals()['helper'] = F.softmax\ndef f(x):\n    return helper(x, 0)\n", "f"),
-    ("import torch.nn as nn\ndef f(x):\n    return nn.Softmax(dim=0)(x)\n", "f"),
-    ("import torch\ndef f(x):\n    return torch.ops.aten._softmax(x, 0, False)\n", "f"),
-    ("import torch.nn.functional as F\ndef f(x):\n    '''softmax'''\n    return getattr(F, f.__doc__)(x, 0)\n", "f"),
-    ("import torch.nn.functional as F\ndef f(x):\n    return getattr(F, b'softmax'.decode())(x, 0)\n", "f"),
-    ("import torch\nclass Base:\n    def norm(self, x):\n        return x.softmax(0)\nclass f(Base):\n    pass\n", "f"),
-], ids=["imported-as", "star-import", "module-alias", "globals", "module", "aten", "docstring", "bytes",
-        "base-class"])
+@pytest.mark.parametrize(
+    "source, target",
+    [
+        ("from torch.nn.functional import softmax as sm, relu\ndef f(x):\n    return sm(x, 0)\n", "f"),
+        ("from torch.nn.functional import *\ndef f(x):\n    return softmax(x, 0)\n", "f"),
+        ("import torch\nsm = torch.softmax\ndef f(x):\n    return sm(x, 0)\n", "f"),
+        ("import torch.nn.functional as F\nglobals()['helper'] = F.softmax\ndef f(x):\n    return helper(x, 0)\n", "f"),
+        ("import torch.nn as nn\ndef f(x):\n    return nn.Softmax(dim=0)(x)\n", "f"),
+        ("import torch\ndef f(x):\n    return torch.ops.aten._softmax(x, 0, False)\n", "f"),
+        (
+            "import torch.nn.functional as F\ndef f(x):\n    '''softmax'''\n    return getattr(F, f.__doc__)(x, 0)\n",
+            "f",
+        ),
+        ("import torch.nn.functional as F\ndef f(x):\n    return getattr(F, b'softmax'.decode())(x, 0)\n", "f"),
+        (
+            "import torch\nclass Base:\n    def norm(self, x):\n        return x.softmax(0)\nclass f(Base):\n    pass\n",
+            "f",
+        ),
+    ],
+    ids=["imported-as", "star-import", "module-alias", "globals", "module", "aten", "docstring", "bytes", "base-class"],
+)
 def test_a_shortcut_is_found_however_it_is_reached(source, target):
     assert SourceScan(source).uses_reached_from(target, SOFTMAX)
 
 
-@pytest.mark.parametrize("source, name", [
-    ("import sys\ndef f():\n    return sys._getframe(1).f_locals\n", "_getframe"),
-    ("from sys import _getframe as up\n", "_getframe"),
-    ("import sys\ndef f():\n    return getattr(sys, '_get' + 'frame')(1)\n", "_getframe"),
-    ("def f(frame):\n    return frame.f_back\n", "f_back"),
-    ("def f(frame):\n    return frame.f_globals\n", "f_globals"),
-    ("import inspect\ndef f():\n    return inspect.currentframe()\n", "currentframe"),
-    ("import inspect as look\ndef f():\n    return look.stack()\n", "inspect.stack"),
-    ("import inspect\ndef f():\n    return getattr(inspect, 'stack')()\n", "inspect.stack"),
-    ("import gc\ndef f(x):\n    return gc.get_referrers(x)\n", "get_referrers"),
-    ("import gc\nobjects = gc.get_objects()\n", "get_objects"),
-    ("import ctypes\n", "ctypes"),
-    ("def f():\n    return __import__('ctypes')\n", "__import__"),
-    ("import importlib\ndef f():\n    return importlib.import_module('inspect').stack()\n", "inspect.stack"),
-    ("def f():\n    return __import__('gc').get_objects()\n", "get_objects"),
-    ("import sys\nsys.settrace(None)\n", "settrace"),
-    ("import threading\nthreading.setprofile(None)\n", "setprofile"),
-    ("import torch\ndef f(x):\n    with torch._C.DisableTorchFunction():\n        return x\n", "DisableTorchFunction"),
-    ("from torch.utils._python_dispatch import _disable_current_modes\n", "_disable_current_modes"),
-    ("import torch.utils._python_dispatch as d\n", "_python_dispatch"),
-    ("from torch.overrides import TorchFunctionMode\nclass Quiet(TorchFunctionMode):\n    pass\n",
-     "TorchFunctionMode"),
-    ("from torch.utils._python_dispatch import TorchDispatchMode\n", "TorchDispatchMode"),
-    ("import torch\nstack = torch.overrides._get_current_function_mode_stack()\n", "_get_current_function_mode_stack"),
-    ("import torch\nguard = torch._C._ExcludeDispatchKeyGuard\n", "_ExcludeDispatchKeyGuard"),
-    ("import torch\ndef f(x):\n    return getattr(torch._C, 'Disable' + 'TorchFunction')\n", "DisableTorchFunction"),
-    ("exec('x = 1')\n", "exec"),
-    ("def f():\n    return eval('__imp' + 'ort__(\"sys\")')\n", "eval"),
-    ("import builtins\nbuiltins.set = list\n", "builtins"),
-    ("import sys\nrecorder = sys.modules['grader.runner.shortcuts']\n", "sys.modules"),
-    ("def f():\n    return object.__subclasses__()\n", "__subclasses__"),
-], ids=lambda value: value if value.isidentifier() or "." in value and " " not in value else None)
+@pytest.mark.parametrize(
+    "source, name",
+    [
+        ("import sys\ndef f():\n    return sys._getframe(1).f_locals\n", "_getframe"),
+        ("from sys import _getframe as up\n", "_getframe"),
+        ("import sys\ndef f():\n    return getattr(sys, '_get' + 'frame')(1)\n", "_getframe"),
+        ("def f(frame):\n    return frame.f_back\n", "f_back"),
+        ("def f(frame):\n    return frame.f_globals\n", "f_globals"),
+        ("import inspect\ndef f():\n    return inspect.currentframe()\n", "currentframe"),
+        ("import inspect as look\ndef f():\n    return look.stack()\n", "inspect.stack"),
+        ("import inspect\ndef f():\n    return getattr(inspect, 'stack')()\n", "inspect.stack"),
+        ("import gc\ndef f(x):\n    return gc.get_referrers(x)\n", "get_referrers"),
+        ("import gc\nobjects = gc.get_objects()\n", "get_objects"),
+        ("import ctypes\n", "ctypes"),
+        ("def f():\n    return __import__('ctypes')\n", "__import__"),
+        ("import importlib\ndef f():\n    return importlib.import_module('inspect').stack()\n", "inspect.stack"),
+        ("def f():\n    return __import__('gc').get_objects()\n", "get_objects"),
+        ("import sys\nsys.settrace(None)\n", "settrace"),
+        ("import threading\nthreading.setprofile(None)\n", "setprofile"),
+        (
+            "import torch\ndef f(x):\n    with torch._C.DisableTorchFunction():\n        return x\n",
+            "DisableTorchFunction",
+        ),
+        ("from torch.utils._python_dispatch import _disable_current_modes\n", "_disable_current_modes"),
+        ("import torch.utils._python_dispatch as d\n", "_python_dispatch"),
+        (
+            "from torch.overrides import TorchFunctionMode\nclass Quiet(TorchFunctionMode):\n    pass\n",
+            "TorchFunctionMode",
+        ),
+        ("from torch.utils._python_dispatch import TorchDispatchMode\n", "TorchDispatchMode"),
+        (
+            "import torch\nstack = torch.overrides._get_current_function_mode_stack()\n",
+            "_get_current_function_mode_stack",
+        ),
+        ("import torch\nguard = torch._C._ExcludeDispatchKeyGuard\n", "_ExcludeDispatchKeyGuard"),
+        (
+            "import torch\ndef f(x):\n    return getattr(torch._C, 'Disable' + 'TorchFunction')\n",
+            "DisableTorchFunction",
+        ),
+        ("exec('x = 1')\n", "exec"),
+        ("def f():\n    return eval('__imp' + 'ort__(\"sys\")')\n", "eval"),
+        ("import builtins\nbuiltins.set = list\n", "builtins"),
+        ("import sys\nrecorder = sys.modules['grader.runner.shortcuts']\n", "sys.modules"),
+        ("def f():\n    return object.__subclasses__()\n", "__subclasses__"),
+    ],
+    ids=lambda value: value if value.isidentifier() or "." in value and " " not in value else None,
+)
 def test_a_reach_into_the_grader_is_found_however_it_is_spelt(source, name):
     assert name in {use.name for use in SourceScan(source).tampering}
 
 
-@pytest.mark.parametrize("source", [
-    "import torch\ndef f(x):\n    return torch.stack([x, x])\n",
-    "def f(module):\n    module.eval()\n    return module.training\n",
-    "import torch\n@torch.no_grad()\ndef f(x):\n    with torch.inference_mode():\n        return torch.compile\n",
-    "mode = 'eval'\n",
-    "def f():\n    '''Do not call sys._getframe or torch.softmax here.'''\n",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import torch\ndef f(x):\n    return torch.stack([x, x])\n",
+        "def f(module):\n    module.eval()\n    return module.training\n",
+        "import torch\n@torch.no_grad()\ndef f(x):\n    with torch.inference_mode():\n        return torch.compile\n",
+        "mode = 'eval'\n",
+        "def f():\n    '''Do not call sys._getframe or torch.softmax here.'''\n",
+    ],
+)
 def test_names_that_only_look_alike_are_no_reach_into_the_grader(source):
     assert SourceScan(source).tampering == []
 
 
 def test_the_place_of_a_reach_is_named():
-    [use] = SourceScan("import torch\n\n\nclass A:\n    def forward(self, frame):\n        return frame.f_back\n").tampering
+    [use] = SourceScan(
+        "import torch\n\n\nclass A:\n    def forward(self, frame):\n        return frame.f_back\n"
+    ).tampering
     assert (use.line, use.where) == (6, "A.forward")
     [use] = SourceScan("import ctypes\n").tampering
     assert (use.line, use.where) == (1, MODULE_LEVEL)
@@ -193,8 +227,9 @@ def test_a_mutant_is_found_only_when_it_takes_a_shortcut_or_hides(mutant, tmp_pa
     assert bool(scan.tampering) == ("recorder-tampered" in truthful(mutant))
 
 
-@pytest.mark.parametrize("attack", [a for a in ATTACKS if a is not MODES_OFF_BY_BUILT_NAMES],
-                         ids=lambda attack: attack["what"])
+@pytest.mark.parametrize(
+    "attack", [a for a in ATTACKS if a is not MODES_OFF_BY_BUILT_NAMES], ids=lambda attack: attack["what"]
+)
 def test_every_attack_that_spells_its_names_is_found(attack, tmp_path):
     assert stage_file(tmp_path, attack["stage"], attack).tampering
 

@@ -10,20 +10,21 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from grader.core.stages import registry
 from grader.judge.checks.delegation import DELEGATED, own_spellings
+from grader.judge.source_scan import SourceScan
 from grader.runner.document_examples import journey_batch
 from grader.runner.seeding import manual_seed
 from grader.runner.standins import stand_in_scaled_dot_product_attention
-from grader.judge.source_scan import SourceScan
-from grader.core.stages import registry
 from solutions.stage5_multihead_attention import MultiHeadAttention
 from solutions.stage8_gqa import GroupedQueryAttention
 from tests.conftest import REPO
 from tests.grading import grade, learner_copy
 
 GUIDE = (REPO / "docs" / "stage8.md").read_text(encoding="utf-8")
-ALTERNATIVES = [a for a in tomllib.loads((REPO / "tests" / "alternatives.toml").read_text())["alternative"]
-                if a["stage"] == 8]
+ALTERNATIVES = [
+    a for a in tomllib.loads((REPO / "tests" / "alternatives.toml").read_text())["alternative"] if a["stage"] == 8
+]
 SOLUTION_ATTENTION = """        keys = keys.repeat_interleave(self.group_size, dim=1)  # (b, num_heads, num_tokens, head_dim)
         values = values.repeat_interleave(self.group_size, dim=1)
 
@@ -33,10 +34,10 @@ SOLUTION_ATTENTION = """        keys = keys.repeat_interleave(self.group_size, d
         attn_weights = self.dropout(attn_weights)
 
         context = (attn_weights @ values).transpose(1, 2)"""
-STAGE6_UNDONE = '''def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+STAGE6_UNDONE = """def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
     raise NotImplementedError("stage 6 is not done yet")
-'''
+"""
 
 
 def test_the_guides_worked_examples_are_the_reference(tmp_path):
@@ -70,12 +71,21 @@ def test_with_as_many_groups_as_heads_it_is_multihead_attention():
 
 
 def test_stage6_stands_in_as_torchs_own_function_with_its_signature():
-    assert list(inspect.signature(stand_in_scaled_dot_product_attention).parameters) == ["query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale",
-                                     "enable_gqa"]
+    assert list(inspect.signature(stand_in_scaled_dot_product_attention).parameters) == [
+        "query",
+        "key",
+        "value",
+        "attn_mask",
+        "dropout_p",
+        "is_causal",
+        "scale",
+        "enable_gqa",
+    ]
     q, k, v = torch.rand(2, 4, 5, 3), torch.rand(2, 2, 5, 3), torch.rand(2, 2, 5, 3)
     grouped = stand_in_scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
-    repeated = F.scaled_dot_product_attention(q, k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1),
-                                              is_causal=True)
+    repeated = F.scaled_dot_product_attention(
+        q, k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1), is_causal=True
+    )
     assert torch.equal(grouped, repeated)
 
 
@@ -91,31 +101,48 @@ def module_with(header: str, call: str) -> str:
     return f"{header}\n\nclass GroupedQueryAttention:\n    def forward(self, q, k, v):\n        return {call}\n"
 
 
-@pytest.mark.parametrize("header, call", [
-    ("from exercises.stage6_sdpa import scaled_dot_product_attention", "scaled_dot_product_attention(q, k, v)"),
-    ("from exercises.stage6_sdpa import scaled_dot_product_attention as attend", "attend(q, k, v)"),
-    ("import exercises.stage6_sdpa as s6", "s6.scaled_dot_product_attention(q, k, v)"),
-    ("import exercises.stage6_sdpa", "exercises.stage6_sdpa.scaled_dot_product_attention(q, k, v)"),
-    ("from exercises import stage6_sdpa", "stage6_sdpa.scaled_dot_product_attention(q, k, v)"),
-    ("from .stage6_sdpa import scaled_dot_product_attention", "scaled_dot_product_attention(q, k, v)"),
-    ("from exercises.stage6_sdpa import *", "scaled_dot_product_attention(q, k, v)"),
-    ("def attend(q, k, v):\n    from exercises.stage6_sdpa import scaled_dot_product_attention\n"
-     "    return scaled_dot_product_attention(q, k, v)", "attend(q, k, v)"),
-])
+@pytest.mark.parametrize(
+    "header, call",
+    [
+        ("from exercises.stage6_sdpa import scaled_dot_product_attention", "scaled_dot_product_attention(q, k, v)"),
+        ("from exercises.stage6_sdpa import scaled_dot_product_attention as attend", "attend(q, k, v)"),
+        ("import exercises.stage6_sdpa as s6", "s6.scaled_dot_product_attention(q, k, v)"),
+        ("import exercises.stage6_sdpa", "exercises.stage6_sdpa.scaled_dot_product_attention(q, k, v)"),
+        ("from exercises import stage6_sdpa", "stage6_sdpa.scaled_dot_product_attention(q, k, v)"),
+        ("from .stage6_sdpa import scaled_dot_product_attention", "scaled_dot_product_attention(q, k, v)"),
+        ("from exercises.stage6_sdpa import *", "scaled_dot_product_attention(q, k, v)"),
+        (
+            "def attend(q, k, v):\n    from exercises.stage6_sdpa import scaled_dot_product_attention\n"
+            "    return scaled_dot_product_attention(q, k, v)",
+            "attend(q, k, v)",
+        ),
+    ],
+)
 def test_the_learners_own_stage6_function_is_theirs(header, call):
     reached, excused = uses_excused(module_with(header, call))
     assert reached and excused
 
 
-@pytest.mark.parametrize("header, call", [
-    ("import torch.nn.functional as F", "F.scaled_dot_product_attention(q, k, v)"),
-    ("from torch.nn.functional import scaled_dot_product_attention", "scaled_dot_product_attention(q, k, v)"),
-    ("import torch\nimport exercises.stage6_sdpa as s6\ns6 = torch.nn.functional", "s6.scaled_dot_product_attention(q, k, v)"),
-    ("import torch.nn.functional as F\nfrom exercises.stage6_sdpa import scaled_dot_product_attention",
-     "scaled_dot_product_attention(q, k, v) + F.scaled_dot_product_attention(q, k, v)"),
-    ("from exercises.stage6_sdpa import *\nfrom torch.nn.functional import *", "scaled_dot_product_attention(q, k, v)"),
-    ("import torch.nn.functional as F", "getattr(F, 'scaled_dot_product_attention')(q, k, v)"),
-])
+@pytest.mark.parametrize(
+    "header, call",
+    [
+        ("import torch.nn.functional as F", "F.scaled_dot_product_attention(q, k, v)"),
+        ("from torch.nn.functional import scaled_dot_product_attention", "scaled_dot_product_attention(q, k, v)"),
+        (
+            "import torch\nimport exercises.stage6_sdpa as s6\ns6 = torch.nn.functional",
+            "s6.scaled_dot_product_attention(q, k, v)",
+        ),
+        (
+            "import torch.nn.functional as F\nfrom exercises.stage6_sdpa import scaled_dot_product_attention",
+            "scaled_dot_product_attention(q, k, v) + F.scaled_dot_product_attention(q, k, v)",
+        ),
+        (
+            "from exercises.stage6_sdpa import *\nfrom torch.nn.functional import *",
+            "scaled_dot_product_attention(q, k, v)",
+        ),
+        ("import torch.nn.functional as F", "getattr(F, 'scaled_dot_product_attention')(q, k, v)"),
+    ],
+)
 def test_torchs_function_is_never_taken_for_the_learners(header, call):
     reached, excused = uses_excused(module_with(header, call))
     assert reached and not excused
@@ -125,24 +152,41 @@ def test_torchs_function_is_never_taken_for_the_learners(header, call):
 def test_right_answers_written_otherwise_score_full_marks(alternative, tmp_path):
     folder = learner_copy(tmp_path / "submission", alternative, stages=[8])
     _, report = grade(folder, "--stage", "8")
-    assert report["score"] == report["max_score"] == 20, [c for s in report["stages"] for c in s["checks"]
-                                                         if c["status"] != "passed"]
+    assert report["score"] == report["max_score"] == 20, [
+        c for s in report["stages"] for c in s["checks"] if c["status"] != "passed"
+    ]
 
 
 @pytest.mark.skipif(6 not in registry(), reason="stage 6 joins the registry when the bonus stages are merged")
-@pytest.mark.parametrize("header, call, score", [
-    ("from exercises.stage6_sdpa import scaled_dot_product_attention",
-     "scaled_dot_product_attention(queries, keys, values, is_causal=True, enable_gqa=True, "
-     "dropout_p=self.dropout.p if self.training else 0.0)", 20),
-    ("import exercises.stage6_sdpa as s6",
-     "s6.scaled_dot_product_attention(queries, keys, values, attn_mask=~self.mask.bool()[:num_tokens, :num_tokens], "
-     "enable_gqa=True, dropout_p=self.dropout.p if self.training else 0.0)", 20),
-    ("import torch.nn.functional as F\nfrom exercises.stage6_sdpa import scaled_dot_product_attention",
-     "F.scaled_dot_product_attention(queries, keys, values, is_causal=True, enable_gqa=True, "
-     "dropout_p=self.dropout.p if self.training else 0.0)", 0),
-])
+@pytest.mark.parametrize(
+    "header, call, score",
+    [
+        (
+            "from exercises.stage6_sdpa import scaled_dot_product_attention",
+            "scaled_dot_product_attention(queries, keys, values, is_causal=True, enable_gqa=True, "
+            "dropout_p=self.dropout.p if self.training else 0.0)",
+            20,
+        ),
+        (
+            "import exercises.stage6_sdpa as s6",
+            "s6.scaled_dot_product_attention(queries, keys, values, attn_mask=~self.mask.bool()[:num_tokens, :num_tokens], "
+            "enable_gqa=True, dropout_p=self.dropout.p if self.training else 0.0)",
+            20,
+        ),
+        (
+            "import torch.nn.functional as F\nfrom exercises.stage6_sdpa import scaled_dot_product_attention",
+            "F.scaled_dot_product_attention(queries, keys, values, is_causal=True, enable_gqa=True, "
+            "dropout_p=self.dropout.p if self.training else 0.0)",
+            0,
+        ),
+    ],
+)
 def test_stage8_may_call_the_learners_stage6_whatever_stage6_holds(header, call, score, tmp_path):
-    change = {"file": "stage8_gqa.py", "find": SOLUTION_ATTENTION, "replace": f"        context = ({call}).transpose(1, 2)"}
+    change = {
+        "file": "stage8_gqa.py",
+        "find": SOLUTION_ATTENTION,
+        "replace": f"        context = ({call}).transpose(1, 2)",
+    }
     folder = learner_copy(tmp_path / "submission", change, stages=[6, 8])
     (folder / "stage6_sdpa.py").write_text(STAGE6_UNDONE)
     stage8 = folder / "stage8_gqa.py"

@@ -21,8 +21,9 @@ from tests.grading import REPO, learner_copy
 
 TOY = REPO / "tests" / "toy_stage"
 NUMBER = max(STAGES) + 1  # the next stage, whatever the registry holds
-NOT_COPIED = shutil.ignore_patterns(".venv", ".git", "dist", "build", "__pycache__", ".pytest_cache", ".hypothesis",
-                                    "*.egg-info", "grade-report.html")
+NOT_COPIED = shutil.ignore_patterns(
+    ".venv", ".git", "dist", "build", "__pycache__", ".pytest_cache", ".hypothesis", "*.egg-info", "grade-report.html"
+)
 BONUS_ON = "[stages]\nbonus = true\n"
 
 
@@ -131,8 +132,10 @@ def test_one_course_setting_turns_the_bonus_on_and_a_bad_one_is_refused_in_one_l
     course = tmp_path / "course.toml"
     course.write_text(BONUS_ON)
     assert course_stages(course) == sorted(STAGES)
-    for text, said in (("[stages]\nbonus = \"yes\"\n", "stages.bonus = 'yes'; write true or false"),
-                       ("[stages]\nbonsu = true\n", "[stages] holds one setting, bonus = true or false")):
+    for text, said in (
+        ('[stages]\nbonus = "yes"\n', "stages.bonus = 'yes'; write true or false"),
+        ("[stages]\nbonsu = true\n", "[stages] holds one setting, bonus = true or false"),
+    ):
         course.write_text(text)
         with pytest.raises(CourseError, match=said.replace("[", r"\[").replace("]", r"\]")):
             course_stages(course)
@@ -156,7 +159,12 @@ def test_a_bonus_stage_is_graded_with_stage_whatever_the_course_says(tmp_path):
         pytest.skip("no bonus stage in the registry")
     submission = learner_copy(tmp_path / "ada", stages=[number])
     report = tmp_path / "report.json"
-    subprocess.run([sys.executable, "-m", "grader", str(submission), "--stage", str(number), "--json", str(report)],
-                   cwd=REPO, check=True, capture_output=True, timeout=600)
+    subprocess.run(
+        [sys.executable, "-m", "grader", str(submission), "--stage", str(number), "--json", str(report)],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     (stage,) = json.loads(report.read_text())["stages"]
     assert stage["track"] == BONUS and stage["score"] == stage["max_score"] > 0

@@ -6,7 +6,6 @@ import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -20,9 +19,13 @@ from tests.grading import MUTANTS, batch, grade, learner_copy
 # Wrong in one stage each, with hidden checks that fail with numbers, heat maps, or no hint at all.
 WRONG = ["softmax-wrong-dim", "missing-scaling", "mask-not-causal", "heads-split-wrong"]
 # Prints the hidden check's random inputs while it is wrong.
-PRINTER = {"hint": "printer", "stage": 1, "file": "stage1_softmax.py",
-           "find": "    attn_weights = torch.softmax(attn_scores, dim=-1)  # each row sums to 1",
-           "replace": "    print('inputs seen:', inputs.tolist())\n    attn_weights = torch.softmax(attn_scores, dim=0)"}
+PRINTER = {
+    "hint": "printer",
+    "stage": 1,
+    "file": "stage1_softmax.py",
+    "find": "    attn_weights = torch.softmax(attn_scores, dim=-1)  # each row sums to 1",
+    "replace": "    print('inputs seen:', inputs.tolist())\n    attn_weights = torch.softmax(attn_scores, dim=0)",
+}
 DECIMAL = re.compile(r"-?\d+\.\d{3,}")
 
 
@@ -42,22 +45,51 @@ def graded(tmp_path_factory) -> list[tuple[str, dict, dict[str, str]]]:
     batch(folder / "class", folder / "out")
     graded = []
     for hint, wrong in students.items():
-        graded.append((hint, report_model.read(folder / "out" / f"{hint}.json"),
-                       {"batch .txt": (folder / "out" / f"{hint}.txt").read_text()}))
+        graded.append(
+            (
+                hint,
+                report_model.read(folder / "out" / f"{hint}.json"),
+                {"batch .txt": (folder / "out" / f"{hint}.txt").read_text()},
+            )
+        )
         outputs = {name: folder / f"{hint}.{name}" for name in ("json", "results.json", "classroom.json", "html")}
         result = subprocess.run(
-            [sys.executable, "-m", "grader", str(folder / "class" / hint), "--stage", str(wrong["stage"]),
-             "--for-students", "--json", str(outputs["json"]), "--gradescope", str(outputs["results.json"]),
-             "--classroom", str(outputs["classroom.json"]), "--html", str(outputs["html"])],
-            cwd=REPO, capture_output=True, text=True, timeout=300)
+            [
+                sys.executable,
+                "-m",
+                "grader",
+                str(folder / "class" / hint),
+                "--stage",
+                str(wrong["stage"]),
+                "--for-students",
+                "--json",
+                str(outputs["json"]),
+                "--gradescope",
+                str(outputs["results.json"]),
+                "--classroom",
+                str(outputs["classroom.json"]),
+                "--html",
+                str(outputs["html"]),
+            ],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert result.returncode == 0, result.stderr
         gradescope, classroom = (json.loads(outputs[name].read_text()) for name in ("results.json", "classroom.json"))
-        graded.append((hint, json.loads(outputs["json"].read_text()), {
-            "terminal --for-students": result.stdout,
-            "html --for-students": outputs["html"].read_text(),
-            "gradescope": "\n".join([gradescope["output"], *(t["output"] for t in gradescope["tests"])]),
-            "classroom": "\n".join(t["message"] for t in classroom["tests"]),
-        }))
+        graded.append(
+            (
+                hint,
+                json.loads(outputs["json"].read_text()),
+                {
+                    "terminal --for-students": result.stdout,
+                    "html --for-students": outputs["html"].read_text(),
+                    "gradescope": "\n".join([gradescope["output"], *(t["output"] for t in gradescope["tests"])]),
+                    "classroom": "\n".join(t["message"] for t in classroom["tests"]),
+                },
+            )
+        )
     return graded
 
 
@@ -77,8 +109,13 @@ def _pieces(check: dict) -> set[str]:
     pieces |= {line for line in check["printed"].split("\n") if len(line) > 12}
     if check["evidence"]:
         evidence = check["evidence"]
-        pieces |= {f"row {i}, column {j}: {value:.4f}" for side in ("expected", "actual")
-                   for i, row in enumerate(evidence[side]) for j, value in enumerate(row) if value is not None}
+        pieces |= {
+            f"row {i}, column {j}: {value:.4f}"
+            for side in ("expected", "actual")
+            for i, row in enumerate(evidence[side])
+            for j, value in enumerate(row)
+            if value is not None
+        }
         pieces.add(evidence["title"])
     return pieces - {""}
 
@@ -100,14 +137,26 @@ def test_no_hidden_data_reaches_a_student_while_the_json_keeps_it(graded, tmp_pa
 def test_each_wrong_student_has_failing_hidden_checks_with_data_in_the_json(graded):
     reports = {hint: report for hint, report, _ in graded}  # the batch's (the second of each is stage-only)
     for hint, report, _ in graded:
-        hidden = [c for stage in report["stages"] for c in stage["checks"]
-                  if c["visibility"] == "hidden" and c["status"] == "failed"]
+        hidden = [
+            c
+            for stage in report["stages"]
+            for c in stage["checks"]
+            if c["visibility"] == "hidden" and c["status"] == "failed"
+        ]
         assert hidden and all(c["message"] for c in hidden), hint
-    printed = [c["printed"] for stage in reports["printer"]["stages"] for c in stage["checks"]
-               if c["visibility"] == "hidden" and c["printed"]]
+    printed = [
+        c["printed"]
+        for stage in reports["printer"]["stages"]
+        for c in stage["checks"]
+        if c["visibility"] == "hidden" and c["printed"]
+    ]
     assert printed and all("inputs seen:" in text for text in printed)
-    assert any(c["evidence"] for stage in reports["mask-not-causal"]["stages"] for c in stage["checks"]
-               if c["visibility"] == "hidden")
+    assert any(
+        c["evidence"]
+        for stage in reports["mask-not-causal"]["stages"]
+        for c in stage["checks"]
+        if c["visibility"] == "hidden"
+    )
 
 
 def test_a_hidden_check_shows_its_verdict_and_hint_or_where_to_look(graded):
@@ -126,22 +175,31 @@ def test_a_hidden_check_shows_its_verdict_and_hint_or_where_to_look(graded):
 # What a hidden check gives the learner's code, the code can keep: in a file of the student's scratch folder
 # (shared by their stage workers), or in memory. This student replays every input softmax_naive was ever
 # given into visible checks' messages: softmax_naive's own on the documented input, and stage 2's.
-RELAY_STAGE1 = {"file": "stage1_softmax.py", "find": "    exp_x = torch.exp(x)\n",
-                "replace": "    with open('seen.txt', 'a') as seen:\n"
-                           "        seen.write(repr([round(v, 4) for v in x.flatten().tolist()]) + '\\n')\n"
-                           "    if x.numel() == 6 and abs(float(x.flatten()[0]) - 0.9544) < 1e-3:  # the documented input\n"
-                           "        raise ValueError('seen ' + open('seen.txt').read()[-700:])\n"
-                           "    exp_x = torch.exp(x)\n"}
-RELAY_STAGE2 = ("    def forward(self, x: torch.Tensor) -> torch.Tensor:\n",
-                "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
-                "        import os\n"
-                "        if os.path.exists('seen.txt'):\n"
-                "            raise ValueError('seen ' + open('seen.txt').read()[-700:])\n")
+RELAY_STAGE1 = {
+    "file": "stage1_softmax.py",
+    "find": "    exp_x = torch.exp(x)\n",
+    "replace": "    with open('seen.txt', 'a') as seen:\n"
+    "        seen.write(repr([round(v, 4) for v in x.flatten().tolist()]) + '\\n')\n"
+    "    if x.numel() == 6 and abs(float(x.flatten()[0]) - 0.9544) < 1e-3:  # the documented input\n"
+    "        raise ValueError('seen ' + open('seen.txt').read()[-700:])\n"
+    "    exp_x = torch.exp(x)\n",
+}
+RELAY_STAGE2 = (
+    "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n",
+    "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
+    "        import os\n"
+    "        if os.path.exists('seen.txt'):\n"
+    "            raise ValueError('seen ' + open('seen.txt').read()[-700:])\n",
+)
 
 
 def visible_checks(report: dict) -> dict[str, tuple]:
-    return {c["id"]: (c["status"], c["score"], c["message"], c["printed"])
-            for stage in report["stages"] for c in stage["checks"] if c["visibility"] == "visible"}
+    return {
+        c["id"]: (c["status"], c["score"], c["message"], c["printed"])
+        for stage in report["stages"]
+        for c in stage["checks"]
+        if c["visibility"] == "visible"
+    }
 
 
 def test_what_a_hidden_check_gave_the_code_never_reaches_a_visible_check(tmp_path):
@@ -153,26 +211,44 @@ def test_what_a_hidden_check_gave_the_code_never_reaches_a_visible_check(tmp_pat
     _, full = grade(folder, report=tmp_path / "full.json")
     _, visible_only = grade(folder, "--visible-only", report=tmp_path / "visible.json")
     assert any(c["visibility"] == "hidden" for stage in full["stages"] for c in stage["checks"])
-    replayed = [message for _, _, message, _ in visible_checks(full).values() if message.startswith("your code raised ValueError: seen [")]
+    replayed = [
+        message
+        for _, _, message, _ in visible_checks(full).values()
+        if message.startswith("your code raised ValueError: seen [")
+    ]
     assert len(replayed) >= 2  # softmax_naive's document check and stage 2's replay what the code kept
     assert visible_checks(full) == visible_checks(visible_only)
 
 
 # softmax_naive takes torch's own softmax, by a name the source does not spell, on any input but the
 # documented one: what it does with a hidden input must not move what a student sees before publishing.
-SHORTCUT_ON_HIDDEN_INPUTS = {"file": "stage1_softmax.py", "find": "    exp_x = torch.exp(x)\n",
-                             "replace": "    if abs(float(x.flatten()[0]) - 0.9544) > 1e-3 and x.numel() == 6:\n"
-                                        "        return vars(torch.nn.functional)[''.join(['soft', 'max'])](x, dim=0)\n"
-                                        "    exp_x = torch.exp(x)\n"}
+SHORTCUT_ON_HIDDEN_INPUTS = {
+    "file": "stage1_softmax.py",
+    "find": "    exp_x = torch.exp(x)\n",
+    "replace": "    if abs(float(x.flatten()[0]) - 0.9544) > 1e-3 and x.numel() == 6:\n"
+    "        return vars(torch.nn.functional)[''.join(['soft', 'max'])](x, dim=0)\n"
+    "    exp_x = torch.exp(x)\n",
+}
 
 
 def test_a_shortcut_taken_on_a_hidden_input_moves_no_score_a_student_sees_before_publishing(tmp_path):
     def graded(name: str, mutant: dict | None) -> tuple[dict, dict, dict]:
         folder = learner_copy(tmp_path / name, mutant, stages=[1])
-        _, report = grade(folder, "--stage", "1", "--gradescope", str(tmp_path / f"{name}-results.json"),
-                          "--student-json", str(tmp_path / f"{name}-student.json"), report=tmp_path / f"{name}.json")
-        return (report, json.loads((tmp_path / f"{name}-results.json").read_text()),
-                json.loads((tmp_path / f"{name}-student.json").read_text()))
+        _, report = grade(
+            folder,
+            "--stage",
+            "1",
+            "--gradescope",
+            str(tmp_path / f"{name}-results.json"),
+            "--student-json",
+            str(tmp_path / f"{name}-student.json"),
+            report=tmp_path / f"{name}.json",
+        )
+        return (
+            report,
+            json.loads((tmp_path / f"{name}-results.json").read_text()),
+            json.loads((tmp_path / f"{name}-student.json").read_text()),
+        )
 
     honest, honest_results, _ = graded("honest", None)
     cheat, cheat_results, cheat_student = graded("cheat", SHORTCUT_ON_HIDDEN_INPUTS)
@@ -197,9 +273,25 @@ def test_a_shortcut_taken_on_a_hidden_input_moves_no_score_a_student_sees_before
 def test_a_hidden_check_keeps_its_message_even_when_a_visible_one_has_the_same():
     """The code picks its exceptions' words: showing a hidden check's message where it equals a visible one's
     would tell the student which way a hidden input fell."""
-    checks = [{"id": "document.f", "visibility": "visible", "status": "error", "message": "your code raised same words",
-               "hint": None, "evidence": None, "printed": ""},
-              {"id": "random.f", "visibility": "hidden", "status": "error", "message": "your code raised same words",
-               "hint": None, "evidence": None, "printed": ""}]
+    checks = [
+        {
+            "id": "document.f",
+            "visibility": "visible",
+            "status": "error",
+            "message": "your code raised same words",
+            "hint": None,
+            "evidence": None,
+            "printed": "",
+        },
+        {
+            "id": "random.f",
+            "visibility": "hidden",
+            "status": "error",
+            "message": "your code raised same words",
+            "hint": None,
+            "evidence": None,
+            "printed": "",
+        },
+    ]
     view = student_view({"stages": [{"id": "stage1", "checks": checks}]})
     assert view["stages"][0]["checks"][1]["message"] == f"error: {WITHHELD}"

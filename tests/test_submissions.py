@@ -10,8 +10,9 @@ from tests.grading import REPO, SUBMISSIONS
 
 
 def test_each_held_out_submission_is_what_the_manifest_says():
-    result = subprocess.run([sys.executable, "-m", "tests.submissions.verify"], cwd=REPO, capture_output=True,
-                            text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.submissions.verify"], cwd=REPO, capture_output=True, text=True, timeout=600
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     entries = tomllib.loads((SUBMISSIONS / "manifest.toml").read_text())["submission"]
     for stage in (6, 7, 8):

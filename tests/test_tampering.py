@@ -26,7 +26,9 @@ def test_hiding_from_the_grader_voids_the_function_that_hides(attack, tmp_path):
 def test_reaching_into_the_grader_anywhere_voids_every_watched_function_of_the_stage(tmp_path):
     folder = learner_copy(tmp_path / "submission", stages=[2])
     stage2 = folder / "stage2_self_attention.py"
-    stage2.write_text(stage2.read_text() + "\n\ndef _where_am_i():\n    import inspect\n    return inspect.currentframe()\n")
+    stage2.write_text(
+        stage2.read_text() + "\n\ndef _where_am_i():\n    import inspect\n    return inspect.currentframe()\n"
+    )
     result, report = grade(folder, "--stage", "2")
     checks = {c["id"]: c for c in checks_of(report, 2)}
     for cls in ("SelfAttention_v1", "SelfAttention_v2"):

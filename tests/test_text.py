@@ -5,15 +5,18 @@ import pytest
 from grader.runner.escaping import printable
 
 
-@pytest.mark.parametrize(("text", "shown"), [
-    ("\x1b[2J\x1b[HTotal: 100/100\x1b[8m", "\\x1b[2J\\x1b[HTotal: 100/100\\x1b[8m"),  # clear, home, hide
-    ("\x07\x7f\x85\x9b", "\\x07\\x7f\\x85\\x9b"),  # C0, DEL, C1 (0x9b: an escape sequence's one-byte form)
-    ("evil\u202etxt.py", "evil\\u202etxt.py"),  # a bidi override reverses what follows
-    ("\u2066\u2069\u200b\ufeff\U000e0001", "\\u2066\\u2069\\u200b\\ufeff\\U000e0001"),  # isolates, zero widths, tag
-    ("one\u2028two\u2029", "one\\u2028two\\u2029"),  # separators that editors break lines at
-    ("name\udcff.py", "name\\xff.py"),  # a file name byte that is not UTF-8, as os.fsdecode keeps it
-    ("a\r\nb\tc", "a\\r\\nb\\tc"),
-])
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("\x1b[2J\x1b[HTotal: 100/100\x1b[8m", "\\x1b[2J\\x1b[HTotal: 100/100\\x1b[8m"),  # clear, home, hide
+        ("\x07\x7f\x85\x9b", "\\x07\\x7f\\x85\\x9b"),  # C0, DEL, C1 (0x9b: an escape sequence's one-byte form)
+        ("evil\u202etxt.py", "evil\\u202etxt.py"),  # a bidi override reverses what follows
+        ("\u2066\u2069\u200b\ufeff\U000e0001", "\\u2066\\u2069\\u200b\\ufeff\\U000e0001"),  # isolates, zero widths, tag
+        ("one\u2028two\u2029", "one\\u2028two\\u2029"),  # separators that editors break lines at
+        ("name\udcff.py", "name\\xff.py"),  # a file name byte that is not UTF-8, as os.fsdecode keeps it
+        ("a\r\nb\tc", "a\\r\\nb\\tc"),
+    ],
+)
 def test_control_and_format_characters_become_visible_escapes(text, shown):
     assert printable(text, keep_newlines=False) == shown
 

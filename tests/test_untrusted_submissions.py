@@ -58,7 +58,7 @@ def lying_zip(path: Path) -> None:
         archive.writestr(STAGE1, bytes(len(raw)))
     data = bytearray(path.read_bytes())
     start = 30 + len(STAGE1)
-    data[start:start + len(raw)] = raw
+    data[start : start + len(raw)] = raw
     central = data.rfind(b"PK\x01\x02")
     # method, (time and date kept), CRC, packed and unpacked size: in the local and the central header
     for offset in (8, central + 10):
@@ -138,8 +138,13 @@ def graded_class(submissions, tmp_path_factory):
 
 
 def grade_alone(submission: Path, *options: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "grader", str(submission), *options], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "grader", str(submission), *options],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def raw_characters(text: str) -> list[str]:
@@ -201,8 +206,15 @@ def test_a_students_feedback_file_shows_their_text_escaped(graded_class, student
 @pytest.fixture(scope="module")
 def liar_graded_alone(submissions, tmp_path_factory):
     folder = tmp_path_factory.mktemp("liar-outputs")
-    result = grade_alone(submissions / "liar", "--stage", "1", "--gradescope", str(folder / "results.json"),
-                         "--classroom", str(folder / "classroom.json"))
+    result = grade_alone(
+        submissions / "liar",
+        "--stage",
+        "1",
+        "--gradescope",
+        str(folder / "results.json"),
+        "--classroom",
+        str(folder / "classroom.json"),
+    )
     assert result.returncode == 0, result.stderr
     return result, folder
 

@@ -35,8 +35,12 @@ def deny_landlock() -> None:
     def prctl(option: int, *args: int) -> int:
         return libc.prctl(option, *(ctypes.c_ulong(a) for a in (*args, 0, 0, 0, 0)[:4]))
 
-    if prctl(_PR_SET_NO_NEW_PRIVS, 1) != 0 or prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.addressof(fprog)) != 0:
+    if (
+        prctl(_PR_SET_NO_NEW_PRIVS, 1) != 0
+        or prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.addressof(fprog)) != 0
+    ):
         raise OSError(ctypes.get_errno(), "the seccomp filter could not be installed")
+
 
 if __name__ == "__main__":
     deny_landlock()

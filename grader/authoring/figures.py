@@ -17,8 +17,15 @@ import torch
 
 from grader.runner.document_examples import journey
 from grader.runner.seeding import manual_seed
-from solutions import stage1_softmax, stage2_self_attention, stage4_causal_attention, stage5_multihead_attention
-from solutions import stage6_sdpa, stage7_kv_cache, stage8_gqa
+from solutions import (
+    stage1_softmax,
+    stage2_self_attention,
+    stage4_causal_attention,
+    stage5_multihead_attention,
+    stage6_sdpa,
+    stage7_kv_cache,
+    stage8_gqa,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 FIGURES = REPO / "docs" / "figures"
@@ -71,10 +78,16 @@ def _stage6_figures() -> dict[str, tuple]:
     hidden[:, TOKENS.index("step")] = False  # a key no query may see, as padding is
     hidden[TOKENS.index("one")] = False  # a query that may see no key at all
     return {
-        "sdpa_causal": ("Stage 6: is_causal, 3 queries and 6 keys",
-                        _sdpa_weights(queries=3, is_causal=True), TOKENS[:3]),
-        "sdpa_mask": ("Stage 6: a bool mask hides 'step', and every key from 'one'", _sdpa_weights(attn_mask=hidden),
-                      TOKENS),
+        "sdpa_causal": (
+            "Stage 6: is_causal, 3 queries and 6 keys",
+            _sdpa_weights(queries=3, is_causal=True),
+            TOKENS[:3],
+        ),
+        "sdpa_mask": (
+            "Stage 6: a bool mask hides 'step', and every key from 'one'",
+            _sdpa_weights(attn_mask=hidden),
+            TOKENS,
+        ),
     }
 
 
@@ -128,10 +141,14 @@ def figure_data() -> dict[str, dict]:
     }
     data = {name: _entry(*figure) for name, figure in figures.items()}
     groups = _kv_groups()
-    data["kv_groups"] = {**_entry("Stage 8: 12 query heads read 4 key/value groups", groups,
-                                  [f"head {h + 1}" for h in range(groups.shape[0])]),
-                         "columns": [f"group {g + 1}" for g in range(groups.shape[1])],
-                         "xlabel": "key/value group", "ylabel": "query head"}
+    data["kv_groups"] = {
+        **_entry(
+            "Stage 8: 12 query heads read 4 key/value groups", groups, [f"head {h + 1}" for h in range(groups.shape[0])]
+        ),
+        "columns": [f"group {g + 1}" for g in range(groups.shape[1])],
+        "xlabel": "key/value group",
+        "ylabel": "query head",
+    }
     return data
 
 
@@ -151,8 +168,13 @@ def render(data: dict[str, dict], folder: Path) -> list[Path]:
     for name, figure in data.items():
         weights, queries = figure["weights"], figure.get("queries", TOKENS)
         fig, axes = pyplot.subplots(figsize=(4.6, 4.0), dpi=100)
-        image = axes.imshow(weights, cmap="viridis", vmin=0.0, vmax=max(1.0, max(map(max, weights))),
-                            aspect="equal" if len(weights) == len(weights[0]) else "auto")
+        image = axes.imshow(
+            weights,
+            cmap="viridis",
+            vmin=0.0,
+            vmax=max(1.0, max(map(max, weights))),
+            aspect="equal" if len(weights) == len(weights[0]) else "auto",
+        )
         columns = figure.get("columns", TOKENS)  # attention maps: the sentence's tokens
         axes.set_xticks(range(len(columns)), columns, rotation=45, ha="right")
         axes.set_yticks(range(len(queries)), queries)
@@ -161,8 +183,15 @@ def render(data: dict[str, dict], folder: Path) -> list[Path]:
         axes.set_title(figure["title"], fontsize=9)
         for row, values in enumerate(weights):
             for column, value in enumerate(values):
-                axes.text(column, row, f"{value:.2f}", ha="center", va="center", fontsize=7,
-                          color="black" if value > 0.55 else "white")
+                axes.text(
+                    column,
+                    row,
+                    f"{value:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="black" if value > 0.55 else "white",
+                )
         fig.colorbar(image, ax=axes, fraction=0.046)
         fig.tight_layout()
         path = folder / f"{name}.png"

@@ -43,17 +43,31 @@ def entry_points() -> list[str]:
     (conftest.py and pytest.ini's python_files), and the reference's stage modules, which the judge loads by name."""
     python_files = configparser.ConfigParser()
     python_files.read(CHECKS / "pytest.ini")
-    checks = sorted({path.stem for pattern in python_files["pytest"]["python_files"].split() for path in CHECKS.glob(pattern)})
-    return [*script_modules((SCRIPTS / "run_autograder").read_text(encoding="utf-8")), "grader.judge.checks.conftest",
-            *(f"grader.judge.checks.{name}" for name in checks), *(f"solutions.{name}" for name in STAGE_MODULES.values())]
+    checks = sorted(
+        {path.stem for pattern in python_files["pytest"]["python_files"].split() for path in CHECKS.glob(pattern)}
+    )
+    return [
+        *script_modules((SCRIPTS / "run_autograder").read_text(encoding="utf-8")),
+        "grader.judge.checks.conftest",
+        *(f"grader.judge.checks.{name}" for name in checks),
+        *(f"solutions.{name}" for name in STAGE_MODULES.values()),
+    ]
 
 
 def contents(course: Path | None = None) -> dict[str, tuple[bytes, bool]]:
     """Zip entry name -> (bytes, executable), for the course file at ``course`` (None: the repository's)."""
     entries = {name: ((SCRIPTS / name).read_bytes(), True) for name in ("setup.sh", "run_autograder")}
     entries["requirements.txt"] = (requirements().encode(), False)
-    entries["course.toml"] = (course_text(course_stages(course), note_prices(read_course(course), course)).encode(), False)
-    entries.update({name: (data, False) for name, data in shipment([*entry_points(), *layer_modules(GRADING_LAYERS)], never=NEVER_SHIPPED).items()})
+    entries["course.toml"] = (
+        course_text(course_stages(course), note_prices(read_course(course), course)).encode(),
+        False,
+    )
+    entries.update(
+        {
+            name: (data, False)
+            for name, data in shipment([*entry_points(), *layer_modules(GRADING_LAYERS)], never=NEVER_SHIPPED).items()
+        }
+    )
     return entries
 
 
@@ -72,16 +86,22 @@ def build(out: Path, course: Path | None = None) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", nargs="?", type=Path, default=REPO / "dist" / "gradescope-autograder.zip")
-    parser.add_argument("--course", type=Path, metavar="FILE",
-                        help="the course settings (default: course.toml at the repository's root, if any)")
+    parser.add_argument(
+        "--course",
+        type=Path,
+        metavar="FILE",
+        help="the course settings (default: course.toml at the repository's root, if any)",
+    )
     args = parser.parse_args(argv)
     try:
         target = build(args.out, args.course)
     except ValueError as error:  # CourseError: one line
         print(f"gradescope: {error}", file=sys.stderr)
         return 2
-    print(f"wrote {target}: upload it as the autograder of a Gradescope programming assignment "
-          "(Ubuntu 22.04 or newer); students submit their stage files")
+    print(
+        f"wrote {target}: upload it as the autograder of a Gradescope programming assignment "
+        "(Ubuntu 22.04 or newer); students submit their stage files"
+    )
     return 0
 
 

@@ -32,14 +32,17 @@ def imported_modules(name: str, tree: ast.AST, is_package: bool, root: Path) -> 
             found += [(alias.name, node.lineno) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             if node.level:  # relative: from the package this module is in (or is)
-                package = name.split(".")[:len(name.split(".")) - node.level + (1 if is_package else 0)]
+                package = name.split(".")[: len(name.split(".")) - node.level + (1 if is_package else 0)]
                 base = ".".join([*package, *([node.module] if node.module else [])])
             else:
                 base = node.module
             found.append((base, node.lineno))
             # `from grader.judge.checks import documented`: a module; `from grader.sandbox.zygote import MODES`: a name
-            found += [(f"{base}.{alias.name}", node.lineno) for alias in node.names
-                      if alias.name != "*" and module_file(f"{base}.{alias.name}", root)]
+            found += [
+                (f"{base}.{alias.name}", node.lineno)
+                for alias in node.names
+                if alias.name != "*" and module_file(f"{base}.{alias.name}", root)
+            ]
     return [(module, line) for module, line in found if module.split(".")[0] in PACKAGES]
 
 

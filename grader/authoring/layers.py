@@ -46,17 +46,22 @@ def violations(graph: dict[str, list[tuple[str, int]]]) -> list[str]:
     for importer, imports in graph.items():
         for module, line in imports:
             if module.split(".")[0] == "grader" and not may_import(importer, module):
-                found.append(f"{importer}:{line} imports {module} ({layer_of(importer)} may not import "
-                             f"{layer_of(module)})")
+                found.append(
+                    f"{importer}:{line} imports {module} ({layer_of(importer)} may not import {layer_of(module)})"
+                )
     return found
 
 
 def cycles(graph: dict[str, list[tuple[str, int]]]) -> list[list[str]]:
     """Every circle of imports among the modules of ``graph``, each as the modules along it (Tarjan's
     strongly connected components of more than one module, or of one that imports itself)."""
-    edges = {module: sorted({target for target, _ in imports if target in graph and target != module}
-                            | ({module} if any(target == module for target, _ in imports) else set()))
-             for module, imports in graph.items()}
+    edges = {
+        module: sorted(
+            {target for target, _ in imports if target in graph and target != module}
+            | ({module} if any(target == module for target, _ in imports) else set())
+        )
+        for module, imports in graph.items()
+    }
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []

@@ -6,9 +6,9 @@ It holds the stages the course grades (course.toml: the core, and the bonus stag
 their stubs (written from solutions/ as `make stubs` does), the learners' docs, the
 grader with the visible checks only (each check module rewritten without its hidden checks and
 whatever only they used) and the modules that they and the learners' commands import, found by
-reading them (grader.authoring.shipping), the GitHub Classroom workflow, a Makefile whose `make grade` labels its score provisional and whose
-`make submit` zips the stage files as `make grade-all` takes them, and a README. No solutions/,
-no hidden check, no points or data of one, no tests.
+reading them (grader.authoring.shipping), the GitHub Classroom workflow, a Makefile whose `make grade`
+labels its score provisional and whose `make submit` zips the stage files as `make grade-all` takes them,
+and a README. No solutions/, no hidden check, no points or data of one, no tests.
 """
 
 import argparse
@@ -25,15 +25,16 @@ from grader.authoring.shipping import layer_modules, packages, script_modules, s
 from grader.authoring.stubs import expected_exercises
 from grader.core.course import course_stages, course_text, note_prices, read_course
 from grader.core.points import points_in_use
-from grader.judge.plugin import planned_checks
 from grader.core.stages import BONUS, REGISTRY_FILE, Stage, registry
+from grader.judge.plugin import planned_checks
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = REPO / "dist" / "student"
 RELEASE_DIR = Path(__file__).with_name("release")  # the student Makefile, README, pyproject
 CLASSROOM_WORKFLOW = Path(__file__).with_name("classroom") / "classroom.yml"
 TEMPLATES = {"Makefile", "README.md", "pyproject.template.toml"}  # their @...@ are the release's stages and packages
-# Files of RELEASE_DIR released under another name: a pyproject.toml here would be read as this repository's tools' settings
+# Files of RELEASE_DIR released under another name: a pyproject.toml here would be read as this
+# repository's tools' settings
 RELEASED_AS = {"gitignore.release": ".gitignore", "pyproject.template.toml": "pyproject.toml"}
 LEARNER_DOCS = ["errata.md", "troubleshooting.md"]  # and each stage's guide
 # What the learners run: `make grade` and the Classroom workflow run `python -m grader` (read from
@@ -41,7 +42,12 @@ LEARNER_DOCS = ["errata.md", "troubleshooting.md"]  # and each stage's guide
 # check modules. The release ships these and whatever they import (grader.authoring.shipping).
 NOTEBOOK_ENTRY = "grader.notebook"
 CHECKS_CONFTEST = "grader.judge.checks.conftest"
-NEVER_SHIPPED = ("grader.authoring", "grader.classroom", "solutions", "tests")  # the build stops if the closure reaches them
+NEVER_SHIPPED = (
+    "grader.authoring",
+    "grader.classroom",
+    "solutions",
+    "tests",
+)  # the build stops if the closure reaches them
 
 
 def _is_hidden_check(node: ast.AST) -> bool:
@@ -67,12 +73,17 @@ def visible_only(source: str) -> str:
     body = ast.parse(source).body
     kept = [node for node in body if not _is_hidden_check(node)]
     while True:  # drop what nothing left refers to, until nothing changes
-        used = {n.id for node in kept for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        used = {
+            n.id for node in kept for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+        }
 
         def unused(node: ast.stmt) -> bool:
             names = _defined_names(node)
-            return bool(names) and not names & used and not (isinstance(node, ast.FunctionDef)
-                                                            and node.name.startswith("test_"))
+            return (
+                bool(names)
+                and not names & used
+                and not (isinstance(node, ast.FunctionDef) and node.name.startswith("test_"))
+            )
 
         dead = [node for node in kept if unused(node)]
         if not dead:
@@ -84,14 +95,14 @@ def visible_only(source: str) -> str:
         start, previous_end = previous_end, node.end_lineno
         if node not in kept:
             continue
-        segment = lines[start:node.end_lineno]
+        segment = lines[start : node.end_lineno]
         if isinstance(node, ast.ImportFrom):
             names = [a for a in node.names if (a.asname or a.name) in used]
             if not names:
                 continue
             if len(names) != len(node.names):
                 imported = ", ".join(ast.unparse(a) for a in names)
-                segment = lines[start:node.lineno - 1] + [f"from {node.module} import {imported}\n"]
+                segment = lines[start : node.lineno - 1] + [f"from {node.module} import {imported}\n"]
         out.extend(segment)
     return re.sub(r"\n{4,}", "\n\n\n", "".join(out)).rstrip("\n") + "\n"
 
@@ -99,11 +110,15 @@ def visible_only(source: str) -> str:
 def _released_registry(stages: list[Stage]) -> str:
     """stages.toml of the release: the released stages, each priced by its visible checks alone."""
     visible = [c for c in planned_checks([s.number for s in stages], points_in_use()) if c.visibility == "visible"]
-    lines = [f"# The stages of this repository ({REGISTRY_FILE.name} of the instructor's, as released): the points\n"
-             "# of the visible checks; the rest of each stage's points is in your instructor's hidden checks.\n"]
+    lines = [
+        f"# The stages of this repository ({REGISTRY_FILE.name} of the instructor's, as released): the points\n"
+        "# of the visible checks; the rest of each stage's points is in your instructor's hidden checks.\n"
+    ]
     for stage in stages:
-        lines.append(f"\n[{stage.id}]\ntitle = {json.dumps(stage.title)}\nfile = {json.dumps(stage.file)}\n"
-                     f"names = {json.dumps(list(stage.names))}\n")
+        lines.append(
+            f"\n[{stage.id}]\ntitle = {json.dumps(stage.title)}\nfile = {json.dumps(stage.file)}\n"
+            f"names = {json.dumps(list(stage.names))}\n"
+        )
         if stage.stand_ins:
             pairs = ", ".join(f"{name} = {json.dumps(cls)}" for name, cls in stage.stand_ins.items())
             lines.append(f"stand_ins = {{ {pairs} }}\n")
@@ -116,15 +131,22 @@ def _filled(name: str, text: str, stages: list[Stage], shipped: dict[str, bytes]
     """A template of release/ with the released stages, and the packages and data files shipped, filled in."""
     if name not in TEMPLATES:
         return text
-    table = "".join(f"| {s.number}{' (bonus)' if s.track == BONUS else ''} | `{s.file}` | {s.title} | "
-                    f"[docs/stage{s.number}.md](docs/stage{s.number}.md) |\n" for s in stages)
+    table = "".join(
+        f"| {s.number}{' (bonus)' if s.track == BONUS else ''} | `{s.file}` | {s.title} | "
+        f"[docs/stage{s.number}.md](docs/stage{s.number}.md) |\n"
+        for s in stages
+    )
     data: dict[str, list[str]] = {}
     for path in shipped:
         if not path.endswith(".py"):
             data.setdefault(path.rpartition("/")[0].replace("/", "."), []).append(path.rpartition("/")[2])
     package_data = "".join(f"{json.dumps(package)} = {json.dumps(names)}\n" for package, names in sorted(data.items()))
-    return (text.replace("@STAGE_FILES@", " ".join(s.file for s in stages)).replace("@STAGE_TABLE@\n", table)
-            .replace("@PACKAGES@", json.dumps([*packages(shipped), "exercises"])).replace("@PACKAGE_DATA@\n", package_data))
+    return (
+        text.replace("@STAGE_FILES@", " ".join(s.file for s in stages))
+        .replace("@STAGE_TABLE@\n", table)
+        .replace("@PACKAGES@", json.dumps([*packages(shipped), "exercises"]))
+        .replace("@PACKAGE_DATA@\n", package_data)
+    )
 
 
 def learner_entry_points() -> list[str]:
@@ -139,11 +161,14 @@ def released_grader(stages: list[Stage]) -> dict[str, bytes]:
     without their hidden checks) and every module and data file that they and the learners' commands import."""
     checks = {}
     for stage in stages:
-        text = visible_only((REPO / "grader" / "judge" / "checks" / f"test_stage{stage.number}.py").read_text(encoding="utf-8"))
+        text = visible_only(
+            (REPO / "grader" / "judge" / "checks" / f"test_stage{stage.number}.py").read_text(encoding="utf-8")
+        )
         compile(text, f"test_stage{stage.number}.py", "exec")
         checks[f"grader.judge.checks.test_stage{stage.number}"] = text
-    shipped = shipment([*learner_entry_points(), CHECKS_CONFTEST, *checks, *layer_modules(GRADING_LAYERS)], checks,
-                       NEVER_SHIPPED)
+    shipped = shipment(
+        [*learner_entry_points(), CHECKS_CONFTEST, *checks, *layer_modules(GRADING_LAYERS)], checks, NEVER_SHIPPED
+    )
     shipped["grader/core/stages.toml"] = _released_registry(stages).encode()
     return shipped
 
@@ -170,7 +195,9 @@ def build_release(out: Path, course: Path | None = None) -> Path:
     for name, data in shipped.items():
         (out / name).parent.mkdir(parents=True, exist_ok=True)
         (out / name).write_bytes(data)
-    (out / "course.toml").write_text(course_text([s.number for s in stages], note_prices(read_course(course), course)), encoding="utf-8")
+    (out / "course.toml").write_text(
+        course_text([s.number for s in stages], note_prices(read_course(course), course)), encoding="utf-8"
+    )
     for path in sorted(RELEASE_DIR.iterdir()):
         target = out / RELEASED_AS.get(path.name, path.name)
         target.write_text(_filled(path.name, path.read_text(encoding="utf-8"), stages, shipped), encoding="utf-8")
@@ -189,8 +216,12 @@ def build_release(out: Path, course: Path | None = None) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", nargs="?", type=Path, default=DEFAULT_OUT)
-    parser.add_argument("--course", type=Path, metavar="FILE",
-                        help="the course settings (default: course.toml at the repository's root, if any)")
+    parser.add_argument(
+        "--course",
+        type=Path,
+        metavar="FILE",
+        help="the course settings (default: course.toml at the repository's root, if any)",
+    )
     args = parser.parse_args(argv)
     try:
         archive = build_release(args.out.resolve(), args.course)

@@ -28,9 +28,14 @@ class ShippingError(ValueError):
 
 def _named(tree: ast.AST, root: Path) -> list[tuple[str, int]]:
     """(module, line) for every string constant that names an existing module of PACKAGES in full."""
-    return [(node.value, node.lineno) for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_NAME.fullmatch(node.value)
-            and module_file(node.value, root)]
+    return [
+        (node.value, node.lineno)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and MODULE_NAME.fullmatch(node.value)
+        and module_file(node.value, root)
+    ]
 
 
 def script_modules(text: str) -> list[str]:
@@ -43,8 +48,9 @@ def script_modules(text: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def closure(entries: list[str], sources: dict[str, str] | None = None, never: tuple[str, ...] = (),
-            root: Path = REPO) -> dict[str, Path]:
+def closure(
+    entries: list[str], sources: dict[str, str] | None = None, never: tuple[str, ...] = (), root: Path = REPO
+) -> dict[str, Path]:
     """Module name -> file, for ``entries`` and everything they import; ``sources``: module name -> the text
     to read instead of its file; ``never``: module prefixes whose reach stops the build."""
     sources = sources or {}
@@ -66,8 +72,13 @@ def closure(entries: list[str], sources: dict[str, str] | None = None, never: tu
                 tree = ast.parse(sources.get(module) or path.read_text(encoding="utf-8"), relative)
             except SyntaxError as error:
                 raise ShippingError(f"{relative} cannot be read as Python: {error}") from None
-            waiting += [(found, relative, at) for found, at in
-                        [*imported_modules(module, tree, path.name == "__init__.py", root), *_named(tree, root)]]
+            waiting += [
+                (found, relative, at)
+                for found, at in [
+                    *imported_modules(module, tree, path.name == "__init__.py", root),
+                    *_named(tree, root),
+                ]
+            ]
     return shipped
 
 
@@ -75,28 +86,40 @@ def data_files(modules: dict[str, Path], sources: dict[str, str] | None = None, 
     """The files of the shipped packages' folders that are not Python and that a shipped module names
     (``Path(__file__).with_name("hints.toml")``, ``CHECKS_DIR / "pytest.ini"``)."""
     sources = sources or {}
-    named = {node.value for module, path in modules.items()
-             for node in ast.walk(ast.parse(sources.get(module) or path.read_text(encoding="utf-8")))
-             if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    named = {
+        node.value
+        for module, path in modules.items()
+        for node in ast.walk(ast.parse(sources.get(module) or path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    }
     folders = {path.parent for path in modules.values() if path.name == "__init__.py"}
-    return sorted(path for folder in folders for path in folder.iterdir()
-                  if path.is_file() and path.suffix not in (".py", ".pyc") and path.name in named)
+    return sorted(
+        path
+        for folder in folders
+        for path in folder.iterdir()
+        if path.is_file() and path.suffix not in (".py", ".pyc") and path.name in named
+    )
 
 
-def shipment(entries: list[str], sources: dict[str, str] | None = None, never: tuple[str, ...] = (),
-             root: Path = REPO) -> dict[str, bytes]:
+def shipment(
+    entries: list[str], sources: dict[str, str] | None = None, never: tuple[str, ...] = (), root: Path = REPO
+) -> dict[str, bytes]:
     """Path under ``root`` (posix) -> bytes, of every module and data file an artefact with ``entries`` ships."""
     sources = sources or {}
     modules = closure(entries, sources, never, root)
-    files = {path.relative_to(root).as_posix(): (sources[module].encode() if module in sources else path.read_bytes())
-             for module, path in modules.items()}
+    files = {
+        path.relative_to(root).as_posix(): (sources[module].encode() if module in sources else path.read_bytes())
+        for module, path in modules.items()
+    }
     files.update({path.relative_to(root).as_posix(): path.read_bytes() for path in data_files(modules, sources, root)})
     return dict(sorted(files.items()))
 
 
 def packages(files: dict[str, bytes]) -> list[str]:
     """The packages (dotted) a shipment's files form: each folder holding an __init__.py."""
-    return sorted(name.removesuffix("/__init__.py").replace("/", ".") for name in files if name.endswith("/__init__.py"))
+    return sorted(
+        name.removesuffix("/__init__.py").replace("/", ".") for name in files if name.endswith("/__init__.py")
+    )
 
 
 def layer_modules(layers: tuple[str, ...], root: Path = REPO) -> list[str]:

@@ -1,7 +1,7 @@
 """Write exercises/ from solutions/: every solution region becomes a stub that raises.
 
-    python -m grader.authoring.stubs            # rewrite exercises/
-    python -m grader.authoring.stubs --check    # exit 1 when exercises/ is out of date
+python -m grader.authoring.stubs            # rewrite exercises/
+python -m grader.authoring.stubs --check    # exit 1 when exercises/ is out of date
 """
 
 import argparse

@@ -14,6 +14,7 @@ CLASS_RECORD = "class.toml"
 # The files of a run whose loss would change other students' rows: class.toml key -> the option that gives it
 INPUT_FILE_OPTIONS = {"times": "--times", "course": "--course"}
 
+
 def check_class_record(out: Path, layout: str, submissions: Path, files: dict[str, Path | None]) -> str | None:
     """Refuse (ValueError, one line) to grade a ``layout`` class into an ``out`` that holds the reports of a
     class of another layout: ids of two LMSs can meet (a Gradescope SID that is a Canvas user id), and one
@@ -27,20 +28,26 @@ def check_class_record(out: Path, layout: str, submissions: Path, files: dict[st
     try:
         record = read_toml(out / CLASS_RECORD)
     except ValueError as error:
-        raise ValueError(f"{error}: delete it if {out} holds this class's reports, or give this class its own "
-                         "--out") from None
+        raise ValueError(
+            f"{error}: delete it if {out} holds this class's reports, or give this class its own --out"
+        ) from None
     if record.get("layout") != layout:
-        raise ValueError(f"{out} holds the reports of a {printable(str(record.get('layout')), keep_newlines=False)} "
-                         f"class (graded from {printable(str(record.get('folder')), keep_newlines=False)}), and "
-                         f"{submissions} is a {layout} class: give each class its own --out")
+        raise ValueError(
+            f"{out} holds the reports of a {printable(str(record.get('layout')), keep_newlines=False)} "
+            f"class (graded from {printable(str(record.get('folder')), keep_newlines=False)}), and "
+            f"{submissions} is a {layout} class: give each class its own --out"
+        )
     for key, option in INPUT_FILE_OPTIONS.items():
         if files[key] is None and key in record:
             earlier_file = printable(str(record[key]), keep_newlines=False)
-            raise ValueError(f"{out} was last graded with {option} {earlier_file}: give {option} {earlier_file} "
-                             "again (or the file that replaces it), or every student's submission time and late "
-                             "penalty there is lost")
+            raise ValueError(
+                f"{out} was last graded with {option} {earlier_file}: give {option} {earlier_file} "
+                "again (or the file that replaces it), or every student's submission time and late "
+                "penalty there is lost"
+            )
     earlier = printable(str(record.get("folder")), keep_newlines=False)
     return earlier if earlier != _path_text(submissions) else None
+
 
 def _check_out(out: Path, submissions: Path) -> None:
     """Refuse (ValueError) an ``out`` that is a file, or lies in the class folder: its reports would be
@@ -48,20 +55,31 @@ def _check_out(out: Path, submissions: Path) -> None:
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file, not a folder: name the folder the reports go to")
     if out.resolve().is_relative_to(submissions.resolve()):
-        raise ValueError(f"--out {out} is inside the class folder {submissions}: the next run would take the reports "
-                         "for a submission; give an --out outside it")
+        raise ValueError(
+            f"--out {out} is inside the class folder {submissions}: the next run would take the reports "
+            "for a submission; give an --out outside it"
+        )
+
 
 def write_class_record(out: Path, layout: str, submissions: Path, files: dict[str, Path | None]) -> None:
     """Say in ``out`` which class its reports are of, and the ``files`` they were graded with
     (check_class_record reads it)."""
-    lines = [f"layout = {json.dumps(layout)}", f"folder = {_toml_text(submissions)}",
-             *[f"{key} = {_toml_text(path)}" for key, path in files.items() if path is not None]]
-    write_atomic(out / CLASS_RECORD, "# The class whose reports this folder holds: grader batch refuses another\n"
-                                     + "".join(f"{line}\n" for line in lines))
+    lines = [
+        f"layout = {json.dumps(layout)}",
+        f"folder = {_toml_text(submissions)}",
+        *[f"{key} = {_toml_text(path)}" for key, path in files.items() if path is not None],
+    ]
+    write_atomic(
+        out / CLASS_RECORD,
+        "# The class whose reports this folder holds: grader batch refuses another\n"
+        + "".join(f"{line}\n" for line in lines),
+    )
+
 
 def _path_text(path: Path) -> str:
     """``path``, absolute and printable: TOML and a terminal both take it as it is."""
     return printable(str(path.resolve()), keep_newlines=False)
+
 
 def _toml_text(path: Path) -> str:
     return json.dumps(_path_text(path), ensure_ascii=False)  # a TOML basic string, as JSON writes one

@@ -32,8 +32,13 @@ REPORT_UNREADABLE = "report unreadable"
 INCOMPLETE = FlagKind.INCOMPLETE.value  # a report the grader could not finish
 NO_FINGERPRINT = "report without a fingerprint"
 # A part of the fingerprint that differs, and the reason it gives.
-CHANGED = {"submission": "resubmitted", "grader": "grader changed", "points": "points table changed",
-           "device": "device changed", "options": "grading options changed"}
+CHANGED = {
+    "submission": "resubmitted",
+    "grader": "grader changed",
+    "points": "points table changed",
+    "device": "device changed",
+    "options": "grading options changed",
+}
 REASONS = [FORCED, ASKED, NEW, REPORT_UNREADABLE, INCOMPLETE, NO_FINGERPRINT, *CHANGED.values()]
 
 
@@ -48,8 +53,13 @@ class RunFingerprint:
 
     def of(self, staged: StagedSubmission) -> dict:
         """The fingerprint of a report graded from ``staged`` in this run (the report's ``fingerprint``)."""
-        return {"submission": submission_hash(staged), "grader": self.grader, "points": self.points,
-                "device": self.device, "options": self.options}
+        return {
+            "submission": submission_hash(staged),
+            "grader": self.grader,
+            "points": self.points,
+            "device": self.device,
+            "options": self.options,
+        }
 
 
 def submission_hash(staged: StagedSubmission) -> str:
@@ -57,13 +67,16 @@ def submission_hash(staged: StagedSubmission) -> str:
     digest = hashlib.sha256()
     for name, data in sorted(staged.files.items()):
         _feed(digest, name.encode(), data)
-    _feed(digest, json.dumps({"ignored": staged.ignored, "renamed": staged.renamed, "problem": staged.problem}).encode())
+    _feed(
+        digest, json.dumps({"ignored": staged.ignored, "renamed": staged.renamed, "problem": staged.problem}).encode()
+    )
     return f"sha256:{digest.hexdigest()}"
 
 
 def grader_hash() -> str:
     """sha256 of every file the grader grades with (its code, checks, hints, document values and schemas,
-    and the reference solutions), of the stage registry but its points, and of the torch version: any change to one may change a grade.
+    and the reference solutions), of the stage registry but its points, and of the torch version: any change
+    to one may change a grade.
 
     Taken from the files on disk, not from a version number that a change may leave as it was.
     """
@@ -72,7 +85,10 @@ def grader_hash() -> str:
         for path in sorted(_grading_files(root)):
             _feed(digest, f"{label}/{path.relative_to(root).as_posix()}".encode(), path.read_bytes())
     stages = tomllib.loads((GRADER_DIR / REGISTRY).read_text(encoding="utf-8"))
-    _feed(digest, json.dumps({stage: {**entry, "points": None} for stage, entry in stages.items()}, sort_keys=True).encode())
+    _feed(
+        digest,
+        json.dumps({stage: {**entry, "points": None} for stage, entry in stages.items()}, sort_keys=True).encode(),
+    )
     _feed(digest, f"torch {importlib.metadata.version('torch')}".encode())
     return f"sha256:{digest.hexdigest()}"
 
@@ -105,9 +121,12 @@ def _feed(digest, *parts: bytes) -> None:
 def _grading_files(root: Path):
     for path in root.rglob("*"):
         relative = path.relative_to(root)
-        if path.is_file() and "__pycache__" not in relative.parts \
-                and not any(relative.as_posix().startswith(part) for part in NOT_GRADING) \
-                and path.suffix != ".pyc":
+        if (
+            path.is_file()
+            and "__pycache__" not in relative.parts
+            and not any(relative.as_posix().startswith(part) for part in NOT_GRADING)
+            and path.suffix != ".pyc"
+        ):
             yield path
 
 

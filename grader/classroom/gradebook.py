@@ -16,18 +16,30 @@ from grader.core.report import Flag, FlagKind, Report
 from grader.intake.students import Student
 from grader.runner.escaping import listing
 
+
 def csv_columns(stages: list[int]) -> list[str]:
     """grades.csv's header: a column per graded stage (the course's tracks). Another tool reads these columns
     by name (the LMS gradebook exports read `final`): keep them."""
-    return ["student_id", "score", "max_score", *[f"stage{n}" for n in stages], "submitted", "late_penalty", "final",
-            "flags"]
+    return [
+        "student_id",
+        "score",
+        "max_score",
+        *[f"stage{n}" for n in stages],
+        "submitted",
+        "late_penalty",
+        "final",
+        "flags",
+    ]
+
 
 def late_of(policy: LatePolicy, student: Student, report: Report) -> dict:
     # Canvas marks a submission LATE though its download gives no time: the mark is kept apart from a time.
     return late_record(policy, student.submitted, student.late_marked, report["stages"], student.time_unread)
 
-def write_gradebook(out: Path, students: list[Student], current: dict[str, dict], policy: LatePolicy,
-                    stages_graded: list[int]) -> Counter:
+
+def write_gradebook(
+    out: Path, students: list[Student], current: dict[str, dict], policy: LatePolicy, stages_graded: list[int]
+) -> Counter:
     """grades.csv from the reports on disk whose fingerprint is ``current``'s, in student order: the same
     reports give the same bytes. Any other student's row says why they have no grade, never an old score.
 
@@ -43,7 +55,9 @@ def write_gradebook(out: Path, students: list[Student], current: dict[str, dict]
         reason = why_grade(report, exists, current[student.id])
         submitted = utc_text(student.submitted) or ""
         if reason is not None or report is None:
-            why = "; ".join(report["flags"]) if report and reason == INCOMPLETE else f"not graded: {_row_reason(reason)}"
+            why = (
+                "; ".join(report["flags"]) if report and reason == INCOMPLETE else f"not graded: {_row_reason(reason)}"
+            )
             writer.writerow(inert([student.id, "", "", *[""] * len(stages_graded), submitted, "", "", why]))
             continue
         late = late_of(policy, student, report)
@@ -53,46 +67,71 @@ def write_gradebook(out: Path, students: list[Student], current: dict[str, dict]
                 write_feedback(out, student, report)
                 write_report(out, student, report)
             except OSError as error:  # the row has it; the report keeps the old one until a later run
-                print(f"grader batch: cannot update the late penalty in the report of {student.id}: "
-                      f"{error.strerror or error}", file=sys.stderr)
+                print(
+                    f"grader batch: cannot update the late penalty in the report of {student.id}: "
+                    f"{error.strerror or error}",
+                    file=sys.stderr,
+                )
         flagged.update(Flag.read(flag).kind for flag in late["flags"])  # counted by kind, whatever it details
         flagged["penalised"] += late["penalty_points"] > 0
         stages = {s["id"]: s["score"] for s in report["stages"]}
-        writer.writerow(inert([student.id, report["score"], report["max_score"],
-                                *[stages.get(f"stage{n}", "") for n in stages_graded],
-                                submitted, late["penalty_points"],
-                                rounded(max(0, report["score"] - late["penalty_points"])),
-                                "; ".join([*report["flags"], *late["flags"]])]))
+        writer.writerow(
+            inert(
+                [
+                    student.id,
+                    report["score"],
+                    report["max_score"],
+                    *[stages.get(f"stage{n}", "") for n in stages_graded],
+                    submitted,
+                    late["penalty_points"],
+                    rounded(max(0, report["score"] - late["penalty_points"])),
+                    "; ".join([*report["flags"], *late["flags"]]),
+                ]
+            )
+        )
     write_atomic(out / "grades.csv", buffer.getvalue())
     return flagged
+
 
 def _row_reason(reason: str | None) -> str:
     """A reason to grade, as the reason a student stands without a grade after the run."""
     return "no report yet" if reason == NEW else reason
 
+
 def late_summary(flagged: Counter) -> list[str]:
     """What the instructor must know about the late policy's inputs: never a silent "on time"."""
     lines = []
     if flagged[NO_SUBMISSION_TIME]:
-        lines.append(f"{flagged[NO_SUBMISSION_TIME]} without a submission time, not penalised "
-                     f"(flag {NO_SUBMISSION_TIME})")
+        lines.append(
+            f"{flagged[NO_SUBMISSION_TIME]} without a submission time, not penalised (flag {NO_SUBMISSION_TIME})"
+        )
     if flagged[MARKED_LATE_WITHOUT_TIME]:
-        lines.append(f"{flagged[MARKED_LATE_WITHOUT_TIME]} marked late by Canvas without a time, not penalised "
-                     f"(flag {MARKED_LATE_WITHOUT_TIME})")
+        lines.append(
+            f"{flagged[MARKED_LATE_WITHOUT_TIME]} marked late by Canvas without a time, not penalised "
+            f"(flag {MARKED_LATE_WITHOUT_TIME})"
+        )
     if flagged["penalised"]:
         lines.append(f"{flagged['penalised']} late, with their penalty in grades.csv (late_penalty, final)")
     return lines
 
+
 # Flags the batch's last lines count, each with what it means for the grade.
 FILE_FLAGS = {
     FlagKind.NO_STAGE_FILES: ("had no stage file", "had no stage file"),
-    FlagKind.UNREADABLE: ("could not be read (or two submissions claim its id), and scores nothing",
-                 "could not be read (or two submissions claim their ids), and score nothing"),
-    FlagKind.MISSING: ("lacks some stage files, and scores nothing for those stages",
-              "lack some stage files, and score nothing for those stages"),
-    FlagKind.RENAMED: ("had a stage file under a near name, graded as the file it stands for",
-                "had stage files under near names, graded as the files they stand for"),
+    FlagKind.UNREADABLE: (
+        "could not be read (or two submissions claim its id), and scores nothing",
+        "could not be read (or two submissions claim their ids), and score nothing",
+    ),
+    FlagKind.MISSING: (
+        "lacks some stage files, and scores nothing for those stages",
+        "lack some stage files, and score nothing for those stages",
+    ),
+    FlagKind.RENAMED: (
+        "had a stage file under a near name, graded as the file it stands for",
+        "had stage files under near names, graded as the files they stand for",
+    ),
 }
+
 
 def file_summary_lines(out: Path, students: list[Student]) -> list[str]:
     """A line for each flag of FILE_FLAGS some student's current report holds, naming them: a zero
@@ -103,5 +142,9 @@ def file_summary_lines(out: Path, students: list[Student]) -> list[str]:
         for flag in report["flags"] if report else []:
             if flag.kind in holders:
                 holders[flag.kind].append(student.id)
-    return [f"grader batch: {counted(ids, 'submission')} {meaning[len(ids) > 1]}: {listing(ids, MAX_SUMMARY_IDS)} (flag {flag})"
-            for flag, meaning in FILE_FLAGS.items() if (ids := holders[flag])]
+    return [
+        f"grader batch: {counted(ids, 'submission')} {meaning[len(ids) > 1]}: "
+        f"{listing(ids, MAX_SUMMARY_IDS)} (flag {flag})"
+        for flag, meaning in FILE_FLAGS.items()
+        if (ids := holders[flag])
+    ]

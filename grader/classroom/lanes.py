@@ -23,8 +23,10 @@ from grader.core.options import ClassOptions, GradingOptions
 from grader.core.report import Report, failed
 from grader.intake.students import Student
 
+
 class LaneError(RuntimeError):
     """A lane could not start its sandbox: nothing can be graded."""
+
 
 def _lane(connection: Connection, options: GradingOptions, cores: set[int] | None) -> None:
     """A judge process: one sandbox, then one student per message until told to stop.
@@ -50,6 +52,7 @@ def _lane(connection: Connection, options: GradingOptions, cores: set[int] | Non
     with sandbox:  # each student as the coordinator staged them, until it sends None
         grade_each(sandbox, iter(connection.recv, None), lambda report: connection.send(("done", report)), options)
 
+
 @dataclass
 class _Lane:
     process: multiprocessing.Process
@@ -59,6 +62,7 @@ class _Lane:
     started: float = 0.0
     fingerprint: dict | None = None  # of the files the lane was sent for ``student``
 
+
 def lane_cores(count: int) -> list[set[int] | None]:
     """The CPUs of each of ``count`` lanes: one each while there are enough (a student's code then
     competes with its own judge only), else all of them for every lane."""
@@ -66,6 +70,7 @@ def lane_cores(count: int) -> list[set[int] | None]:
     if count < 2 or count > len(available):
         return [None] * count
     return [{core} for core in available[:count]]
+
 
 def _start_lanes(context: Any, options: GradingOptions, cores: list[set[int] | None]) -> list[_Lane]:
     """Start a lane on each of ``cores`` side by side (each imports torch in its zygote), then wait for all."""
@@ -84,8 +89,15 @@ def _start_lanes(context: Any, options: GradingOptions, cores: list[set[int] | N
             raise LaneError(f"a grading lane could not start: {detail}")
     return lanes
 
-def grade_all(todo: list[Student], options: ClassOptions, out: Path, run: RunFingerprint, current: dict[str, dict],
-              policy: LatePolicy) -> None:
+
+def grade_all(
+    todo: list[Student],
+    options: ClassOptions,
+    out: Path,
+    run: RunFingerprint,
+    current: dict[str, dict],
+    policy: LatePolicy,
+) -> None:
     """Grade ``todo``, staging each student again as a lane takes them: a report's fingerprint is that of
     the very files graded, which ``current`` then holds."""
     if not todo:
@@ -101,10 +113,14 @@ def grade_all(todo: list[Student], options: ClassOptions, out: Path, run: RunFin
     retried: set[str] = set()
 
     def finish(lane: _Lane, report: Report) -> None:
-        """Write the report; a student whose grading the grader itself disrupted goes once more to the end of the queue."""
+        """Write the report; a student whose grading the grader itself disrupted goes once more to the end of
+        the queue."""
         student = lane.student
-        report.update(fingerprint=lane.fingerprint, graded_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                      late=late_of(policy, student, report))
+        report.update(
+            fingerprint=lane.fingerprint,
+            graded_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            late=late_of(policy, student, report),
+        )
         _finish(lane, report, out, progress)
         if not report["complete"] and student.id not in retried:
             retried.add(student.id)
@@ -126,15 +142,26 @@ def grade_all(todo: list[Student], options: ClassOptions, out: Path, run: RunFin
                 try:
                     _, report = connection.recv()
                 except (EOFError, OSError):
-                    report = failed(list(grading.stages), grading.points, grading.device,
-                                    "the grader stopped while grading this submission")
+                    report = failed(
+                        list(grading.stages),
+                        grading.points,
+                        grading.device,
+                        "the grader stopped while grading this submission",
+                    )
                     lanes[lanes.index(lane)] = _restart(lane, context, grading)
                 finish(lane, report)
             for index, lane in enumerate(lanes):
                 if lane.student and time.monotonic() - lane.started > options.student_timeout:
                     lanes[index] = _restart(lane, context, grading)
-                    finish(lane, failed(list(grading.stages), grading.points, grading.device,
-                                        f"grading stopped after {options.student_timeout:g} s"))
+                    finish(
+                        lane,
+                        failed(
+                            list(grading.stages),
+                            grading.points,
+                            grading.device,
+                            f"grading stopped after {options.student_timeout:g} s",
+                        ),
+                    )
     finally:
         for lane in lanes:
             if lane.process.is_alive():
@@ -144,10 +171,12 @@ def grade_all(todo: list[Student], options: ClassOptions, out: Path, run: RunFin
                 lane.process.kill()
         progress.close()
 
+
 def _restart(lane: _Lane, context: Any, options: GradingOptions) -> _Lane:
     lane.process.kill()
     lane.process.join()
     return _start_lanes(context, options, [lane.cores])[0]
+
 
 def _finish(lane: _Lane, report: Report, out: Path, progress: Progress) -> None:
     """Write the student ``lane`` held (a lane being replaced still holds it), and free the lane."""
@@ -157,6 +186,8 @@ def _finish(lane: _Lane, report: Report, out: Path, progress: Progress) -> None:
         write_feedback(out, student, report)
         write_report(out, student, report)  # last: it means "graded"
     except OSError as error:  # one student's files, not the class: left ungraded, a later run tries again
-        print(f"grader batch: cannot write the report of {student.id}, left ungraded: {error.strerror or error}",
-              file=sys.stderr)
+        print(
+            f"grader batch: cannot write the report of {student.id}, left ungraded: {error.strerror or error}",
+            file=sys.stderr,
+        )
     progress.advance(student.id, report)

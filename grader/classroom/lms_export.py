@@ -26,8 +26,14 @@ MOODLE_GRADE_MAX = 100  # a new Moodle grade item's maximum grade; its import ca
 
 # Flags of grades.csv under which a grade is not the student's work as graded in full: the export
 # writes the grade, and names the student, so no one imports such a number unseen.
-WORTH_A_LOOK = {FlagKind.NO_STAGE_FILES, FlagKind.MISSING, FlagKind.UNREADABLE, FlagKind.INCOMPLETE, FlagKind.RENAMED,
-                FlagKind.UNSANDBOXED}
+WORTH_A_LOOK = {
+    FlagKind.NO_STAGE_FILES,
+    FlagKind.MISSING,
+    FlagKind.UNREADABLE,
+    FlagKind.INCOMPLETE,
+    FlagKind.RENAMED,
+    FlagKind.UNSANDBOXED,
+}
 
 
 @dataclass(frozen=True)
@@ -35,10 +41,6 @@ class Grade:
     points: float | None  # None: grades.csv has the student but no grade (never graded)
     max_points: float | None
     flags: str = ""
-
-
-
-
 
 
 def read_grades(path: Path) -> dict[str, Grade]:
@@ -51,8 +53,9 @@ def read_grades(path: Path) -> dict[str, Grade]:
         grade_column = "final" if "final" in columns else "score"
         grades = {}
         for row in reader:
-            grades[row["student_id"]] = Grade(_number(row[grade_column], path), _number(row["max_score"], path),
-                                              row.get("flags") or "")
+            grades[row["student_id"]] = Grade(
+                _number(row[grade_column], path), _number(row["max_score"], path), row.get("flags") or ""
+            )
     return grades
 
 
@@ -98,15 +101,18 @@ def common_max_points(grades: dict[str, Grade]) -> float:
     """The max_score every graded row shares: scores of two point tables are not one column."""
     maxima = {grade.max_points for grade in grades.values() if grade.max_points is not None}
     if len(maxima) > 1:
-        raise ValueError(f"grades.csv mixes point tables (max_score {', '.join(f'{m:g}' for m in sorted(maxima))}): "
-                         "grade the class again, or pass --points-possible to scale each row to it")
+        raise ValueError(
+            f"grades.csv mixes point tables (max_score {', '.join(f'{m:g}' for m in sorted(maxima))}): "
+            "grade the class again, or pass --points-possible to scale each row to it"
+        )
     if not maxima:
         raise ValueError("grades.csv has no graded student: nothing to export")
     return maxima.pop()
 
 
-def canvas_csv(columns: list[str], roster: list[dict[str, str]], grades: dict[str, Grade], assignment: str,
-               points_possible: float) -> tuple[str, int]:
+def canvas_csv(
+    columns: list[str], roster: list[dict[str, str]], grades: dict[str, Grade], assignment: str, points_possible: float
+) -> tuple[str, int]:
     """Canvas's gradebook import: the student columns and the assignment, a Points Possible row, a
     row per student; and how many grades it holds."""
     if not set(CANVAS_IDENTIFIERS) & set(columns):
@@ -114,24 +120,40 @@ def canvas_csv(columns: list[str], roster: list[dict[str, str]], grades: dict[st
     rows = []
     for student in roster:
         if not any(student.get(column) for column in CANVAS_IDENTIFIERS):
-            print(f"lms_export: {_named(student)} has no {', '.join(CANVAS_IDENTIFIERS)} in the roster: "
-                  "Canvas cannot match them, left out", file=sys.stderr)
+            print(
+                f"lms_export: {_named(student)} has no {', '.join(CANVAS_IDENTIFIERS)} in the roster: "
+                "Canvas cannot match them, left out",
+                file=sys.stderr,
+            )
             continue
         name, section = inert([student.get("Student", ""), student.get("Section", "")])
-        rows.append([name, *(student.get(column, "") for column in CANVAS_IDENTIFIERS), section,
-                     _grade_cell(student, grades, points_possible)])
+        rows.append(
+            [
+                name,
+                *(student.get(column, "") for column in CANVAS_IDENTIFIERS),
+                section,
+                _grade_cell(student, grades, points_possible),
+            ]
+        )
     header = [*CANVAS_STUDENT_COLUMNS, assignment]
     points_row = [CANVAS_POINTS_ROW, "", "", "", "", _points(points_possible)]
     return _csv_text([header, points_row, *rows]), sum(1 for row in rows if row[-1])
 
 
-def moodle_csv(columns: list[str], roster: list[dict[str, str]], grades: dict[str, Grade], assignment: str,
-               points_possible: float, identifier: str) -> tuple[str, int]:
+def moodle_csv(
+    columns: list[str],
+    roster: list[dict[str, str]],
+    grades: dict[str, Grade],
+    assignment: str,
+    points_possible: float,
+    identifier: str,
+) -> tuple[str, int]:
     """Moodle's CSV grade import: the identifier column the import maps users from, then the grade;
     and how many grades it holds."""
     if identifier not in columns:
-        raise ValueError(f"the roster has no {identifier!r} column (--identifier names the column Moodle maps "
-                         "students from)")
+        raise ValueError(
+            f"the roster has no {identifier!r} column (--identifier names the column Moodle maps students from)"
+        )
     rows = []
     for student in roster:
         if not student[identifier]:  # Moodle stops the whole import at a row it cannot map to a user
@@ -139,9 +161,12 @@ def moodle_csv(columns: list[str], roster: list[dict[str, str]], grades: dict[st
             continue
         rows.append([student[identifier], _grade_cell(student, grades, points_possible)])
     if points_possible > MOODLE_GRADE_MAX:
-        print(f"lms_export: grades are out of {_points(points_possible)}, and Moodle's import caps a grade at its "
-              f"grade item's maximum (a new item's is {MOODLE_GRADE_MAX}): set the item's maximum grade to "
-              f"{_points(points_possible)}, or pass --points-possible {MOODLE_GRADE_MAX} to scale", file=sys.stderr)
+        print(
+            f"lms_export: grades are out of {_points(points_possible)}, and Moodle's import caps a grade at its "
+            f"grade item's maximum (a new item's is {MOODLE_GRADE_MAX}): set the item's maximum grade to "
+            f"{_points(points_possible)}, or pass --points-possible {MOODLE_GRADE_MAX} to scale",
+            file=sys.stderr,
+        )
     return _csv_text([[identifier, assignment], *rows]), sum(1 for row in rows if row[-1])
 
 
@@ -152,8 +177,11 @@ def _grade_cell(student: dict[str, str], grades: dict[str, Grade], points_possib
         print(f"lms_export: no grade for {_named(student)}: left blank", file=sys.stderr)
         return ""
     if noted := [flag for text in grade.flags.split(";") if (flag := Flag.read(text.strip())).kind in WORTH_A_LOOK]:
-        print(f"lms_export: {_named(student)} exported with {_points(grade.points)}, flagged "
-              f"{printable('; '.join(noted), keep_newlines=False)[:300]}: check before importing", file=sys.stderr)
+        print(
+            f"lms_export: {_named(student)} exported with {_points(grade.points)}, flagged "
+            f"{printable('; '.join(noted), keep_newlines=False)[:300]}: check before importing",
+            file=sys.stderr,
+        )
     return _points(grade.points / grade.max_points * points_possible)
 
 

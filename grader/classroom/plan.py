@@ -9,11 +9,12 @@ from pathlib import Path
 
 from grader.classroom.fingerprint import ASKED, FORCED, REASONS, RunFingerprint, why_grade
 from grader.classroom.outputs import saved_report
-from grader.intake.students import Student, canonical_id
 from grader.intake.staging import COPY_MARK, StagedSubmission, SubmissionError, stage_submission
+from grader.intake.students import Student, canonical_id
 from grader.runner.escaping import listing, printable
 
 MAX_SUMMARY_IDS = 50  # ids the summary line names
+
 
 def second_copies(ids: list[str]) -> list[tuple[str, str]]:
     """Each id named as a browser or an operating system names a second copy of another id's file
@@ -21,14 +22,17 @@ def second_copies(ids: list[str]) -> list[tuple[str, str]]:
     known = set(ids)
     return [(id, first) for id in ids if (first := COPY_MARK.sub("", id)) != id and first in known]
 
+
 def case_twins(ids: list[str]) -> list[tuple[str, str]]:
     """Each id that differs from an earlier one of ``ids`` only by case (``Ada`` after ``ada``), with that
     one: file systems that ignore case (macOS's, Windows's) keep one report file for both."""
     first_of: dict[str, str] = {}
     return [(id, first) for id in ids if (first := first_of.setdefault(id.casefold(), id)) != id]
 
-def plan(students: list[Student], chosen: set[str] | None, out: Path, force: bool,
-         run: RunFingerprint) -> tuple[dict[str, dict], list[Student]]:
+
+def plan(
+    students: list[Student], chosen: set[str] | None, out: Path, force: bool, run: RunFingerprint
+) -> tuple[dict[str, dict], list[Student]]:
     """Each student's current fingerprint (their files staged and hashed by the judge), and who is graded:
     the ``chosen`` ones, else everyone with --force, else those whose report is not current. Says so."""
     current = {student.id: run.of(stage_student(student)) for student in students}
@@ -44,17 +48,21 @@ def plan(students: list[Student], chosen: set[str] | None, out: Path, force: boo
                 print(f"grader batch:   {reason}: {listing(ids, MAX_SUMMARY_IDS)}", file=sys.stderr)
     return current, [student for student in students if student.id in todo]
 
+
 # Characters one is typed or read for the other: a substitution between them is half a mistake
 LOOK_ALIKE = [set("l1Ii|"), set("O0o"), set("S5s"), set("B8")]
+
 
 def close_ids(typed: str, known: list[str], most: int = 5) -> list[str]:
     """The ids of ``known`` a mistyped ``typed`` may have meant, closest first: by edit distance
     (a swap of two neighbours is one edit; a look-alike or another case, half of one), then by id;
     none further than a third of the typed length (at least one edit)."""
     limit = max(1.0, len(typed) / 3)
-    ranked = sorted((distance, candidate) for candidate in known
-                    if (distance := _edit_distance(typed, candidate)) <= limit)
+    ranked = sorted(
+        (distance, candidate) for candidate in known if (distance := _edit_distance(typed, candidate)) <= limit
+    )
     return [candidate for _, candidate in ranked[:most]]
+
 
 def _edit_distance(a: str, b: str) -> float:
     """Damerau-Levenshtein distance (optimal string alignment), look-alike substitutions costing 0.5."""
@@ -68,6 +76,7 @@ def _edit_distance(a: str, b: str) -> float:
                 row[j] = min(row[j], rows[-2][j - 2] + 1)
         rows.append(row)
     return rows[-1][-1]
+
 
 def chosen_ids(students: list[Student], ids: list[str] | None, folder: Path) -> set[str] | None:
     """The ids --student asked for (None: not given), in the form ids take (canonical_id: typed é is
@@ -83,6 +92,7 @@ def chosen_ids(students: list[Student], ids: list[str] | None, folder: Path) -> 
             raise ValueError(f"no student {printable(student_id, keep_newlines=False)} in {folder} ({hint})")
     return set(ids)
 
+
 def stage_student(student: Student) -> StagedSubmission:
     """``student``'s stage files, read by the judge. Never raises: what cannot be read is graded as an
     empty submission flagged with why, and the class goes on."""
@@ -95,8 +105,8 @@ def stage_student(student: Student) -> StagedSubmission:
     except Exception as error:  # staging raises only SubmissionError: this is the last line of defence
         return StagedSubmission(problem=printable(f"{type(error).__name__}: {error}", keep_newlines=False))
 
-def plan_summary(total: int, todo_reasons: list[str], chosen: set[str] | None,
-                 reasons: dict[str, str | None]) -> str:
+
+def plan_summary(total: int, todo_reasons: list[str], chosen: set[str] | None, reasons: dict[str, str | None]) -> str:
     """How many students a run grades and why, e.g. "2 of 9 to grade (1 new, 1 resubmitted); 7 unchanged"."""
     counts = Counter(todo_reasons)
     line = f"{len(todo_reasons)} of {total} to grade"
@@ -107,19 +117,25 @@ def plan_summary(total: int, todo_reasons: list[str], chosen: set[str] | None,
     rest = total - len(todo_reasons)
     if chosen is not None:
         changed = sum(1 for student_id, reason in reasons.items() if reason and student_id not in chosen)
-        line += f"; {rest} not asked for" + (f", of which {changed} changed: run without --student to grade them"
-                                            if changed else "")
+        line += f"; {rest} not asked for" + (
+            f", of which {changed} changed: run without --student to grade them" if changed else ""
+        )
     elif rest:
         line += f"; {rest} unchanged"
     return line
+
 
 def with_times(students: list[Student], times: dict[str, dt.datetime], source: Path) -> list[Student]:
     """``students`` with the times ``source`` gives them; an id there that is no student here is named, not dropped."""
     strangers = sorted(set(times) - {s.id for s in students})
     if strangers:
-        print(f"grader batch: {source} gives times to {counted(strangers, 'id')} of no student of the class: "
-              f"{listing(strangers, MAX_SUMMARY_IDS)}", file=sys.stderr)
+        print(
+            f"grader batch: {source} gives times to {counted(strangers, 'id')} of no student of the class: "
+            f"{listing(strangers, MAX_SUMMARY_IDS)}",
+            file=sys.stderr,
+        )
     return [replace(s, submitted=times[s.id]) if s.id in times else s for s in students]
+
 
 def counted(items: list, noun: str) -> str:
     return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"

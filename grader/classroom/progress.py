@@ -5,6 +5,7 @@ import time
 
 from grader.core.report import Report
 
+
 class Progress:
     """A bar with count, rate and ETA on a terminal; a plain line every tenth of the way in a log."""
 
@@ -33,8 +34,11 @@ class Progress:
             elapsed = time.monotonic() - self.started
             rate = self.done / elapsed if elapsed else 0.0
             eta = (self.total - self.done) / rate if rate else 0.0
-            print(f"grader batch: {self.done}/{self.total} graded, {rate:.1f}/s, ETA {eta:.0f} s",
-                  file=sys.stderr, flush=True)
+            print(
+                f"grader batch: {self.done}/{self.total} graded, {rate:.1f}/s, ETA {eta:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def close(self) -> None:
         if self.bar is not None:

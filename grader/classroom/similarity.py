@@ -9,20 +9,17 @@ import sys
 from pathlib import Path
 
 from grader.core.output_files import inert
-from grader.intake.students import Student
 from grader.intake.staging import SubmissionError, stage_submission
+from grader.intake.students import Student
 
 REPO = Path(__file__).resolve().parents[2]
 CSV_COLUMNS = ["student_a", "student_b", "file", "similarity_a", "similarity_b", "tokens_overlap"]
 REPORT_NAME = "similarity.html"
 CSV_NAME = "similarity.csv"
 # A fenced block of a guide, as the learners read it (CommonMark: ``` or ~~~, an info string after).
-FENCED_PYTHON = re.compile(r"^(?P<fence>```|~~~)[ \t]*(?:python|py)[^\n]*\n(?P<code>.*?)^(?P=fence)[ \t]*$",
-                           re.MULTILINE | re.DOTALL)
-
-
-
-
+FENCED_PYTHON = re.compile(
+    r"^(?P<fence>```|~~~)[ \t]*(?:python|py)[^\n]*\n(?P<code>.*?)^(?P=fence)[ \t]*$", re.MULTILINE | re.DOTALL
+)
 
 
 def write_stage_files(students: list[Student], folder: Path) -> tuple[dict[str, str], list[str]]:
@@ -79,7 +76,11 @@ def pair_rows(pairs: list[list], student_of: dict[str, str]) -> list[list]:
     by id, so the same pairs give the same rows. ``student_of``: the id of each student's folder."""
     rows = []
     for test_share, reference_share, test_path, reference_path, *_, overlap in pairs:
-        (a, a_share), (b, b_share) = sorted([(student_of[Path(test_path).parent.name], test_share),
-                                             (student_of[Path(reference_path).parent.name], reference_share)])
+        (a, a_share), (b, b_share) = sorted(
+            [
+                (student_of[Path(test_path).parent.name], test_share),
+                (student_of[Path(reference_path).parent.name], reference_share),
+            ]
+        )
         rows.append([a, b, Path(test_path).name, round(float(a_share), 4), round(float(b_share), 4), int(overlap)])
     return sorted(rows, key=lambda row: (-max(row[3], row[4]), row[0], row[1], row[2]))

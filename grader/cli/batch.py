@@ -38,26 +38,52 @@ from grader.sandbox.zygote import Sandbox, SandboxError, confinement
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m grader batch", description=__doc__.split("\n\n")[1])
     parser.add_argument("submissions", type=Path, help="the class folder, as downloaded (see --layout)")
-    parser.add_argument("--layout", choices=LAYOUTS, default="auto",
-                        help="how the LMS laid the class folder out; auto tells it from the names in it")
+    parser.add_argument(
+        "--layout",
+        choices=LAYOUTS,
+        default="auto",
+        help="how the LMS laid the class folder out; auto tells it from the names in it",
+    )
     parser.add_argument("--out", type=Path, required=True, help="where the reports and grades.csv go")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="students graded at once")
     parser.add_argument("--force", action="store_true", help="grade every student again, changed or not")
-    parser.add_argument("--student", action="append", metavar="ID",
-                        help="grade only this student, changed or not (repeatable); the others are left as they are")
-    parser.add_argument("--course", type=Path, metavar="FILE",
-                        help="the course settings: due dates, late penalty, bonus stages (default: course.toml "
-                             "beside grader/, if any; see docs/grading-a-class.md); without one: no due date, no "
-                             "penalty, the core stages")
-    parser.add_argument("--times", type=Path, metavar="FILE",
-                        help="submission times for a download that holds none: Moodle's grading worksheet, or a CSV "
-                             "of student_id,submitted (see grader/intake/submission_times.py)")
-    parser.add_argument("--times-zone", metavar="ZONE", help="the zone of a Moodle worksheet's times, e.g. Europe/London")
-    parser.add_argument("--points", type=Path, metavar="FILE",
-                        help="grade with this points table instead of the registry's (grader/core/stages.toml): "
-                             "[stage<N>] tables, each pricing exactly that stage's checks")
-    parser.add_argument("--student-timeout", type=float, default=300.0,
-                        help="seconds one student's grading may take in all before it is stopped")
+    parser.add_argument(
+        "--student",
+        action="append",
+        metavar="ID",
+        help="grade only this student, changed or not (repeatable); the others are left as they are",
+    )
+    parser.add_argument(
+        "--course",
+        type=Path,
+        metavar="FILE",
+        help="the course settings: due dates, late penalty, bonus stages (default: course.toml "
+        "beside grader/, if any; see docs/grading-a-class.md); without one: no due date, no "
+        "penalty, the core stages",
+    )
+    parser.add_argument(
+        "--times",
+        type=Path,
+        metavar="FILE",
+        help="submission times for a download that holds none: Moodle's grading worksheet, or a CSV "
+        "of student_id,submitted (see grader/intake/submission_times.py)",
+    )
+    parser.add_argument(
+        "--times-zone", metavar="ZONE", help="the zone of a Moodle worksheet's times, e.g. Europe/London"
+    )
+    parser.add_argument(
+        "--points",
+        type=Path,
+        metavar="FILE",
+        help="grade with this points table instead of the registry's (grader/core/stages.toml): "
+        "[stage<N>] tables, each pricing exactly that stage's checks",
+    )
+    parser.add_argument(
+        "--student-timeout",
+        type=float,
+        default=300.0,
+        help="seconds one student's grading may take in all before it is stopped",
+    )
     add_grading_options(parser)
     return parser.parse_args(argv)
 
@@ -70,8 +96,10 @@ def main(argv: list[str]) -> int:
         students, skipped = list_students(args.submissions, layout)
         if not students:  # a wrong folder or layout: a gradebook of no one would pass for a graded class
             passed_over = f" ({counted(skipped, 'name')} skipped)" if skipped else ""
-            raise ValueError(f"no student found in {args.submissions} as layout {layout}{passed_over}: --layout to "
-                             "choose another, or check the folder")
+            raise ValueError(
+                f"no student found in {args.submissions} as layout {layout}{passed_over}: --layout to "
+                "choose another, or check the folder"
+            )
         if args.times:
             students = with_times(students, load_times(args.times, args.times_zone), args.times)
         policy = load_course(args.course)
@@ -81,30 +109,41 @@ def main(argv: list[str]) -> int:
     except (ValueError, OSError) as error:
         print(f"grader batch: {error}", file=sys.stderr)
         return 2
-    print(f"grader batch: layout {layout}, {counted(students, 'student')} (--layout to choose another)",
-          file=sys.stderr)
+    print(
+        f"grader batch: layout {layout}, {counted(students, 'student')} (--layout to choose another)", file=sys.stderr
+    )
     for name, why in skipped:
         print(f"grader batch: skipped {printable(name, keep_newlines=False)} ({why})", file=sys.stderr)
     ids = [student.id for student in students]
-    for pairs, named_as, why in ((second_copies(ids), "as a second download of another", ""),
-                                 (case_twins(ids), "as another but for case",
-                                  "on a macOS or Windows disk their reports are one file: ")):
+    for pairs, named_as, why in (
+        (second_copies(ids), "as a second download of another", ""),
+        (case_twins(ids), "as another but for case", "on a macOS or Windows disk their reports are one file: "),
+    ):
         if pairs:
-            print(f"grader batch: {counted(pairs, 'submission')} named {named_as}, graded apart: "
-                  f"{listing([f'{id} beside {first}' for id, first in pairs], MAX_SUMMARY_IDS)}; {why}"
-                  "check whether they are one student's", file=sys.stderr)
+            print(
+                f"grader batch: {counted(pairs, 'submission')} named {named_as}, graded apart: "
+                f"{listing([f'{id} beside {first}' for id, first in pairs], MAX_SUMMARY_IDS)}; {why}"
+                "check whether they are one student's",
+                file=sys.stderr,
+            )
     if earlier_folder:
-        print(f"grader batch: {out} was graded from {earlier_folder} before, from {args.submissions} now: "
-              "right for a new download of the same class; another class needs its own --out", file=sys.stderr)
+        print(
+            f"grader batch: {out} was graded from {earlier_folder} before, from {args.submissions} now: "
+            "right for a new download of the same class; another class needs its own --out",
+            file=sys.stderr,
+        )
     try:
         sandbox = confinement(args.sandbox)
     except SandboxError as error:
         print(f"grader batch: {error}", file=sys.stderr)
         return 2
     if not sandbox.confined and args.sandbox != "none":
-        print(f"grader batch: refusing to grade a class without a sandbox: {sandbox.detail}. Students' code "
-              "could reach one another's; install bubblewrap, or pass --sandbox none to grade anyway "
-              "(every report then says unsandboxed)", file=sys.stderr)
+        print(
+            f"grader batch: refusing to grade a class without a sandbox: {sandbox.detail}. Students' code "
+            "could reach one another's; install bubblewrap, or pass --sandbox none to grade anyway "
+            "(every report then says unsandboxed)",
+            file=sys.stderr,
+        )
         return 2
     try:
         grading = replace(grading, device=_device(grading))  # "auto" resolved once: every lane and fingerprint the same
@@ -115,14 +154,25 @@ def main(argv: list[str]) -> int:
         out.mkdir(parents=True, exist_ok=True)
         write_class_record(out, layout, args.submissions, _input_files(args))
     except OSError as error:
-        print(f"grader batch: {out} cannot be written ({error.strerror or error}): give an --out you can write",
-              file=sys.stderr)
+        print(
+            f"grader batch: {out} cannot be written ({error.strerror or error}): give an --out you can write",
+            file=sys.stderr,
+        )
         return 2
-    run = RunFingerprint(grader_hash(), points_hash(grading.points.as_dict()), grading.device,
-                         {"visible_only": grading.visible_only, "timeout": grading.timeout, "sandboxed": sandbox.confined,
-                          "stages": list(grading.stages)})
-    options = ClassOptions(grading, args.workers, args.force, tuple(args.student) if args.student else None,
-                           args.student_timeout)
+    run = RunFingerprint(
+        grader_hash(),
+        points_hash(grading.points.as_dict()),
+        grading.device,
+        {
+            "visible_only": grading.visible_only,
+            "timeout": grading.timeout,
+            "sandboxed": sandbox.confined,
+            "stages": list(grading.stages),
+        },
+    )
+    options = ClassOptions(
+        grading, args.workers, args.force, tuple(args.student) if args.student else None, args.student_timeout
+    )
     current, todo = plan(students, chosen, out, options.force, run)
     try:
         grade_all(todo, options, out, run, current, policy)
@@ -135,9 +185,11 @@ def main(argv: list[str]) -> int:
     try:
         flagged = write_gradebook(out, students, current, policy, list(grading.stages))
     except OSError as error:  # the reports are written: only the gradebook waits for another run
-        print(f"grader batch: {out / 'grades.csv'} cannot be replaced ({error.strerror or error}): the reports "
-              "are written; close grades.csv if a program (a spreadsheet) holds it open, and run again",
-              file=sys.stderr)
+        print(
+            f"grader batch: {out / 'grades.csv'} cannot be replaced ({error.strerror or error}): the reports "
+            "are written; close grades.csv if a program (a spreadsheet) holds it open, and run again",
+            file=sys.stderr,
+        )
         return 2
     print(f"grader batch: {counted(students, 'student')} in {out / 'grades.csv'}", file=sys.stderr)
     for line in file_summary_lines(out, students):

@@ -1,6 +1,6 @@
-"""python -m grader SUBMISSION [--device cpu|cuda|auto] [--json FILE] [--student-json FILE] [--html FILE] [--gradescope FILE]
-                            [--classroom FILE] [--for-students] [--visible-only] [--stage N] [--course FILE]
-                            [--timeout S] [--sandbox auto|bwrap|isolated|none]
+"""python -m grader SUBMISSION [--device cpu|cuda|auto] [--json FILE] [--student-json FILE] [--html FILE]
+                            [--gradescope FILE] [--classroom FILE] [--for-students] [--visible-only] [--stage N]
+                            [--course FILE] [--timeout S] [--sandbox auto|bwrap|isolated|none]
 
 Grades a folder or .zip of stage files. Exit status 0 whenever grading ran, whatever the score;
 2 with a one-line reason when the grader itself cannot run.
@@ -19,27 +19,50 @@ from grader.sandbox.zygote import Sandbox, SandboxError
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m grader", description="Grade the attention exercises.",
-                                     epilog="To grade a whole class: python -m grader batch --help")
+    parser = argparse.ArgumentParser(
+        prog="python -m grader",
+        description="Grade the attention exercises.",
+        epilog="To grade a whole class: python -m grader batch --help",
+    )
     parser.add_argument("submission", type=Path, help="a folder or .zip holding some or all of the stage files")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the report as JSON")
-    parser.add_argument("--student-json", type=Path, metavar="FILE",
-                        help="also write the report as JSON as a student may read it: hidden checks keep their "
-                             "verdict, points and hint only (what the nbgrader course's notebooks read)")
-    parser.add_argument("--html", type=Path, metavar="FILE",
-                        help="also write the report as one HTML page, with heat maps of the attention a check compared")
+    parser.add_argument(
+        "--student-json",
+        type=Path,
+        metavar="FILE",
+        help="also write the report as JSON as a student may read it: hidden checks keep their "
+        "verdict, points and hint only (what the nbgrader course's notebooks read)",
+    )
+    parser.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="also write the report as one HTML page, with heat maps of the attention a check compared",
+    )
     parser.add_argument("--gradescope", type=Path, metavar="FILE", help="also write Gradescope's results.json")
-    parser.add_argument("--classroom", type=Path, metavar="FILE",
-                        help="also write the result GitHub Classroom's grading reporter reads")
-    parser.add_argument("--for-students", action="store_true",
-                        help="the terminal report and --html as a student may read them: hidden checks show their "
-                             "verdict and hint only, never their inputs or expected values (the --json report keeps "
-                             "everything; Gradescope's and GitHub Classroom's results are always so)")
-    parser.add_argument("--stage", type=int, choices=STAGES,
-                        help="grade one stage only: any stage, bonus ones included, whatever the course says")
-    parser.add_argument("--course", type=Path, metavar="FILE",
-                        help="the course settings (default: course.toml beside grader/, if there is one); "
-                             "[stages] bonus = true grades the bonus stages too")
+    parser.add_argument(
+        "--classroom", type=Path, metavar="FILE", help="also write the result GitHub Classroom's grading reporter reads"
+    )
+    parser.add_argument(
+        "--for-students",
+        action="store_true",
+        help="the terminal report and --html as a student may read them: hidden checks show their "
+        "verdict and hint only, never their inputs or expected values (the --json report keeps "
+        "everything; Gradescope's and GitHub Classroom's results are always so)",
+    )
+    parser.add_argument(
+        "--stage",
+        type=int,
+        choices=STAGES,
+        help="grade one stage only: any stage, bonus ones included, whatever the course says",
+    )
+    parser.add_argument(
+        "--course",
+        type=Path,
+        metavar="FILE",
+        help="the course settings (default: course.toml beside grader/, if there is one); "
+        "[stages] bonus = true grades the bonus stages too",
+    )
     add_grading_options(parser)
     return parser.parse_args(argv)
 
@@ -96,8 +119,9 @@ def grade(args: argparse.Namespace, sandbox: Sandbox, staged: StagedSubmission, 
     if args.classroom:
         args.classroom.write_text(json.dumps(to_classroom(report)) + "\n")
     if args.html:
-        args.html.write_text(render_html(report, str(args.submission), args.html.absolute(), args.for_students),
-                             encoding="utf-8")
+        args.html.write_text(
+            render_html(report, str(args.submission), args.html.absolute(), args.for_students), encoding="utf-8"
+        )
     print(render_text(report, str(args.submission), student_facing=args.for_students))
     if args.html:
         print(f"\nHeat maps and details: {args.html}")

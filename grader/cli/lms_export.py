@@ -29,26 +29,45 @@ import csv
 import sys
 from pathlib import Path
 
-from grader.classroom.lms_export import ROSTER_ID, as_in_grades, canvas_csv, common_max_points, moodle_csv, read_grades, read_roster
+from grader.classroom.lms_export import (
+    ROSTER_ID,
+    as_in_grades,
+    canvas_csv,
+    common_max_points,
+    moodle_csv,
+    read_grades,
+    read_roster,
+)
 from grader.core.output_files import write_atomic
 from grader.runner.escaping import printable
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m grader.cli.lms_export", description=__doc__.split("\n\n")[1],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m grader.cli.lms_export",
+        description=__doc__.split("\n\n")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("lms", choices=["canvas", "moodle"])
     parser.add_argument("--grades", type=Path, required=True, help="the grades.csv of `grader batch`")
     parser.add_argument("--roster", type=Path, required=True, help=f"a CSV with {ROSTER_ID} and the LMS's columns")
     parser.add_argument("--out", type=Path, required=True, help="the file to import")
-    parser.add_argument("--assignment", default="Attention exercises",
-                        help='the grade column\'s header: on Canvas, the assignment as its export names it, '
-                             '"Name (assignment id)", or a new assignment; on Moodle, a grade item to map it to')
-    parser.add_argument("--points-possible", type=float, metavar="N",
-                        help="the assignment's points in the LMS: scores are scaled from grades.csv's max_score "
-                             "to N (default: max_score, unscaled)")
-    parser.add_argument("--identifier", default="Email address",
-                        help="moodle: the roster column that identifies a student to Moodle")
+    parser.add_argument(
+        "--assignment",
+        default="Attention exercises",
+        help="the grade column's header: on Canvas, the assignment as its export names it, "
+        '"Name (assignment id)", or a new assignment; on Moodle, a grade item to map it to',
+    )
+    parser.add_argument(
+        "--points-possible",
+        type=float,
+        metavar="N",
+        help="the assignment's points in the LMS: scores are scaled from grades.csv's max_score "
+        "to N (default: max_score, unscaled)",
+    )
+    parser.add_argument(
+        "--identifier", default="Email address", help="moodle: the roster column that identifies a student to Moodle"
+    )
     args = parser.parse_args(argv)
     if args.points_possible is not None and args.points_possible <= 0:
         parser.error("--points-possible must be positive")
@@ -70,13 +89,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     graded_not_in_roster = sorted(set(grades) - {as_in_grades(student) for student in roster})
     for student_id in graded_not_in_roster:
-        print(f"lms_export: {printable(student_id, keep_newlines=False)} is in {args.grades} but not in the roster: "
-              "not exported", file=sys.stderr)
+        print(
+            f"lms_export: {printable(student_id, keep_newlines=False)} is in {args.grades} but not in the roster: "
+            "not exported",
+            file=sys.stderr,
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(args.out, text)
-    print(f"lms_export: {exported} grade(s) of {len(roster)} roster student(s) in {args.out}"
-          + (f"; {len(graded_not_in_roster)} graded student(s) not in the roster" if graded_not_in_roster else ""),
-          file=sys.stderr)
+    print(
+        f"lms_export: {exported} grade(s) of {len(roster)} roster student(s) in {args.out}"
+        + (f"; {len(graded_not_in_roster)} graded student(s) not in the roster" if graded_not_in_roster else ""),
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -12,20 +12,35 @@ def add_grading_options(parser: argparse.ArgumentParser) -> None:
     """The options a single grade and a batch share."""
     parser.add_argument("--device", choices=DEVICES, default="cpu")
     parser.add_argument("--visible-only", action="store_true", help="run the visible checks only (provisional score)")
-    parser.add_argument("--timeout", type=float, default=1.0,
-                        help="seconds one call into learner code may take; a correct one takes milliseconds "
-                             "(raise it on a very slow machine)")
-    parser.add_argument("--sandbox", choices=SANDBOX_MODES, default="auto",
-                        help="bwrap: insist on bubblewrap; auto: use it where it works, else say 'unsandboxed'; "
-                             "isolated: bubblewrap, or else workers proven unable to read the grader, the "
-                             "solutions and the tests before any submitted code runs, else refuse (Gradescope)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=1.0,
+        help="seconds one call into learner code may take; a correct one takes milliseconds "
+        "(raise it on a very slow machine)",
+    )
+    parser.add_argument(
+        "--sandbox",
+        choices=SANDBOX_MODES,
+        default="auto",
+        help="bwrap: insist on bubblewrap; auto: use it where it works, else say 'unsandboxed'; "
+        "isolated: bubblewrap, or else workers proven unable to read the grader, the "
+        "solutions and the tests before any submitted code runs, else refuse (Gradescope)",
+    )
 
 
-def grading_options(args: argparse.Namespace, course: Path | None, stage: int | None = None,
-                    points_file: Path | None = None) -> GradingOptions:
+def grading_options(
+    args: argparse.Namespace, course: Path | None, stage: int | None = None, points_file: Path | None = None
+) -> GradingOptions:
     """The options ``args`` give, with the stages and note prices of the course file ``course`` (one
     ``stage`` instead, where asked) and the points of ``points_file``. CourseError or ValueError: one line."""
     stages = [stage] if stage else course_stages(course)
     points = points_in_use(note_prices(read_course(course), course), points_file)
-    return GradingOptions(stages=tuple(stages), points=points, visible_only=args.visible_only, timeout=args.timeout,
-                          device=args.device, sandbox=args.sandbox)
+    return GradingOptions(
+        stages=tuple(stages),
+        points=points,
+        visible_only=args.visible_only,
+        timeout=args.timeout,
+        device=args.device,
+        sandbox=args.sandbox,
+    )

@@ -26,20 +26,41 @@ from grader.runner.escaping import printable
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m grader.cli.similarity", description=__doc__.split("\n\n")[1],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m grader.cli.similarity",
+        description=__doc__.split("\n\n")[1],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     parser.add_argument("submissions", type=Path, help="the class folder, as `grader batch` takes it")
     parser.add_argument("--out", type=Path, required=True, help=f"where {REPORT_NAME} and {CSV_NAME} go")
-    parser.add_argument("--threshold", type=float, default=0.5,
-                        help="list a pair of files when either one shares more than this fraction of its "
-                             "own (non-boilerplate) code with the other, 0 to 1")
-    parser.add_argument("--boilerplate", type=Path, action="append", default=[], metavar="DIR",
-                        help="a folder of more .py code everyone was given (repeatable)")
-    parser.add_argument("--noise-threshold", type=int, default=25,
-                        help="shortest run of matching tokenised characters that counts (copydetect's noise_t)")
-    parser.add_argument("--guarantee-threshold", type=int, default=25,
-                        help="a run this long is always found (copydetect's guarantee_t; at least the noise "
-                             "threshold; larger is faster and misses more)")
+    parser.add_argument(
+        "--threshold",
+        type=float,
+        default=0.5,
+        help="list a pair of files when either one shares more than this fraction of its "
+        "own (non-boilerplate) code with the other, 0 to 1",
+    )
+    parser.add_argument(
+        "--boilerplate",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder of more .py code everyone was given (repeatable)",
+    )
+    parser.add_argument(
+        "--noise-threshold",
+        type=int,
+        default=25,
+        help="shortest run of matching tokenised characters that counts (copydetect's noise_t)",
+    )
+    parser.add_argument(
+        "--guarantee-threshold",
+        type=int,
+        default=25,
+        help="a run this long is always found (copydetect's guarantee_t; at least the noise "
+        "threshold; larger is faster and misses more)",
+    )
     args = parser.parse_args(argv)
     if not 0 <= args.threshold <= 1:
         parser.error("--threshold is a fraction between 0 and 1")
@@ -56,8 +77,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from copydetect import CopyDetector
     except ImportError:
-        print("similarity: copydetect is not installed; `make similarity` installs it "
-              "(or pip install -e '.[similarity]')", file=sys.stderr)
+        print(
+            "similarity: copydetect is not installed; `make similarity` installs it "
+            "(or pip install -e '.[similarity]')",
+            file=sys.stderr,
+        )
         return 2
     try:
         students, skipped = list_students(args.submissions)
@@ -75,14 +99,25 @@ def main(argv: list[str] | None = None) -> int:
             print(f"similarity: {len(student_of)} student(s) with stage files: nothing to compare", file=sys.stderr)
             write_atomic(args.out / CSV_NAME, pairs_csv([]))
             return 0
-        boilerplate = [str(folder.resolve()) for folder in [similarity.REPO / "exercises", similarity.REPO / "solutions", *args.boilerplate]]
+        boilerplate = [
+            str(folder.resolve())
+            for folder in [similarity.REPO / "exercises", similarity.REPO / "solutions", *args.boilerplate]
+        ]
         report_path = str((args.out / REPORT_NAME).resolve())  # only named in the report's settings
         # Paths relative to the class folder name the students in the report: "alice/stage1_softmax.py".
         with contextlib.chdir(class_folder):
             detector = CopyDetector(
-                boilerplate_dirs=boilerplate, extensions=["py"], noise_t=args.noise_threshold,
-                guarantee_t=args.guarantee_threshold, display_t=args.threshold, same_name_only=True,
-                ignore_leaf=True, autoopen=False, silent=True, out_file=report_path)
+                boilerplate_dirs=boilerplate,
+                extensions=["py"],
+                noise_t=args.noise_threshold,
+                guarantee_t=args.guarantee_threshold,
+                display_t=args.threshold,
+                same_name_only=True,
+                ignore_leaf=True,
+                autoopen=False,
+                silent=True,
+                out_file=report_path,
+            )
             for path in sorted(book_folder.iterdir()):  # added as files: the report names no temporary folder
                 detector.add_file(str(path), type="boilerplate")
             for path in files:  # in a fixed order: copydetect lists the files it finds in a set's order
@@ -92,9 +127,12 @@ def main(argv: list[str] | None = None) -> int:
             report = detector.generate_html_report(output_mode="return")
     write_atomic(args.out / REPORT_NAME, report)
     write_atomic(args.out / CSV_NAME, pairs_csv(rows))
-    print(f"similarity: {len(student_of)} students compared; "
-          f"{len({(row[0], row[1]) for row in rows})} pair(s) above {args.threshold:g} in {args.out / CSV_NAME} "
-          f"(one row per file); the shared code highlighted in {args.out / REPORT_NAME}", file=sys.stderr)
+    print(
+        f"similarity: {len(student_of)} students compared; "
+        f"{len({(row[0], row[1]) for row in rows})} pair(s) above {args.threshold:g} in {args.out / CSV_NAME} "
+        f"(one row per file); the shared code highlighted in {args.out / REPORT_NAME}",
+        file=sys.stderr,
+    )
     return 0
 
 

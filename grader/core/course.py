@@ -42,9 +42,13 @@ def note_prices(course: dict, path: Path | None = None) -> dict[str, dict[str, f
     where = path or COURSE_FILE
     table = course.get("notes", {})
     if not isinstance(table, dict):
-        raise CourseError(f"{where}: [notes] is a table of \"stage<N>.<note>\" = points")
-    known = {f"{stage.id}.{check.removeprefix(NOTE_KIND + '.')}": (stage.id, check)
-             for stage in registry().values() for check in stage.points if is_note(check)}
+        raise CourseError(f'{where}: [notes] is a table of "stage<N>.<note>" = points')
+    known = {
+        f"{stage.id}.{check.removeprefix(NOTE_KIND + '.')}": (stage.id, check)
+        for stage in registry().values()
+        for check in stage.points
+        if is_note(check)
+    }
     prices: dict[str, dict[str, float]] = {}
     for key, value in table.items():
         if key not in known:
@@ -65,7 +69,12 @@ def course_text(stages: list[int], notes: dict[str, dict[str, float]] | None = N
     """The course.toml written into what is built for students to grade ``stages``: the tracks setting, and
     the prices of the notes (note_prices) where the instructor gave some."""
     bonus = any(registry()[number].track == BONUS for number in stages)
-    priced = "".join(f'"{stage}.{check.removeprefix(NOTE_KIND + ".")}" = {value:g}\n'
-                     for stage, checks in (notes or {}).items() for check, value in checks.items())
-    return ("# Written by the instructor's build: the stages graded here. Do not edit.\n"
-            f"[stages]\nbonus = {'true' if bonus else 'false'}\n" + (f"\n[notes]\n{priced}" if priced else ""))
+    priced = "".join(
+        f'"{stage}.{check.removeprefix(NOTE_KIND + ".")}" = {value:g}\n'
+        for stage, checks in (notes or {}).items()
+        for check, value in checks.items()
+    )
+    return (
+        "# Written by the instructor's build: the stages graded here. Do not edit.\n"
+        f"[stages]\nbonus = {'true' if bonus else 'false'}\n" + (f"\n[notes]\n{priced}" if priced else "")
+    )

@@ -1,4 +1,5 @@
-"""A course's due dates and what lateness costs (course.toml, grader/core/course.py), and the late penalty of one report.
+"""A course's due dates and what lateness costs (course.toml, grader/core/course.py), and the late penalty of
+one report.
 
 The judge computes the penalty from the time the LMS says the work was handed in and from this
 file: never from anything a submission holds. A penalty is a percentage of a late stage's points
@@ -62,7 +63,7 @@ def load_course(path: Path | None) -> LatePolicy:
     times = {key: _due_time(path, f"due.{key}", value) for key, value in due.items()}
     per = rule.get("per", "day")
     if not isinstance(per, str) or per not in UNITS:
-        raise CourseError(f"{path}: late_penalty.per = {per!r}; write \"day\" or \"hour\"")
+        raise CourseError(f'{path}: late_penalty.per = {per!r}; write "day" or "hour"')
     penalty = _number(path, "late_penalty.penalty", rule.get("penalty", 0))
     cap = _number(path, "late_penalty.cap", rule.get("cap", 100))
     if cap > 100:
@@ -73,13 +74,20 @@ def load_course(path: Path | None) -> LatePolicy:
     except OverflowError:
         raise CourseError(f"{path}: late_penalty.grace = {grace!r} minutes is longer than any term") from None
     if "late_penalty" in course and not times:
-        raise CourseError(f"{path}: [late_penalty] with no [due]: a penalty never applies without a due date; "
-                          "add [due] assignment = 2025-03-14T23:59:00-05:00 (or stage<N> = ...)")
+        raise CourseError(
+            f"{path}: [late_penalty] with no [due]: a penalty never applies without a due date; "
+            "add [due] assignment = 2025-03-14T23:59:00-05:00 (or stage<N> = ...)"
+        )
     return LatePolicy(times.pop("assignment", None), times, per, penalty, cap, grace_period)
 
 
-def late_record(policy: LatePolicy, submitted: dt.datetime | None, late_marked: bool, stages: list[dict],
-                time_unread: str | None = None) -> dict:
+def late_record(
+    policy: LatePolicy,
+    submitted: dt.datetime | None,
+    late_marked: bool,
+    stages: list[dict],
+    time_unread: str | None = None,
+) -> dict:
     """The report's ``late`` object for a student graded ``stages`` (the report's) who handed in at
     ``submitted`` (None: the LMS gave no time; ``late_marked``: it said "late" all the same;
     ``time_unread``: why a time the download holds could not be read, which the flag then says)."""
@@ -94,13 +102,24 @@ def late_record(policy: LatePolicy, submitted: dt.datetime | None, late_marked: 
         percent = policy.percent(submitted, due) if submitted and due else 0
         # a late stage loses at most what it earned: never the points of another stage
         lost = min(stage["score"], stage["max_score"] * percent / 100)
-        per_stage.append({"id": stage["id"], "due": utc_text(due), "hours_late": _hours_late(submitted, due),
-                          "penalty_percent": rounded(percent), "penalty_points": rounded(lost)})
-    return {"submitted": utc_text(submitted), "due": utc_text(policy.due),
-            "hours_late": _hours_late(submitted, policy.due),
-            "penalty_percent": rounded(policy.percent(submitted, policy.due) if submitted and policy.due else 0),
-            "penalty_points": rounded(sum(s["penalty_points"] for s in per_stage)), "stages": per_stage,
-            "flags": flags}
+        per_stage.append(
+            {
+                "id": stage["id"],
+                "due": utc_text(due),
+                "hours_late": _hours_late(submitted, due),
+                "penalty_percent": rounded(percent),
+                "penalty_points": rounded(lost),
+            }
+        )
+    return {
+        "submitted": utc_text(submitted),
+        "due": utc_text(policy.due),
+        "hours_late": _hours_late(submitted, policy.due),
+        "penalty_percent": rounded(policy.percent(submitted, policy.due) if submitted and policy.due else 0),
+        "penalty_points": rounded(sum(s["penalty_points"] for s in per_stage)),
+        "stages": per_stage,
+        "flags": flags,
+    }
 
 
 def _hours_late(submitted: dt.datetime | None, due: dt.datetime | None) -> float | None:
@@ -130,8 +149,9 @@ def in_utc_range(moment: dt.datetime) -> bool:
 
 def _known_keys(path: Path, prefix: str, table, known: set[str]) -> None:
     if not isinstance(table, dict):
-        raise CourseError(f"{path}: {prefix.rstrip('.')} must be a table, [{prefix.rstrip('.')}], holding "
-                          f"{', '.join(sorted(known))}")
+        raise CourseError(
+            f"{path}: {prefix.rstrip('.')} must be a table, [{prefix.rstrip('.')}], holding {', '.join(sorted(known))}"
+        )
     unknown = sorted(set(table) - known)
     if unknown:
         raise CourseError(f"{path}: unknown setting {prefix}{unknown[0]} (known: {', '.join(sorted(known))})")
@@ -141,11 +161,15 @@ def _due_time(path: Path, key: str, value) -> dt.datetime:
     if not isinstance(value, dt.datetime) or value.utcoffset() is None:
         shown = value.isoformat() if isinstance(value, (dt.date, dt.time)) else repr(value)  # as it was written
         unquoted = " (unquoted: a TOML date-time, not text)" if isinstance(value, str) else ""
-        raise CourseError(f"{path}: {key} = {shown} needs a date, a time and a UTC offset{unquoted}, "
-                          "e.g. 2025-03-14T23:59:00-05:00 or 2025-03-15T04:59:00Z")
+        raise CourseError(
+            f"{path}: {key} = {shown} needs a date, a time and a UTC offset{unquoted}, "
+            "e.g. 2025-03-14T23:59:00-05:00 or 2025-03-15T04:59:00Z"
+        )
     if not in_utc_range(value):
-        raise CourseError(f"{path}: {key} = {value.isoformat()} is past the last (or before the first) time UTC can "
-                          "write; give a real due date, or leave the key out for none")
+        raise CourseError(
+            f"{path}: {key} = {value.isoformat()} is past the last (or before the first) time UTC can "
+            "write; give a real due date, or leave the key out for none"
+        )
     return value
 
 

@@ -43,8 +43,9 @@ def registry_points() -> dict[str, dict[str, float]]:
     return {stage.id: dict(stage.points) for stage in registry().values()}
 
 
-def points_in_use(note_prices: Mapping[str, Mapping[str, float]] | None = None,
-                  points_file: Path | None = None) -> Points:
+def points_in_use(
+    note_prices: Mapping[str, Mapping[str, float]] | None = None, points_file: Path | None = None
+) -> Points:
     """The registry's points, with the notes the course prices (grader.core.course.note_prices; a note is worth
     0 otherwise), and the stages ``points_file`` lists replaced (ValueError, one line, if it cannot be used)."""
     priced = {stage: {**checks, **(note_prices or {}).get(stage, {})} for stage, checks in registry_points().items()}
@@ -69,17 +70,19 @@ def read_points_file(path: Path) -> dict[str, dict[str, float]]:
     expected = registry_points()
     unknown = sorted(set(table) - set(expected))
     if unknown:
-        raise ValueError(f"{path}: [{unknown[0]}] is no stage of {REGISTRY_FILE.name} "
-                         f"(stages: {', '.join(expected)})")
-    listed = {(stage, check) for stage, checks in table.items()
-              for check in (checks if isinstance(checks, dict) else [""])}
+        raise ValueError(f"{path}: [{unknown[0]}] is no stage of {REGISTRY_FILE.name} (stages: {', '.join(expected)})")
+    listed = {
+        (stage, check) for stage, checks in table.items() for check in (checks if isinstance(checks, dict) else [""])
+    }
     known = {(stage, check) for stage in table for check in expected[stage]}
     for what, ids in (("has no check", listed - known), ("gives no points to", known - listed)):
         if ids:
             stage, check = min(ids)
             more = f" (and {len(ids) - 1} more)" if len(ids) > 1 else ""
-            raise ValueError(f"{path} {what} {stage} {check!r}{more}; a stage's checks must be those of "
-                             f"[{stage}.points] in {REGISTRY_FILE.name}")
+            raise ValueError(
+                f"{path} {what} {stage} {check!r}{more}; a stage's checks must be those of "
+                f"[{stage}.points] in {REGISTRY_FILE.name}"
+            )
     priced = [(stage, check) for stage, check in known if not _is_points(table[stage][check])]
     if priced:
         stage, check = min(priced)
@@ -89,10 +92,14 @@ def read_points_file(path: Path) -> dict[str, dict[str, float]]:
 
 def points_file_text() -> str:
     """The registry's points as a points file for --points: a [stage<N>] table of its checks per stage."""
-    lines = ["# Points per check (python -m grader.cli.points); grade with them: grade-all GRADE_ARGS='--points FILE'.\n"
-             "# A stage listed here must price each of its checks; stages left out keep grader/core/stages.toml's.\n"]
+    lines = [
+        "# Points per check (python -m grader.cli.points); grade with them: grade-all GRADE_ARGS='--points FILE'.\n"
+        "# A stage listed here must price each of its checks; stages left out keep grader/core/stages.toml's.\n"
+    ]
     for stage, checks in registry_points().items():
-        lines.append(f"\n[{stage}]\n" + "".join(f"{json.dumps(check)} = {value:g}\n" for check, value in checks.items()))
+        lines.append(
+            f"\n[{stage}]\n" + "".join(f"{json.dumps(check)} = {value:g}\n" for check, value in checks.items())
+        )
     return "".join(lines)
 
 

@@ -74,7 +74,9 @@ class CheckReport(TypedDict):
     hint: str | None
     evidence: dict | None  # grader.judge.evidence.bounded_evidence: two attention maps for the heat maps
     printed: str  # what the learner's code printed during the check, "" if nothing
-    visible_verdict: NotRequired[VisibleVerdict]  # what a visible check's own inputs earned, where a hidden one voided it
+    visible_verdict: NotRequired[
+        VisibleVerdict
+    ]  # what a visible check's own inputs earned, where a hidden one voided it
 
 
 class StageReport(TypedDict):
@@ -120,15 +122,17 @@ class CheckResult:
     visible_verdict: VisibleVerdict | None = None  # set where a hidden input's shortcut voided a visible check
 
 
-def build(results: Iterable[CheckResult], stages: list[int], device: str, torch_version: str,
-          flags: list[Flag], sandbox: str) -> Report:
+def build(
+    results: Iterable[CheckResult], stages: list[int], device: str, torch_version: str, flags: list[Flag], sandbox: str
+) -> Report:
     """The report of a graded submission."""
     results = list(results)
     report_stages = []
     for stage in stages:
         checks = [r for r in results if r.stage == stage]
-        report_stages.append(_stage(stage, sum(c.score for c in checks), sum(c.max_score for c in checks),
-                                    [_check(c) for c in checks]))
+        report_stages.append(
+            _stage(stage, sum(c.score for c in checks), sum(c.max_score for c in checks), [_check(c) for c in checks])
+        )
     return _report(report_stages, device, torch_version, sandbox, flags)
 
 
@@ -143,21 +147,42 @@ def is_complete(flags: Iterable[Flag]) -> bool:
 
 
 def _report(stages: list[StageReport], device: str, torch_version: str, sandbox: str, flags: list[Flag]) -> Report:
-    return {"score": rounded(sum(s["score"] for s in stages)), "max_score": rounded(sum(s["max_score"] for s in stages)),
-            "device": device, "torch": torch_version, "sandbox": sandbox, "stages": stages, "flags": flags,
-            "complete": is_complete(flags)}
+    return {
+        "score": rounded(sum(s["score"] for s in stages)),
+        "max_score": rounded(sum(s["max_score"] for s in stages)),
+        "device": device,
+        "torch": torch_version,
+        "sandbox": sandbox,
+        "stages": stages,
+        "flags": flags,
+        "complete": is_complete(flags),
+    }
 
 
 def _stage(number: int, score: float, max_score: float, checks: list[CheckReport]) -> StageReport:
     stage = registry()[number]
-    return {"id": stage.id, "title": stage.title, "track": stage.track, "score": rounded(score),
-            "max_score": rounded(max_score), "checks": checks}
+    return {
+        "id": stage.id,
+        "title": stage.title,
+        "track": stage.track,
+        "score": rounded(score),
+        "max_score": rounded(max_score),
+        "checks": checks,
+    }
 
 
 def _check(c: CheckResult) -> CheckReport:
-    check: CheckReport = {"id": c.id, "visibility": c.visibility, "status": c.status, "score": rounded(c.score),
-                          "max_score": rounded(c.max_score), "message": c.message, "hint": c.hint,
-                          "evidence": c.evidence, "printed": c.printed}
+    check: CheckReport = {
+        "id": c.id,
+        "visibility": c.visibility,
+        "status": c.status,
+        "score": rounded(c.score),
+        "max_score": rounded(c.max_score),
+        "message": c.message,
+        "hint": c.hint,
+        "evidence": c.evidence,
+        "printed": c.printed,
+    }
     if c.visible_verdict:
         check["visible_verdict"] = c.visible_verdict
     return check
@@ -195,9 +220,14 @@ def _well_formed(report: Any) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
 
     try:
-        return (number(report["score"]) and number(report["max_score"])
-                and isinstance(report["flags"], list) and all(isinstance(flag, str) for flag in report["flags"])
-                and all(isinstance(s["id"], str) and number(s["score"]) and number(s["max_score"])
-                        for s in report["stages"]))
+        return (
+            number(report["score"])
+            and number(report["max_score"])
+            and isinstance(report["flags"], list)
+            and all(isinstance(flag, str) for flag in report["flags"])
+            and all(
+                isinstance(s["id"], str) and number(s["score"]) and number(s["max_score"]) for s in report["stages"]
+            )
+        )
     except (KeyError, TypeError):
         return False

@@ -50,21 +50,34 @@ def registry() -> dict[int, Stage]:
             raise RegistryError(f"{REGISTRY_FILE.name}: [{key}] track = {entry['track']!r}; write one of {TRACKS}")
         stand_ins = entry.get("stand_ins", {})
         if set(stand_ins) - set(entry["names"]):
-            raise RegistryError(f"{REGISTRY_FILE.name}: [{key}] stand_ins for names it does not list: "
-                                f"{sorted(set(stand_ins) - set(entry['names']))}")
-        stages[number] = Stage(number, entry["title"], entry["file"], tuple(entry["names"]), dict(stand_ins),
-                               entry["track"], dict(entry["points"]))
+            raise RegistryError(
+                f"{REGISTRY_FILE.name}: [{key}] stand_ins for names it does not list: "
+                f"{sorted(set(stand_ins) - set(entry['names']))}"
+            )
+        stages[number] = Stage(
+            number,
+            entry["title"],
+            entry["file"],
+            tuple(entry["names"]),
+            dict(stand_ins),
+            entry["track"],
+            dict(entry["points"]),
+        )
     return dict(sorted(stages.items()))
 
 
 STAGE_MODULES = {number: entry.module for number, entry in registry().items()}
-STAGES = sorted(STAGE_MODULES)  # every stage of the registry; a course grades those of its tracks (grader/core/course.py)
+STAGES = sorted(
+    STAGE_MODULES
+)  # every stage of the registry; a course grades those of its tracks (grader/core/course.py)
 
 
 def runner_stages() -> dict[int, dict]:
     """What a worker is told of the stages (it never reads the registry): module, public names, stand-ins."""
-    return {number: {"module": entry.module, "names": list(entry.names), "stand_ins": entry.stand_ins}
-            for number, entry in registry().items()}
+    return {
+        number: {"module": entry.module, "names": list(entry.names), "stand_ins": entry.stand_ins}
+        for number, entry in registry().items()
+    }
 
 
 # A check whose id has this kind is a note: advice beyond the book, shown apart from the checks to fix,

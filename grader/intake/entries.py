@@ -89,16 +89,23 @@ def read_file(path: str, limit: int) -> bytes:
 
 def zip_entries(handle: BinaryIO, prefix: str, opened: ExitStack, own_failure: bool = False) -> list[Entry]:
     """The members of the zip open as ``handle``, named under ``prefix``; it stays open in ``opened``."""
-    metered = MeteredFile(handle, MAX_ZIP_DIRECTORY_BYTES, "too many files (the zip's table of contents "
-                                                            f"is over {size_text(MAX_ZIP_DIRECTORY_BYTES)})")
+    metered = MeteredFile(
+        handle,
+        MAX_ZIP_DIRECTORY_BYTES,
+        f"too many files (the zip's table of contents is over {size_text(MAX_ZIP_DIRECTORY_BYTES)})",
+    )
     archive = opened.enter_context(zipfile.ZipFile(metered))
     members = archive.infolist()
     if len(members) > MAX_ENTRIES:
         raise SubmissionError(f"too many files (over {MAX_ENTRIES})")
-    metered.allow(MAX_ZIP_MEMBER_BYTES, f"the files read from the zip take over {size_text(MAX_ZIP_MEMBER_BYTES)} "
-                                        "to unpack")
-    return [Entry(prefix + name, member.file_size, _member_reader(archive, member), own_failure=own_failure)
-            for member in members if not (name := member_name(member)).endswith("/")]
+    metered.allow(
+        MAX_ZIP_MEMBER_BYTES, f"the files read from the zip take over {size_text(MAX_ZIP_MEMBER_BYTES)} to unpack"
+    )
+    return [
+        Entry(prefix + name, member.file_size, _member_reader(archive, member), own_failure=own_failure)
+        for member in members
+        if not (name := member_name(member)).endswith("/")
+    ]
 
 
 def _member_reader(archive: zipfile.ZipFile, member: zipfile.ZipInfo) -> Callable[[int], bytes]:
@@ -118,8 +125,10 @@ def read_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo, limit: int) -
     if member.flag_bits & ENCRYPTED:
         raise SubmissionError(f"encrypted zip ({member.filename})")
     if member.compress_type not in UNPACKED_METHODS:
-        raise SubmissionError(f"{member.filename} is compressed with a method the grader does not unpack "
-                              f"(method {member.compress_type}; zip it with deflate, any zip tool's default)")
+        raise SubmissionError(
+            f"{member.filename} is compressed with a method the grader does not unpack "
+            f"(method {member.compress_type}; zip it with deflate, any zip tool's default)"
+        )
     bounded = copy.copy(member)
     bounded.file_size = limit + 1  # zipfile stops at file_size: let it run past the declared one
     with archive.open(bounded) as unpacked:

@@ -8,7 +8,6 @@ from grader.intake.students import Found, Student, entries_of, read_text_bounded
 from grader.intake.times import not_a_time, parse_time
 from grader.runner.escaping import printable
 
-
 GRADESCOPE_METADATA = "submission_metadata.yml"
 MAX_METADATA_BYTES = 64 * 1024 * 1024
 GRADESCOPE_ID_FIELDS = ("sid", "email", "name")  # a submitter's id: the first of these they have

@@ -28,12 +28,12 @@ guess: only Canvas's LATE marker is kept.
 from dataclasses import replace
 from pathlib import Path
 
-from grader.runner.escaping import printable
 from grader.intake.gradescope_layout import GRADESCOPE_METADATA, list_gradescope
 from grader.intake.lms_names import MOODLE_ENTRY, canvas_match, canvas_upload_name
-from grader.intake.staging import SubmittedPart
 from grader.intake.nbgrader_layout import NBGRADER_STEPS, holds_nbgrader_work, list_nbgrader
+from grader.intake.staging import SubmittedPart
 from grader.intake.students import Found, Student, entries_of, student_id, suffix_of
+from grader.runner.escaping import printable
 
 LAYOUTS = ("auto", "folders", "canvas", "moodle", "gradescope", "nbgrader")
 
@@ -59,8 +59,11 @@ def list_students(folder: Path, layout: str = "auto") -> tuple[list[Student], li
         student = claimed[0][0]
         if len(claimed) > 1:
             entries = " and ".join(printable(entry, keep_newlines=False) for _, entry in claimed)
-            student = replace(student, conflict=f"{len(claimed)} submissions claim this id ({entries}): none is "
-                                                "graded as this student's; fix the download and grade again")
+            student = replace(
+                student,
+                conflict=f"{len(claimed)} submissions claim this id ({entries}): none is "
+                "graded as this student's; fix the download and grade again",
+            )
         students.append(student)
     return students, skipped
 
@@ -75,14 +78,18 @@ def detect_layout(folder: Path) -> str:
         raise ValueError(f"{folder} is not a folder")
     entries = entries_of(folder, [])
     if steps := [entry.name for entry, is_folder in entries if is_folder and entry.name in NBGRADER_STEPS]:
-        raise ValueError(f"{folder} is an nbgrader course (it holds {'/ and '.join(steps)}/): give its submitted/ "
-                         "or autograded/ folder")
+        raise ValueError(
+            f"{folder} is an nbgrader course (it holds {'/ and '.join(steps)}/): give its submitted/ "
+            "or autograded/ folder"
+        )
     layout = _layout_of(folder, entries)
     if layout == "folders" and len(entries) == 1 and entries[0][1]:
         inner = entries[0][0]
         if (inner_layout := _layout_of(inner, entries_of(inner, []))) != "folders":
-            raise ValueError(f"{folder} holds only {inner.name}/, a {inner_layout} download: give {inner} "
-                             "(graded as it stands, the whole class would be one student)")
+            raise ValueError(
+                f"{folder} holds only {inner.name}/, a {inner_layout} download: give {inner} "
+                "(graded as it stands, the whole class would be one student)"
+            )
     return layout
 
 
@@ -90,8 +97,9 @@ def _layout_of(folder: Path, entries: list[tuple[Path, bool]]) -> str:
     """The layout that ``entries``, the entries of ``folder``, name."""
     if any(entry.name == GRADESCOPE_METADATA for entry, _ in entries):
         return "gradescope"
-    if folder.resolve().name in NBGRADER_STEPS or any(is_folder and holds_nbgrader_work(entry)
-                                                       for entry, is_folder in entries):
+    if folder.resolve().name in NBGRADER_STEPS or any(
+        is_folder and holds_nbgrader_work(entry) for entry, is_folder in entries
+    ):
         return "nbgrader"
     if any(MOODLE_ENTRY.fullmatch(entry.name) for entry, _ in entries):
         return "moodle"
@@ -136,9 +144,17 @@ def _canvas(folder: Path, skipped: list[tuple[str, str]]) -> Found:
             own[name] = recency, entry
         if match["late"] or match["bare_late"] or match["anon_late"]:
             late.add(user)
-    return [(Student(student_id(user), tuple(SubmittedPart(name, path) for name, (_, path) in sorted(own.items())),
-                     late_marked=user in late), f"Canvas {'student' if user.startswith('anon_') else 'user'} {user}")
-            for user, own in sorted(parts.items())]
+    return [
+        (
+            Student(
+                student_id(user),
+                tuple(SubmittedPart(name, path) for name, (_, path) in sorted(own.items())),
+                late_marked=user in late,
+            ),
+            f"Canvas {'student' if user.startswith('anon_') else 'user'} {user}",
+        )
+        for user, own in sorted(parts.items())
+    ]
 
 
 def _moodle(folder: Path, skipped: list[tuple[str, str]]) -> Found:
@@ -160,4 +176,10 @@ def _moodle(folder: Path, skipped: list[tuple[str, str]]) -> Found:
     return found
 
 
-LISTERS = {"folders": _folders, "canvas": _canvas, "moodle": _moodle, "gradescope": list_gradescope, "nbgrader": list_nbgrader}
+LISTERS = {
+    "folders": _folders,
+    "canvas": _canvas,
+    "moodle": _moodle,
+    "gradescope": list_gradescope,
+    "nbgrader": list_nbgrader,
+}

@@ -14,8 +14,10 @@ CANVAS_USER = r"\d+"  # a Canvas user id
 CANVAS_ANONYMOUS = r"anon_[0-9A-Za-z]+"  # a student's id under anonymous grading
 CANVAS_NUMBER = r"\d+"  # an attachment's (or a submission's) number
 CANVAS_COPY_MARK = r"-\d+"  # before the extension of a file uploaded again under a name already used
-_CANVAS_PREFIX = (rf"(?:(?P<anon_late>(?i:late)_)?(?P<anon>{CANVAS_ANONYMOUS})"
-                  rf"|(?:(?P<bare_late>LATE)_|(?P<name>.*?)_(?:(?P<late>(?i:late))_)?|)(?P<user>{CANVAS_USER}))")
+_CANVAS_PREFIX = (
+    rf"(?:(?P<anon_late>(?i:late)_)?(?P<anon>{CANVAS_ANONYMOUS})"
+    rf"|(?:(?P<bare_late>LATE)_|(?P<name>.*?)_(?:(?P<late>(?i:late))_)?|)(?P<user>{CANVAS_USER}))"
+)
 # A file an attachment number follows is read with it where a reading has it (101_5001_x.py is user 101's
 # attachment 5001, not user 5001's), else without (a text entry has none).
 CANVAS_ATTACHMENT = re.compile(_CANVAS_PREFIX + rf"_(?P<number>{CANVAS_NUMBER})_(?P<file>.+)", re.DOTALL)
@@ -25,8 +27,9 @@ READ_SUFFIXES = {".py", ".ipynb", ".zip"}  # the files staging reads: their Canv
 # The first prefix is the one Moodle wrote: a file's own name may hold another (saved from an earlier download).
 MOODLE_PARTICIPANT = r"\d+"  # a participant number
 MOODLE_SUBMISSION = "_assignsubmission_"  # between the participant number and the submission plugin's name
-MOODLE_ENTRY = re.compile(rf"(?P<name>.*?)_(?P<id>{MOODLE_PARTICIPANT}){MOODLE_SUBMISSION}(?P<plugin>[a-z0-9]+)_(?P<file>.*)",
-                          re.DOTALL)
+MOODLE_ENTRY = re.compile(
+    rf"(?P<name>.*?)_(?P<id>{MOODLE_PARTICIPANT}){MOODLE_SUBMISSION}(?P<plugin>[a-z0-9]+)_(?P<file>.*)", re.DOTALL
+)
 
 # The same names as nbgrader's ZipCollectApp reads them: a notebook's whole path in the download, with the
 # groups its FileNameCollectorPlugin takes (student_id, file_id).
@@ -35,7 +38,8 @@ NBGRADER_CANVAS_NAME = (
     rf"_(?P<file_number>{CANVAS_NUMBER})_(?:[^/]+/)*(?P<file_id>[^/]+?)(?:{CANVAS_COPY_MARK}| \(\d+\))?\.ipynb$"
 )
 NBGRADER_MOODLE_NAME = (
-    rf".*/(?P<name>[^/]*)_(?P<student_id>{MOODLE_PARTICIPANT}){MOODLE_SUBMISSION}file_(?:[^/]*/)*(?P<file_id>[^/]+)\.ipynb$"
+    rf".*/(?P<name>[^/]*)_(?P<student_id>{MOODLE_PARTICIPANT}){MOODLE_SUBMISSION}file_"
+    r"(?:[^/]*/)*(?P<file_id>[^/]+)\.ipynb$"
 )
 
 

@@ -11,7 +11,6 @@ from grader.intake.students import Found, Student, entries_of, read_text_bounded
 from grader.intake.times import not_a_time, parse_time
 from grader.runner.escaping import printable
 
-
 NBGRADER_STEPS = ("submitted", "autograded")
 NBGRADER_TIMESTAMP = "timestamp.txt"
 NBGRADER_PROBED = 64  # entries of a folder looked at to tell an nbgrader student's folder
@@ -19,8 +18,9 @@ MAX_TIMESTAMP_BYTES = 4096
 
 
 # The names an nbgrader assignment folder holding this course's work has (in lower case)
-STAGE_NOTEBOOK_NAMES = frozenset(f"{PurePosixPath(name).stem}{suffix}" for name in STAGE_FILES
-                                 for suffix in (".ipynb", ".py"))
+STAGE_NOTEBOOK_NAMES = frozenset(
+    f"{PurePosixPath(name).stem}{suffix}" for name in STAGE_FILES for suffix in (".ipynb", ".py")
+)
 
 
 def list_nbgrader(folder: Path, skipped: list[tuple[str, str]]) -> Found:
@@ -45,8 +45,10 @@ def _nbgrader_assignment(student: Path) -> Path | str:
         inside = entries_of(student, [])  # a link is listed, and not followed, when the work is staged
     except OSError:
         return student  # staging says why it cannot be listed
-    if any(not is_folder and (entry.name == NBGRADER_TIMESTAMP or suffix_of(entry) == ".ipynb")
-           for entry, is_folder in inside):
+    if any(
+        not is_folder and (entry.name == NBGRADER_TIMESTAMP or suffix_of(entry) == ".ipynb")
+        for entry, is_folder in inside
+    ):
         return student
     assignments = [entry for entry, is_folder in inside if is_folder]
     if len(assignments) < 2:
@@ -61,8 +63,9 @@ def _nbgrader_assignment(student: Path) -> Path | str:
 def _holds_stage_file(folder: Path) -> bool:
     """``folder`` holds a stage's notebook or file (in any case: staging reads it so)."""
     try:
-        return any(not is_folder and entry.name.lower() in STAGE_NOTEBOOK_NAMES
-                   for entry, is_folder in entries_of(folder, []))
+        return any(
+            not is_folder and entry.name.lower() in STAGE_NOTEBOOK_NAMES for entry, is_folder in entries_of(folder, [])
+        )
     except OSError:
         return False
 
@@ -89,8 +92,10 @@ def holds_nbgrader_work(folder: Path) -> bool:
     """``folder`` looks like an nbgrader student's: a timestamp.txt in it or in a folder within."""
     try:
         with os.scandir(folder) as listing:
-            return any(item.name == NBGRADER_TIMESTAMP or (item.is_dir(follow_symlinks=False) and
-                                                           os.path.isfile(Path(item.path, NBGRADER_TIMESTAMP)))
-                       for item in itertools.islice(listing, NBGRADER_PROBED))
+            return any(
+                item.name == NBGRADER_TIMESTAMP
+                or (item.is_dir(follow_symlinks=False) and os.path.isfile(Path(item.path, NBGRADER_TIMESTAMP)))
+                for item in itertools.islice(listing, NBGRADER_PROBED)
+            )
     except OSError:
         return False

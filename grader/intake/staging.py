@@ -32,6 +32,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from grader.core.stages import STAGE_MODULES
 from grader.intake.entries import (
     MAX_ENTRIES,
     Entry,
@@ -43,7 +44,6 @@ from grader.intake.entries import (
     zip_entries,
 )
 from grader.intake.notebook_files import NotANotebook, written_files
-from grader.core.stages import STAGE_MODULES
 from grader.runner.escaping import printable
 
 STAGE_FILES = {f"{name}.py" for name in STAGE_MODULES.values()}
@@ -64,6 +64,7 @@ COPY_MARK = re.compile(r"(\s*\(\d+\)|-\d+|\s+copy(\s+\d+)?)$", re.IGNORECASE)
 class SubmittedPart:
     """A file or folder of a submission that the LMS stored apart from the rest; ``name`` is what it
     is called in the submission (a folder's files are under ``name/``)."""
+
     name: str
     path: Path
 
@@ -194,8 +195,9 @@ def _take(entries: list[Entry], ignored: list[str], renamed: list[str], opened: 
         else:
             budget["zips"] -= 1
             try:
-                members = zip_entries(opened.enter_context(open_file(entry.path)), f"{entry.name}/", opened,
-                                       own_failure=True)
+                members = zip_entries(
+                    opened.enter_context(open_file(entry.path)), f"{entry.name}/", opened, own_failure=True
+                )
             except Exception as error:  # a zip found inside costs only itself
                 ignored.append(f"{entry.name} ({_reason(error)})")
                 continue
@@ -252,8 +254,9 @@ def _read_bounded(entry: Entry, limit: int, ignored: list[str], own_failure: boo
     return None
 
 
-def _take_from_notebook(entry: Entry, files: dict[str, bytes], decided: set[str], budget: dict[str, int],
-                        ignored: list[str]) -> None:
+def _take_from_notebook(
+    entry: Entry, files: dict[str, bytes], decided: set[str], budget: dict[str, int], ignored: list[str]
+) -> None:
     """The stage files still missing that ``entry``'s ``%%writefile`` cells write."""
     if entry.size > budget["notebook bytes"]:
         ignored.append(f"{entry.name} (not read: notebooks over {size_text(MAX_NOTEBOOK_BYTES)} in all)")
@@ -280,5 +283,3 @@ def _take_from_notebook(entry: Entry, files: dict[str, bytes], decided: set[str]
             ignored.append(f"{entry.name}: %%writefile {name} (over {size_text(MAX_STAGE_FILE_BYTES)})")
     if not taken:  # every stage file it writes was found as a file first
         ignored.append(entry.name)
-
-

@@ -13,7 +13,6 @@ from pathlib import Path
 from grader.intake.staging import Source, is_litter
 from grader.runner.escaping import printable
 
-
 # An id names files (OUT/.<id>.json.partial and the like): bounded well under the 255 bytes a file name may take.
 MAX_ID_BYTES = 100
 
@@ -51,7 +50,7 @@ def student_id(name: str) -> str:
         return name
     tail = "~" + hashlib.sha256(os.fsencode(name)).hexdigest()[:8]
     safe = UNSAFE_IN_FILE_NAMES.sub("_", readable).lstrip(".")
-    head = safe.encode()[:MAX_ID_BYTES - len(tail)].decode(errors="ignore")  # whole characters only
+    head = safe.encode()[: MAX_ID_BYTES - len(tail)].decode(errors="ignore")  # whole characters only
     return head + tail
 
 

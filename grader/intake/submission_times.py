@@ -23,8 +23,8 @@ from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from grader.intake.students import canonical_id
 from grader.core.late_policy import in_utc_range
+from grader.intake.students import canonical_id
 
 MAX_TIMES_BYTES = 16 * 1024 * 1024
 MOODLE_ID, MOODLE_TIME = "Identifier", "Last modified (submission)"
@@ -56,18 +56,24 @@ def load_times(path: Path, zone_name: str | None = None) -> dict[str, datetime]:
         return _moodle_times(path, rows, _zone(zone_name, path))
     if {PLAIN_ID, PLAIN_TIME} <= header:
         return _plain_times(path, rows)
-    raise TimesError(f"{path}: no columns {MOODLE_ID!r} and {MOODLE_TIME!r} (Moodle's grading worksheet), "
-                     f"nor {PLAIN_ID!r} and {PLAIN_TIME!r}")
+    raise TimesError(
+        f"{path}: no columns {MOODLE_ID!r} and {MOODLE_TIME!r} (Moodle's grading worksheet), "
+        f"nor {PLAIN_ID!r} and {PLAIN_TIME!r}"
+    )
 
 
 def _zone(name: str | None, path: Path) -> tzinfo:
     if not name:
-        raise TimesError(f"{path} is a Moodle grading worksheet, whose times name no zone: give the zone of "
-                         "whoever downloaded it, e.g. --times-zone Europe/London")
+        raise TimesError(
+            f"{path} is a Moodle grading worksheet, whose times name no zone: give the zone of "
+            "whoever downloaded it, e.g. --times-zone Europe/London"
+        )
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        raise TimesError(f"--times-zone {name!r} is no time zone the zone database knows (e.g. Europe/London)") from None
+        raise TimesError(
+            f"--times-zone {name!r} is no time zone the zone database knows (e.g. Europe/London)"
+        ) from None
 
 
 def _moodle_times(path: Path, rows: list[dict], zone: tzinfo) -> dict[str, datetime]:
@@ -94,8 +100,10 @@ def _moodle_time(text: str, zone: tzinfo, where: str) -> datetime:
         if not in_utc_range(when):
             raise TimesError(f"{where}: {text!r} is outside the years UTC can write (1 to 9999)")
         return _one_instant(when, text, where)
-    raise TimesError(f"{where}: {text!r} is not a time as Moodle writes it in English "
-                     "('Monday, 13 November 2023, 4:57 PM'); download the worksheet with English as your language")
+    raise TimesError(
+        f"{where}: {text!r} is not a time as Moodle writes it in English "
+        "('Monday, 13 November 2023, 4:57 PM'); download the worksheet with English as your language"
+    )
 
 
 def _one_instant(when: datetime, text: str, where: str) -> datetime:
@@ -106,13 +114,17 @@ def _one_instant(when: datetime, text: str, where: str) -> datetime:
     earlier, later = when.replace(fold=0), when.replace(fold=1)
     if earlier.utcoffset() == later.utcoffset():
         return when
-    fix = (f"give this class's times with their UTC offsets instead ({PLAIN_ID},{PLAIN_TIME} CSV, "
-           "e.g. from the LMS's logs)")
+    fix = (
+        f"give this class's times with their UTC offsets instead ({PLAIN_ID},{PLAIN_TIME} CSV, "
+        "e.g. from the LMS's logs)"
+    )
     zone = when.tzinfo
     if earlier.astimezone(UTC).astimezone(zone).replace(tzinfo=None) != when.replace(tzinfo=None):
         raise TimesError(f"{where}: {text!r} never happened in {zone} (the clocks skipped that hour): {fix}")
-    raise TimesError(f"{where}: {text!r} happened twice in {zone} (the clocks went back an hour), "
-                     f"{earlier.astimezone(UTC):%H:%M} or {later.astimezone(UTC):%H:%M} UTC: {fix}")
+    raise TimesError(
+        f"{where}: {text!r} happened twice in {zone} (the clocks went back an hour), "
+        f"{earlier.astimezone(UTC):%H:%M} or {later.astimezone(UTC):%H:%M} UTC: {fix}"
+    )
 
 
 def _plain_times(path: Path, rows: list[dict]) -> dict[str, datetime]:
@@ -126,8 +138,9 @@ def _plain_times(path: Path, rows: list[dict]) -> dict[str, datetime]:
         except ValueError:
             when = None
         if when is None or when.tzinfo is None:
-            raise TimesError(f"{path}, line {line}: {text!r} needs a date, a time and a UTC offset "
-                             "(2026-03-14T23:59:00-05:00)")
+            raise TimesError(
+                f"{path}, line {line}: {text!r} needs a date, a time and a UTC offset (2026-03-14T23:59:00-05:00)"
+            )
         if not in_utc_range(when):
             raise TimesError(f"{path}, line {line}: {text!r} is outside the years UTC can write (1 to 9999)")
         if student in times:

@@ -7,8 +7,10 @@ from zoneinfo import ZoneInfo
 
 from grader.runner.escaping import printable
 
-TIME_TEXT = re.compile(r"(?P<date>\d{4}-\d{2}-\d{2})[Tt ](?P<clock>\d{2}:\d{2}(?::\d{2})?)(?:\.(?P<fraction>\d+))?"
-                       r"\s*(?P<zone>\S*)")
+TIME_TEXT = re.compile(
+    r"(?P<date>\d{4}-\d{2}-\d{2})[Tt ](?P<clock>\d{2}:\d{2}(?::\d{2})?)(?:\.(?P<fraction>\d+))?"
+    r"\s*(?P<zone>\S*)"
+)
 OFFSET = re.compile(r"(?P<sign>[+-])(?P<hours>\d{2}):?(?P<minutes>\d{2})")
 UTC_NAMES = {"Z", "UTC", "GMT"}
 TIME_SHOWN = 40  # characters of a recorded time that is no time, shown in its flag

@@ -12,8 +12,9 @@ def _init_of(source: bytes | None, cls: str) -> ast.FunctionDef | None:
         return None
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == cls:
-            return next((item for item in node.body if isinstance(item, ast.FunctionDef) and item.name == "__init__"),
-                        None)
+            return next(
+                (item for item in node.body if isinstance(item, ast.FunctionDef) and item.name == "__init__"), None
+            )
     return None
 
 

@@ -46,8 +46,9 @@ def attend(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, **op
     return attention_weights(queries, keys, **options) @ values
 
 
-def weight_variants(queries: torch.Tensor, keys: torch.Tensor, causal: bool, d_in: int | None = None,
-                    head_dim: int | None = None) -> dict[str, torch.Tensor]:
+def weight_variants(
+    queries: torch.Tensor, keys: torch.Tensor, causal: bool, d_in: int | None = None, head_dim: int | None = None
+) -> dict[str, torch.Tensor]:
     """Attention weights of the usual mistakes in one head of (causal) scaled dot-product attention.
 
     ``d_in`` and ``head_dim`` add the divisors learners take by mistake: sqrt(d_in), and in
@@ -64,8 +65,10 @@ def weight_variants(queries: torch.Tensor, keys: torch.Tensor, causal: bool, d_i
         "scaling-after-softmax": attention_weights(queries, keys, **right, divide_after_softmax=True),
     }
     # Each wrong divisor under its own name; the name says which number it is.
-    divisors = {f"the scores are divided by d_k = {d_k} itself": float(d_k),
-                f"the scores are divided by sqrt({n}), the square root of the number of tokens": float(n) ** 0.5}
+    divisors = {
+        f"the scores are divided by d_k = {d_k} itself": float(d_k),
+        f"the scores are divided by sqrt({n}), the square root of the number of tokens": float(n) ** 0.5,
+    }
     if d_in:
         divisors[f"the scores are divided by sqrt({d_in}), the square root of d_in"] = float(d_in) ** 0.5
     for label, divisor in divisors.items():
@@ -95,8 +98,10 @@ def single_head_variants(
 
 def softmax_variants(x: torch.Tensor) -> dict[str, torch.Tensor]:
     """Results of the usual mistakes in softmax_naive, for (n,) scores."""
-    return {"softmax-not-exponentiated": x / x.sum(dim=0),
-            "softmax-not-exponentiated:the numerator has exp() but the sum below it does not": x.exp() / x.sum(dim=0)}
+    return {
+        "softmax-not-exponentiated": x / x.sum(dim=0),
+        "softmax-not-exponentiated:the numerator has exp() but the sum below it does not": x.exp() / x.sum(dim=0),
+    }
 
 
 def simple_attention_variants(x: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -105,10 +110,13 @@ def simple_attention_variants(x: torch.Tensor) -> dict[str, torch.Tensor]:
     return {
         "softmax-wrong-dim": attend(x, x, x, divisor=None, softmax_dim=-2),
         "softmax-not-exponentiated": attend(x, x, x, divisor=None, exponentiate=False),
-        f"wrong-scaling:the scores are divided by sqrt({d_in}), the square root of d_in": attend(x, x, x, divisor=d_in**0.5),
+        f"wrong-scaling:the scores are divided by sqrt({d_in}), the square root of d_in": attend(
+            x, x, x, divisor=d_in**0.5
+        ),
         f"wrong-scaling:the scores are divided by d_in = {d_in}": attend(x, x, x, divisor=float(d_in)),
-        f"wrong-scaling:the scores are divided by sqrt({n}), the square root of the number of tokens":
-            attend(x, x, x, divisor=n**0.5),
+        f"wrong-scaling:the scores are divided by sqrt({n}), the square root of the number of tokens": attend(
+            x, x, x, divisor=n**0.5
+        ),
     }
 
 
@@ -124,9 +132,12 @@ def renormalize_variants(weights: torch.Tensor) -> dict[str, torch.Tensor]:
         "mask-not-renormalized": weights * torch.tril(ones),
         "mask-includes-diagonal": _kept_renormalized(weights, torch.tril(ones, diagonal=-1)),
         "mask-not-causal": weights,
-        "mask-wrong-triangle:torch.triu keeps the diagonal and the future": _kept_renormalized(weights, torch.triu(ones)),
-        "mask-wrong-triangle:torch.triu(..., diagonal=1) keeps the future only":
-            _kept_renormalized(weights, torch.triu(ones, diagonal=1)),
+        "mask-wrong-triangle:torch.triu keeps the diagonal and the future": _kept_renormalized(
+            weights, torch.triu(ones)
+        ),
+        "mask-wrong-triangle:torch.triu(..., diagonal=1) keeps the future only": _kept_renormalized(
+            weights, torch.triu(ones, diagonal=1)
+        ),
         "mask-wrong-triangle:torch.triu, without renormalizing": weights * torch.triu(ones),
     }
 
@@ -144,8 +155,9 @@ def causal_softmax_variants(scores: torch.Tensor, d_k: int) -> dict[str, torch.T
     return {
         "missing-scaling": softmax(future, 1.0),
         "wrong-scaling:the scores are divided by d_k itself": softmax(future, float(d_k)),
-        f"wrong-scaling:the scores are divided by sqrt({n}), the square root of the number of tokens":
-            softmax(future, n**0.5),
+        f"wrong-scaling:the scores are divided by sqrt({n}), the square root of the number of tokens": softmax(
+            future, n**0.5
+        ),
         "scaling-after-softmax": softmax(future, 1.0) / d_k**0.5,
         "mask-zero-instead-of-inf": softmax(future, d_k**0.5, fill=0.0),
         "mask-includes-diagonal": softmax(diagonal_too, d_k**0.5),
@@ -186,11 +198,13 @@ def multihead_variants(x: torch.Tensor, state: dict[str, torch.Tensor], num_head
     variants["missing-out-proj"] = merge(attend(split(q), split(k), split(v), **right))
     if num_heads > 1:  # the softmax over the heads (dim=1 of (b, heads, n, n)) instead of the keys
         scores = (split(q) @ split(k).transpose(-2, -1) / head_dim**0.5).masked_fill(
-            torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1), -torch.inf)
+            torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1), -torch.inf
+        )
         variants["softmax-wrong-dim:over the heads"] = project(merge(torch.softmax(scores, dim=1) @ split(v)))
     if num_heads > 1:
         variants[f"wrong-scaling:the scores are divided by sqrt(d_out) = sqrt({d_out}), not sqrt(head_dim)"] = project(
-            merge(attend(split(q), split(k), split(v), divisor=d_out**0.5, causal=True)))
+            merge(attend(split(q), split(k), split(v), divisor=d_out**0.5, causal=True))
+        )
 
         def split_without_transpose(t: torch.Tensor) -> torch.Tensor:
             return t.reshape(b, num_heads, n, head_dim)
@@ -203,9 +217,15 @@ def multihead_variants(x: torch.Tensor, state: dict[str, torch.Tensor], num_head
     return variants
 
 
-def sdpa_variants(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor | None = None,
-                  is_causal: bool = False, scale: float | None = None,
-                  enable_gqa: bool = False) -> dict[str, torch.Tensor]:
+def sdpa_variants(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> dict[str, torch.Tensor]:
     """Outputs of the usual mistakes in stage 6's scaled_dot_product_attention, in float64.
 
     Most are torch's own F.scaled_dot_product_attention on what the mistake changes (the mask, the
@@ -229,7 +249,10 @@ def sdpa_variants(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, a
         output, blind = run(mask=mask, **options), _blind_rows(mask)
         if not blind.any():
             return {name: output}
-        return {name: output, f"{name}:the queries left without a key come out NaN": output.masked_fill(blind, torch.nan)}
+        return {
+            name: output,
+            f"{name}:the queries left without a key come out NaN": output.masked_fill(blind, torch.nan),
+        }
 
     variants: dict[str, torch.Tensor] = {}
     if scale is None:
@@ -248,8 +271,9 @@ def sdpa_variants(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, a
         variants.update(with_blind_rows("mask-includes-diagonal", torch.ones(L, S, dtype=torch.bool).tril(-1)))
         variants.update(with_blind_rows("mask-wrong-triangle", torch.ones(L, S, dtype=torch.bool).triu()))
         if L != S:
-            variants.update(with_blind_rows("causal-bottom-right",
-                                            torch.ones(L, S, dtype=torch.bool).tril(diagonal=S - L)))
+            variants.update(
+                with_blind_rows("causal-bottom-right", torch.ones(L, S, dtype=torch.bool).tril(diagonal=S - L))
+            )
     if mask is not None and not float_mask:
         variants.update(with_blind_rows("bool-mask-inverted", ~mask))
     if float_mask:

@@ -16,9 +16,11 @@ DATA_FILE = Path(__file__).with_name("document_values.toml")
 _SEED_SECTION = re.compile(r"(\d+)\.(\d+)( .*)")  # "4.1 A simple self-attention …"
 _NOTEBOOK_CELL = re.compile(r"\s*\(In \[\d+\][^)]*\)")  # "(In [60])", "(In [27]: context vectors …)"
 # The chapter's headings that the notebook (004) quotes without a number, with the book's numbers.
-BOOK_HEADINGS = {"Implementing self-attention with trainable weights": "3.4",
-                 "Hiding future words with causal attention": "3.5",
-                 "Masking additional attention weights with dropout": "3.5.2"}
+BOOK_HEADINGS = {
+    "Implementing self-attention with trainable weights": "3.4",
+    "Hiding future words with causal attention": "3.5",
+    "Masking additional attention weights with dropout": "3.5.2",
+}
 _TOKEN = re.compile(r"\[|\]|-?inf|-?\d+(?:\.(\d*))?(?:e([+-]\d+))?")
 
 

@@ -29,12 +29,41 @@ CHECKS_DIR = Path(__file__).with_name("checks")
 # A batch lane's session holds every check of its students: pytest's end-of-session list of
 # failures, one section each, searches all reports for each one (6.7 s for 90 students, and
 # quadratic); --tb=line makes it a line each, and -rN leaves out the short summary repeating it.
-UNUSED_PLUGINS = ["cacheprovider", "unraisableexception", "threadexception", "logging", "warnings", "capture",
-                  "doctest", "junitxml", "pastebin", "stepwise", "legacypath", "tmpdir", "monkeypatch", "recwarn",
-                  "setuponly", "setupplan", "faulthandler", "subtests", "unittest"]
-CHECK_ARGS = ["-c", str(CHECKS_DIR / "pytest.ini"), "--rootdir", str(CHECKS_DIR),
-              *[arg for name in UNUSED_PLUGINS for arg in ("-p", f"no:{name}")],
-              "-p", "pytest_timeout", "--assert=plain", "-q", "--tb=line", "-rN", str(CHECKS_DIR)]
+UNUSED_PLUGINS = [
+    "cacheprovider",
+    "unraisableexception",
+    "threadexception",
+    "logging",
+    "warnings",
+    "capture",
+    "doctest",
+    "junitxml",
+    "pastebin",
+    "stepwise",
+    "legacypath",
+    "tmpdir",
+    "monkeypatch",
+    "recwarn",
+    "setuponly",
+    "setupplan",
+    "faulthandler",
+    "subtests",
+    "unittest",
+]
+CHECK_ARGS = [
+    "-c",
+    str(CHECKS_DIR / "pytest.ini"),
+    "--rootdir",
+    str(CHECKS_DIR),
+    *[arg for name in UNUSED_PLUGINS for arg in ("-p", f"no:{name}")],
+    "-p",
+    "pytest_timeout",
+    "--assert=plain",
+    "-q",
+    "--tb=line",
+    "-rN",
+    str(CHECKS_DIR),
+]
 
 # How a learner failure reads as a check status and a catalog hint.
 FAILURE_STATUS = {
@@ -45,8 +74,10 @@ FAILURE_STATUS = {
     "forbidden_import": (Status.ERROR, "forbidden-import"),
 }
 # Told to a learner whose code ran out of time after printing past what a report shows.
-PRINTING_IS_SLOW = ("your code printed a lot while it ran: printing takes time, so print less "
-                    "(not inside loops) and it may finish in time")
+PRINTING_IS_SLOW = (
+    "your code printed a lot while it ran: printing takes time, so print less "
+    "(not inside loops) and it may finish in time"
+)
 # What a check's calls printed is shown for these statuses only: a passed check needs no debugging.
 SHOWS_PRINTED = {Status.FAILED, Status.ERROR, Status.TIMEOUT}
 
@@ -86,8 +117,14 @@ class GradingPlugin:
             shown = marker.kwargs["visibility"] == "visible" or not self.options.visible_only
             if stage in self.options.stages and shown:
                 kept.append(item)
-                self.planned.append(PlannedCheck(stage, marker.kwargs["name"], marker.kwargs["visibility"],
-                                                 self.options.points.of(stage, marker.kwargs["name"])))
+                self.planned.append(
+                    PlannedCheck(
+                        stage,
+                        marker.kwargs["name"],
+                        marker.kwargs["visibility"],
+                        self.options.points.of(stage, marker.kwargs["name"]),
+                    )
+                )
             else:
                 dropped.append(item)
         # Every visible check of every stage runs before any hidden one, so that nothing a hidden check gave
@@ -114,9 +151,17 @@ class GradingPlugin:
             return None  # pytest's own report
         if call.when == "call" or (call.when == "setup" and excinfo is not None):
             self.results.append(self._verdict(item, excinfo))
-        return pytest.TestReport(item.nodeid, item.location, {}, "passed" if excinfo is None else "failed",
-                          None if excinfo is None else str(excinfo.value), call.when,
-                          duration=call.duration, start=call.start, stop=call.stop)
+        return pytest.TestReport(
+            item.nodeid,
+            item.location,
+            {},
+            "passed" if excinfo is None else "failed",
+            None if excinfo is None else str(excinfo.value),
+            call.when,
+            duration=call.duration,
+            start=call.start,
+            stop=call.stop,
+        )
 
     def _verdict(self, item, excinfo) -> CheckResult:
         marker = item.get_closest_marker("check").kwargs

@@ -5,7 +5,6 @@ from collections.abc import Callable, Iterator
 import pytest
 import torch
 
-from grader.sandbox.workers import LearnerWorkers
 from grader.core.options import GradingOptions
 from grader.core.report import Flag, FlagKind, Report, build
 from grader.core.stages import STAGE_MODULES
@@ -13,8 +12,8 @@ from grader.intake.staging import StagedSubmission
 from grader.judge.plugin import GradingPlugin, run_checks, staged_sources
 from grader.judge.voiding import void_shortcut_targets
 from grader.runner.escaping import listing
+from grader.sandbox.workers import LearnerWorkers
 from grader.sandbox.zygote import Sandbox
-
 
 MAX_LISTED = 20  # names of ignored files a flag lists
 
@@ -30,8 +29,9 @@ def grade_staged(sandbox: Sandbox, staged: StagedSubmission, options: GradingOpt
     return reports[0]
 
 
-def grade_each(sandbox: Sandbox, students: Iterator[StagedSubmission], deliver: Callable[[Report], None],
-               options: GradingOptions) -> None:
+def grade_each(
+    sandbox: Sandbox, students: Iterator[StagedSubmission], deliver: Callable[[Report], None], options: GradingOptions
+) -> None:
     """Grade ``options.stages`` of each of ``students`` in ``sandbox``, one after another, in one pytest
     session, and ``deliver`` each report as soon as it is ready."""
     # The judge's tensors are tiny: a second intra-op thread only spins, taking a core from the
@@ -47,8 +47,14 @@ def grade_each(sandbox: Sandbox, students: Iterator[StagedSubmission], deliver: 
 class _StudentLoop:
     """pytest's run loop, once per student: configuration and collection are paid once per session."""
 
-    def __init__(self, grading: GradingPlugin, sandbox: Sandbox, students: Iterator[StagedSubmission],
-                 deliver: Callable[[Report], None], timeout: float):
+    def __init__(
+        self,
+        grading: GradingPlugin,
+        sandbox: Sandbox,
+        students: Iterator[StagedSubmission],
+        deliver: Callable[[Report], None],
+        timeout: float,
+    ):
         self.grading, self.sandbox, self.students = grading, sandbox, students
         self.deliver, self.timeout = deliver, timeout
         self.ran = False
@@ -74,14 +80,22 @@ class _StudentLoop:
             stages = list(grading.options.stages)
             for stage in stages:
                 void_shortcut_targets([result for result in grading.results if result.stage == stage])
-            self.deliver(build(grading.results, stages, self.sandbox.device, torch.__version__,
-                               flags(self.sandbox, staged, stages, grading.options.visible_only, grading.disrupted),
-                               self.sandbox.isolation))
+            self.deliver(
+                build(
+                    grading.results,
+                    stages,
+                    self.sandbox.device,
+                    torch.__version__,
+                    flags(self.sandbox, staged, stages, grading.options.visible_only, grading.disrupted),
+                    self.sandbox.isolation,
+                )
+            )
         return True
 
 
-def flags(sandbox: Sandbox, staged: StagedSubmission, stages: list[int], visible_only: bool,
-          disrupted: str | None = None) -> list[Flag]:
+def flags(
+    sandbox: Sandbox, staged: StagedSubmission, stages: list[int], visible_only: bool, disrupted: str | None = None
+) -> list[Flag]:
     """What a reader of the score must know: never a silently weaker grade."""
     found = [] if sandbox.confinement.confined else [Flag(FlagKind.UNSANDBOXED)]
     if disrupted:
@@ -91,8 +105,12 @@ def flags(sandbox: Sandbox, staged: StagedSubmission, stages: list[int], visible
     if staged.problem:
         found.append(Flag(FlagKind.UNREADABLE, staged.problem))
     elif not staged.files:  # what was there instead says what went wrong: a wrong file, a wrong folder
-        found.append(Flag(FlagKind.NO_STAGE_FILES, f"found {listing(staged.ignored, MAX_LISTED)}" if staged.ignored
-                          else "the submission is empty"))
+        found.append(
+            Flag(
+                FlagKind.NO_STAGE_FILES,
+                f"found {listing(staged.ignored, MAX_LISTED)}" if staged.ignored else "the submission is empty",
+            )
+        )
     else:
         # a stage graded without its file scores nothing: say so where the score is read, not only in its checks
         if missing := [f"{STAGE_MODULES[s]}.py" for s in stages if f"{STAGE_MODULES[s]}.py" not in staged.files]:

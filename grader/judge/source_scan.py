@@ -17,36 +17,10 @@ import types
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 
+from grader.judge.tampering_names import TAMPERING_BUILTINS, TAMPERING_FRAGMENTS, TAMPERING_NAMES, TAMPERING_PATHS
+
 MODULE_LEVEL = "module level"
 
-# Names that serve only to reach into what the grader records: other frames and what they hold,
-# the garbage collector's list of every object, raw memory, hooks that watch running code, the
-# builtins the recorder relies on, and code run from strings, files or bytes. None has a use in
-# the exercises, wherever it is spelled (an attribute, an import, a string). Importing the
-# grader's own modules the worker refuses by itself (forbidden-import).
-TAMPERING_NAMES = frozenset({
-    "_getframe", "_getframemodulename", "_current_frames", "_current_exceptions", "f_back", "f_locals",
-    "f_globals", "f_builtins", "f_trace", "tb_frame", "gi_frame", "cr_frame", "ag_frame", "currentframe",
-    "getouterframes", "getinnerframes", "walk_stack", "walk_tb", "__globals__", "__self__", "__subclasses__",
-    "__code__", "CodeType",
-    "get_objects", "get_referrers", "get_referents",
-    "ctypes", "_ctypes", "pythonapi", "cffi",
-    "settrace", "setprofile", "settrace_all_threads", "setprofile_all_threads", "_settraceallthreads",
-    "_setprofileallthreads", "addaudithook", "call_tracing",
-    "builtins", "__builtins__",
-    "__import__", "runpy", "marshal", "pickle", "_pickle", "cloudpickle", "dill", "spec_from_file_location",
-    "SourceFileLoader",
-})
-# PyTorch's function and dispatch modes, and the switches around them (TorchFunctionMode,
-# DisableTorchFunction, torch.utils._python_dispatch, _disable_current_modes, _push_mode, the
-# DispatchKey guards...): a name holding one of these, lower-cased and without underscores.
-TAMPERING_FRAGMENTS = ("torchfunction", "functionmode", "functionstack", "dispatch", "currentmodes", "pushmode",
-                       "popmode", "inframode")
-# Builtins that run code from strings, when the code calls them by name: `torch.compile` and
-# `module.eval()` are attributes, other things altogether.
-TAMPERING_BUILTINS = frozenset({"exec", "eval", "compile"})
-# Attributes that reach into the grader only under their module's name (torch.stack is not inspect.stack).
-TAMPERING_PATHS = ("inspect.stack", "inspect.trace", "sys.modules", "sys.monitoring", "torch.library")
 
 # A string this long is no name; and strings inside strings are read this deep.
 LONGEST_STRING_READ = 100_000
@@ -130,8 +104,10 @@ class SourceScan:
     @property
     def tampering(self) -> list[Use]:
         """Every reach into the grader's recording, anywhere in the file."""
-        return sorted({use for statement in self._statements for use in statement.uses if use.tampering},
-                      key=lambda use: (use.line, use.name))
+        return sorted(
+            {use for statement in self._statements for use in statement.uses if use.tampering},
+            key=lambda use: (use.line, use.name),
+        )
 
     def uses_reached_from(self, target: str, names: Collection[str]) -> list[Use]:
         """Where ``target`` (a top-level function or class), or anything it refers to, spells one of ``names``."""
@@ -169,15 +145,24 @@ def _statements(tree: ast.Module) -> list[tuple[_Statement, ast.AST]]:
     statements = []
     for node in tree.body:
         first = min([node, *getattr(node, "decorator_list", [])], key=lambda n: (n.lineno, n.col_offset))
-        span = {"start": (first.lineno, 0 if first is not node else node.col_offset),
-                "end": (node.end_lineno, node.end_col_offset)}
+        span = {
+            "start": (first.lineno, 0 if first is not node else node.col_offset),
+            "end": (node.end_lineno, node.end_col_offset),
+        }
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
-                one = ast.Import([alias]) if isinstance(node, ast.Import) else ast.ImportFrom(node.module, [alias],
-                                                                                               node.level)
+                one = (
+                    ast.Import([alias])
+                    if isinstance(node, ast.Import)
+                    else ast.ImportFrom(node.module, [alias], node.level)
+                )
                 bound = alias.asname or alias.name.split(".")[0]
-                statements.append((_Statement(**span, is_import=True, binds=set() if bound == "*" else {bound}),
-                                   ast.copy_location(one, node)))
+                statements.append(
+                    (
+                        _Statement(**span, is_import=True, binds=set() if bound == "*" else {bound}),
+                        ast.copy_location(one, node),
+                    )
+                )
         else:
             statements.append((_Statement(**span), node))
     return statements
@@ -269,10 +254,16 @@ class _Spellings(ast.NodeVisitor):
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         outer = self.own_members, self.self_name
-        self.own_members = {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                                          ast.ClassDef))}
-        self.own_members |= {t.id for n in node.body if isinstance(n, (ast.Assign, ast.AnnAssign))
-                             for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
+        self.own_members = {
+            n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        }
+        self.own_members |= {
+            t.id
+            for n in node.body
+            if isinstance(n, (ast.Assign, ast.AnnAssign))
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+            if isinstance(t, ast.Name)
+        }
         for child in node.body:
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 parameters = child.args.posonlyargs + child.args.args
@@ -315,7 +306,6 @@ class _Spellings(ast.NodeVisitor):
                 self.spell(path, node.lineno, "import")
 
 
-
 def _read_bytecode(module: types.CodeType, statements: list[_Statement], where: dict[int, str], depth: int) -> None:
     """Global names read and bound, and every string constant, each given to the statement it belongs to."""
 
@@ -337,8 +327,9 @@ def _read_bytecode(module: types.CodeType, statements: list[_Statement], where: 
                 continue
             if instruction.opname in GLOBAL_READS:
                 statement.reads.append(Use(instruction.argval, line, where.get(line, MODULE_LEVEL), "global"))
-            elif instruction.opname == "STORE_GLOBAL" or (owner is None and instruction.opname in ("STORE_NAME",
-                                                                                                 "DELETE_NAME")):
+            elif instruction.opname == "STORE_GLOBAL" or (
+                owner is None and instruction.opname in ("STORE_NAME", "DELETE_NAME")
+            ):
                 statement.binds.add(instruction.argval)
         for index, constant in enumerate(code.co_consts):
             if isinstance(constant, types.CodeType):

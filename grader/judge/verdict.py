@@ -5,8 +5,8 @@ from collections.abc import Callable, Mapping
 import torch
 
 from grader.core.hints import catalog
-from grader.runner.protocol import Foreign
 from grader.judge.tensor_diff import describe_difference, describe_value
+from grader.runner.protocol import Foreign
 
 # Randomised checks compare float32 learner results with float32 references.
 ATOL = 1e-4
@@ -18,8 +18,7 @@ class CheckFailed(AssertionError):
     ``evidence`` (see ``attention_evidence``) shows the learner's attention next to the expected one.
     ``from_source``: the verdict rests on the submitted source alone, on no input the code was given."""
 
-    def __init__(self, message: str, hint: str | None = None, evidence: dict | None = None,
-                 from_source: bool = False):
+    def __init__(self, message: str, hint: str | None = None, evidence: dict | None = None, from_source: bool = False):
         if hint is not None and hint not in catalog():
             raise ValueError(f"unknown hint id {hint!r}")
         super().__init__(message)
@@ -35,6 +34,7 @@ def attention_evidence(title: str, expected: torch.Tensor, actual: torch.Tensor,
     ``expected`` and ``actual`` are 2-D, the same shape; row i is what query token i attends to.
     ``note`` says in plain words what the measurement shows (row sums, divisor, causality).
     """
+
     def rows(t: torch.Tensor) -> list[list[float]]:
         return [[round(float(v), 4) for v in row] for row in t.detach().to("cpu", torch.float64)]
 
@@ -50,11 +50,7 @@ def tolerance_for(expected: torch.Tensor) -> torch.Tensor:
 
 
 def expect_close(
-    actual: object,
-    expected: torch.Tensor,
-    what: str,
-    variants: Variants = None,
-    tolerance: torch.Tensor | None = None,
+    actual: object, expected: torch.Tensor, what: str, variants: Variants = None, tolerance: torch.Tensor | None = None
 ) -> None:
     """Fail unless ``actual`` matches ``expected``; name the first known-wrong variant it matches.
 
@@ -74,7 +70,6 @@ def expect_close(
         raise CheckFailed(f"{what}: {problem}. That is exactly what the mistake named below gives{measured}", hint)
     shape_wrong = isinstance(actual, torch.Tensor) and tuple(actual.shape) != tuple(expected.shape)
     raise CheckFailed(f"{what}: {problem}", "wrong-shape" if shape_wrong else None)
-
 
 
 def expect_all_close(cases: list[tuple[object, torch.Tensor, str, Variants]]) -> None:

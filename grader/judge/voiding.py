@@ -8,7 +8,7 @@ from grader.core.report import CheckResult, Status
 VOIDED_BECAUSE = {
     "banned-api": "no credit: {target} calls PyTorch's own version of what it is meant to compute",
     "recorder-tampered": "no credit: the grader could not see the operations {target} runs; switching off "
-                         "PyTorch's function or dispatch modes, or reaching into the grader, is not allowed",
+    "PyTorch's function or dispatch modes, or reaching into the grader, is not allowed",
 }
 
 
@@ -19,8 +19,9 @@ def void_shortcut_targets(checks: list[CheckResult]) -> None:
     earned as ``visible_verdict``: students read visible checks before hidden results are published
     (Gradescope), and a score that moved there would tell them what the hidden input held, since the
     code can choose whether to take the shortcut by it. What the source shows voids them outright."""
-    voided = {c.target: (c.hint, c.from_source) for c in checks
-              if c.id.startswith("shortcut.") and c.hint in VOIDED_BECAUSE}
+    voided = {
+        c.target: (c.hint, c.from_source) for c in checks if c.id.startswith("shortcut.") and c.hint in VOIDED_BECAUSE
+    }
     for c in checks:
         if c.target not in voided or not c.score:
             continue

@@ -51,12 +51,20 @@ def book_constructor(cls: object, name: str) -> object:
         except TypeError:  # not a call the book makes: as given
             return cls(*args, **kwargs)
         # an argument the learner's signature lacks, at the book's default, is the default it builds anyway
-        kept = {n: v for n, v in given.items()
-                if n in named or takes_any or v is not book.parameters[n].default and v != book.parameters[n].default}
+        kept = {
+            n: v
+            for n, v in given.items()
+            if n in named or takes_any or v is not book.parameters[n].default and v != book.parameters[n].default
+        }
         if takes_any or set(kept) <= named:
             for n, p in learner.parameters.items():  # what the learner requires and the book leaves to a default
-                if n not in kept and n in book.parameters and p.default is p.empty and p.kind in _KEYWORD_KINDS \
-                        and book.parameters[n].default is not inspect.Parameter.empty:
+                if (
+                    n not in kept
+                    and n in book.parameters
+                    and p.default is p.empty
+                    and p.kind in _KEYWORD_KINDS
+                    and book.parameters[n].default is not inspect.Parameter.empty
+                ):
                     kept[n] = book.parameters[n].default
             return cls(**kept)
         # Other names (in_dim for d_in, n_heads for num_heads): the book's arguments by position, in the book's
@@ -71,8 +79,10 @@ def book_constructor(cls: object, name: str) -> object:
                     names.pop(), values.pop()
                     continue
                 shown = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
-                raise TypeError(f"the grader builds {name}({shown}), which the book's signature {name}"
-                                f"({BOOK_SIGNATURES[name]}) takes, and your {name}{learner} does not") from None
+                raise TypeError(
+                    f"the grader builds {name}({shown}), which the book's signature {name}"
+                    f"({BOOK_SIGNATURES[name]}) takes, and your {name}{learner} does not"
+                ) from None
             return cls(*values)
 
     construct.__name__ = construct.__qualname__ = name
@@ -102,9 +112,12 @@ def renamed(held: dict[str, tuple], documented: dict[str, tuple]) -> dict[str, s
     if not missing or len(missing) != len(extra) or any(theirs[d] != ours[e] for d, e in zip(missing, extra)):
         return None
     pairs = dict(zip(missing, extra))
-    return {key: (f"{pairs[owner]}.{leaf}" if leaf else pairs[owner]) if owner in pairs else key
-            for owner, leaves in theirs.items() for leaf in leaves
-            for key in [f"{owner}.{leaf}" if leaf else owner]}
+    return {
+        key: (f"{pairs[owner]}.{leaf}" if leaf else pairs[owner]) if owner in pairs else key
+        for owner, leaves in theirs.items()
+        for leaf in leaves
+        for key in [f"{owner}.{leaf}" if leaf else owner]
+    }
 
 
 PROJECTIONS = ("W_query", "W_key", "W_value")  # the book's names, in the order the book creates them
@@ -116,7 +129,9 @@ def projection(module: object, name: str) -> object:
     if name not in PROJECTIONS or hasattr(module, name):
         return getattr(module, name)
     parameters = list(getattr(module, "_parameters", {}).values())
-    weighted = [m for m in getattr(module, "_modules", {}).values() if m is not None and next(m.parameters(), None) is not None]
+    weighted = [
+        m for m in getattr(module, "_modules", {}).values() if m is not None and next(m.parameters(), None) is not None
+    ]
     for held in (parameters, weighted):
         if len(held) == len(PROJECTIONS):
             return held[PROJECTIONS.index(name)]

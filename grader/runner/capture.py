@@ -34,8 +34,9 @@ class PrintCapture:
         """A fresh share for the next request, and the capture back in place of whatever the learner's
         code left in sys.stdout and sys.stderr (another stream, or this one closed)."""
         if not self._usable():
-            self._stream = io.TextIOWrapper(_Sink(self._write), encoding="utf-8", errors="backslashreplace",
-                                            line_buffering=True)
+            self._stream = io.TextIOWrapper(
+                _Sink(self._write), encoding="utf-8", errors="backslashreplace", line_buffering=True
+            )
         else:
             self._stream.reconfigure(line_buffering=True)  # also sends what was printed between requests
         sys.stdout = sys.stderr = self._stream
@@ -57,11 +58,11 @@ class PrintCapture:
     def _write(self, data: bytes) -> None:
         sent = b""
         if self._room_lines > 0:
-            sent = _first_lines(data[:self._room_bytes], self._room_lines)
+            sent = _first_lines(data[: self._room_bytes], self._room_lines)
             self._room_bytes -= len(sent)
             self._room_lines = self._room_lines - sent.count(b"\n") if self._room_bytes > 0 else 0
             send(self._sock, {"printed": sent.decode("utf-8", "replace").split("\n")})
-        rest = data[len(sent):]
+        rest = data[len(sent) :]
         if not rest:
             return
         self._unsent_newlines += rest.count(b"\n")
@@ -79,7 +80,7 @@ def _first_lines(data: bytes, lines: int) -> bytes:
         end = data.find(b"\n", end + 1)
         if end < 0:
             return data
-    return data[:end + 1]
+    return data[: end + 1]
 
 
 class _Sink(io.RawIOBase):

@@ -64,8 +64,16 @@ class _NoRandomFills(TorchFunctionMode):
     first use imports torch._dynamo, which takes longer.
     """
 
-    FILLS = {"uniform_", "normal_", "trunc_normal_", "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_",
-             "xavier_normal_", "orthogonal_"}
+    FILLS = {
+        "uniform_",
+        "normal_",
+        "trunc_normal_",
+        "kaiming_uniform_",
+        "kaiming_normal_",
+        "xavier_uniform_",
+        "xavier_normal_",
+        "orthogonal_",
+    }
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if getattr(func, "__name__", None) in self.FILLS:

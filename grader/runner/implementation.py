@@ -97,8 +97,9 @@ class _BareStageNames(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         pass  # ran as its exercises.<name>
 
 
-def _import_stages(package: str, modules: dict[int, str], folder: Path | None = None,
-                   only: int | None = None) -> Implementation:
+def _import_stages(
+    package: str, modules: dict[int, str], folder: Path | None = None, only: int | None = None
+) -> Implementation:
     implementation = Implementation()
     for stage, module_name in modules.items():
         if only is not None and stage != only:

@@ -16,9 +16,9 @@ from grader.runner.book_calls import renamed
 from grader.runner.document_examples import run_recipe
 from grader.runner.implementation import Implementation
 from grader.runner.protocol import Foreign
+from grader.runner.seeding import manual_seed
 from grader.runner.shortcuts import recording
 from grader.runner.standins import seeded_transfer_pair
-from grader.runner.seeding import manual_seed
 
 Probe = Callable[..., object]
 PROBES: dict[str, Probe] = {}
@@ -64,8 +64,15 @@ def recipes(impl: Implementation, device: str, names: list[str]) -> list:
 
 
 @probe
-def call(impl: Implementation, device: str, function: str, args: list, record: bool = False,
-         watch_device: bool = False, kwargs: dict | None = None) -> dict:
+def call(
+    impl: Implementation,
+    device: str,
+    function: str,
+    args: list,
+    record: bool = False,
+    watch_device: bool = False,
+    kwargs: dict | None = None,
+) -> dict:
     """Call a learner function with ``args`` and keyword arguments ``kwargs``; with ``record``, also
     name the torch operations it reached; with ``watch_device``, the first operation that mixed a
     tensor it made on a fixed device with its arguments."""
@@ -76,8 +83,12 @@ def call(impl: Implementation, device: str, function: str, args: list, record: b
     with torch.no_grad(), recording(record) as seen, watch:
         result = target(*args, **kwargs)
     # The arguments as the call left them: the judge compares them with what it sent.
-    return {"result": learner_value(result), "ops": sorted(seen), "args_after": [learner_value(a) for a in args],
-            "fixed_device_use": watch.mixed if watch_device else None}
+    return {
+        "result": learner_value(result),
+        "ops": sorted(seen),
+        "args_after": [learner_value(a) for a in args],
+        "fixed_device_use": watch.mixed if watch_device else None,
+    }
 
 
 @probe
@@ -119,8 +130,16 @@ def module(
     return report
 
 
-def _built(impl: Implementation, device: str, cls: str, args: list, kwargs: dict | None, seed: int | None,
-           state: dict | None, return_state: bool) -> tuple[nn.Module | None, dict]:
+def _built(
+    impl: Implementation,
+    device: str,
+    cls: str,
+    args: list,
+    kwargs: dict | None,
+    seed: int | None,
+    state: dict | None,
+    return_state: bool,
+) -> tuple[nn.Module | None, dict]:
     """The learner's ``cls(*args, **kwargs)``, built on the CPU (under ``seed``), holding ``state``, on
     ``device``; and the report of what it holds. None instead of the module when ``state`` holds weights
     of other shapes: the report's "rejected" lists them."""
@@ -133,8 +152,9 @@ def _built(impl: Implementation, device: str, cls: str, args: list, kwargs: dict
     if state is not None:
         # Documented weights under the learner's own names, where it holds the same projections by other names
         # (the structure check prices the naming, once).
-        mapping = renamed({k: tuple(p.shape) for k, p in built.named_parameters()},
-                          {k: tuple(v.shape) for k, v in state.items()})
+        mapping = renamed(
+            {k: tuple(p.shape) for k, p in built.named_parameters()}, {k: tuple(v.shape) for k, v in state.items()}
+        )
         if mapping is not None:
             state = {mapping.get(k, k): v for k, v in state.items()}
             report["renamed"] = mapping
@@ -152,8 +172,20 @@ def _built(impl: Implementation, device: str, cls: str, args: list, kwargs: dict
 
 
 # Functions that make a new tensor on the default device unless given one.
-FACTORIES = {"ones", "zeros", "full", "empty", "arange", "eye", "rand", "randn", "randint", "tensor", "linspace",
-             "as_tensor"}
+FACTORIES = {
+    "ones",
+    "zeros",
+    "full",
+    "empty",
+    "arange",
+    "eye",
+    "rand",
+    "randn",
+    "randint",
+    "tensor",
+    "linspace",
+    "as_tensor",
+}
 
 
 class _FixedDeviceWatch(TorchFunctionMode):
@@ -173,8 +205,11 @@ class _FixedDeviceWatch(TorchFunctionMode):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
         inputs = list(_tensors((args, kwargs)))
-        moved = name in ("to", "cuda") and (kwargs.get("device") is not None or name == "cuda" or any(
-            isinstance(a, (torch.device, str, torch.Tensor)) for a in args[1:]))
+        moved = name in ("to", "cuda") and (
+            kwargs.get("device") is not None
+            or name == "cuda"
+            or any(isinstance(a, (torch.device, str, torch.Tensor)) for a in args[1:])
+        )
         marked = [t for t in inputs if id(t) in self.fixed and t.numel() > 1]
         # Advanced indexing moves CPU index tensors to the indexed tensor's device (PyTorch's own
         # test_index_cuda_with_cpu): only the indexed tensor itself must be on the module's device.
@@ -224,14 +259,20 @@ def structure(built: nn.Module) -> dict:
         "buffers": [[name, list(b.shape)] for name, b in built.named_buffers()],
         "modules": [[name, type(m).__name__] for name, m in built.named_modules() if name],
         # the submodules that hold weights: one without any (a softmax, a scale) is the learner's own business
-        "weighted_modules": [[name, type(m).__name__] for name, m in built.named_modules()
-                             if name and next(m.parameters(), None) is not None],
+        "weighted_modules": [
+            [name, type(m).__name__]
+            for name, m in built.named_modules()
+            if name and next(m.parameters(), None) is not None
+        ],
         "state_dict": list(built.state_dict().keys()),
         # Tensors held as plain attributes: neither parameters nor buffers, so .to() leaves them.
         "plain_tensors": [name for name, value in vars(built).items() if isinstance(value, torch.Tensor)],
         # as given: a bool here is an argument that went to the wrong place
-        "dropout_p": {name: m.p for name, m in built.named_modules() if isinstance(m, nn.Dropout)
-                      and type(m.p) in (bool, int, float)},
+        "dropout_p": {
+            name: m.p
+            for name, m in built.named_modules()
+            if isinstance(m, nn.Dropout) and type(m.p) in (bool, int, float)
+        },
         "attributes": {
             name: getattr(built, name)
             for name in ("d_out", "num_heads", "head_dim")
@@ -268,9 +309,12 @@ def transfer(
         "v1": v1,
         "v1_parameters": [name for name, _ in sa_v1.named_parameters()],
         "same_parameters": all(getattr(sa_v1, name, None) is before[name] for name in names),
-        "shares_memory": any(isinstance(getattr(sa_v1, name, None), torch.Tensor)
-                             and getattr(sa_v1, name).untyped_storage().data_ptr()
-                             == getattr(sa_v2, name).weight.untyped_storage().data_ptr() for name in names),
+        "shares_memory": any(
+            isinstance(getattr(sa_v1, name, None), torch.Tensor)
+            and getattr(sa_v1, name).untyped_storage().data_ptr()
+            == getattr(sa_v2, name).weight.untyped_storage().data_ptr()
+            for name in names
+        ),
         "ops": sorted(seen),
     }
 
@@ -337,5 +381,7 @@ def _copied(value: object) -> object:
 
 
 def _cache_of(built: nn.Module) -> dict:
-    return {name: learner_value(_copied(getattr(built, name))) if hasattr(built, name) else "missing"
-            for name in CACHE_ATTRIBUTES}
+    return {
+        name: learner_value(_copied(getattr(built, name))) if hasattr(built, name) else "missing"
+        for name in CACHE_ATTRIBUTES
+    }

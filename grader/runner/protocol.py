@@ -79,7 +79,7 @@ def decode(value: object, depth: int = 0) -> object:
         return value
     if len(value) != 1:
         raise ProtocolError("a tagged value has exactly one key")
-    (tag, body), = value.items()
+    ((tag, body),) = value.items()
     if tag == "__tensor__":
         return _decode_tensor(body)
     if tag == "__foreign__" and isinstance(body, list) and len(body) == 2 and all(isinstance(s, str) for s in body):
@@ -94,8 +94,18 @@ def decode(value: object, depth: int = 0) -> object:
 def send(sock: socket.socket, message: object) -> None:
     data = json.dumps(encode(message), allow_nan=True).encode("utf-8")
     if len(data) > MAX_FRAME_BYTES:
-        data = json.dumps(encode({"error": {"kind": "exception", "type": "ResultTooLarge",
-                                            "message": f"the result is {len(data)} bytes", "where": None}})).encode()
+        data = json.dumps(
+            encode(
+                {
+                    "error": {
+                        "kind": "exception",
+                        "type": "ResultTooLarge",
+                        "message": f"the result is {len(data)} bytes",
+                        "where": None,
+                    }
+                }
+            )
+        ).encode()
     sock.sendall(len(data).to_bytes(4, "big") + data)
 
 

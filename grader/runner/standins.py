@@ -47,8 +47,9 @@ class StandInSelfAttention_v2(nn.Module):
         return self.W_value(x)
 
 
-def seeded_transfer_pair(d_in: int, d_out: int, seed: int,
-                         qkv_bias: bool = False) -> tuple[StandInSelfAttention_v1, StandInSelfAttention_v2]:
+def seeded_transfer_pair(
+    d_in: int, d_out: int, seed: int, qkv_bias: bool = False
+) -> tuple[StandInSelfAttention_v1, StandInSelfAttention_v2]:
     """The two modules of a weight transfer under ``seed``, v1 first as in exercise 3.1.
 
     The worker hands them to the learner; the judge builds them again to know what v2 held, since
@@ -73,8 +74,9 @@ class StandInCausalAttention(nn.Module):
 
 
 class StandInMultiHeadAttention(nn.Module):
-    def __init__(self, d_in: int, d_out: int, context_length: int, dropout: float, num_heads: int,
-                 qkv_bias: bool = False):
+    def __init__(
+        self, d_in: int, d_out: int, context_length: int, dropout: float, num_heads: int, qkv_bias: bool = False
+    ):
         super().__init__()
         self.d_out = d_out
         self.num_heads = num_heads
@@ -87,18 +89,34 @@ class StandInMultiHeadAttention(nn.Module):
         self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        raise RuntimeError("MultiHeadAttention.forward (stage 5) is not run while another stage is graded: a class "
-                           "built on it computes its attention in a forward of its own (docs/stage7.md, "
-                           "'Building on stage 5')")
+        raise RuntimeError(
+            "MultiHeadAttention.forward (stage 5) is not run while another stage is graded: a class "
+            "built on it computes its attention in a forward of its own (docs/stage7.md, "
+            "'Building on stage 5')"
+        )
 
 
-def stand_in_scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                                          attn_mask: torch.Tensor | None = None, dropout_p: float = 0.0,
-                                          is_causal: bool = False, scale: float | None = None,
-                                          enable_gqa: bool = False) -> torch.Tensor:
+def stand_in_scaled_dot_product_attention(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> torch.Tensor:
     """Stage 6's scaled_dot_product_attention while another stage is graded: torch's own, which it reproduces."""
-    return F.scaled_dot_product_attention(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p,
-                                          is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+    return F.scaled_dot_product_attention(
+        query,
+        key,
+        value,
+        attn_mask=attn_mask,
+        dropout_p=dropout_p,
+        is_causal=is_causal,
+        scale=scale,
+        enable_gqa=enable_gqa,
+    )
 
 
 def _unavailable(name: str, stage: int):
@@ -112,13 +130,16 @@ def _unavailable(name: str, stage: int):
 def stand_in_names(number: int, stage: dict) -> dict[str, object]:
     """What stage ``number``'s public names are while another stage is graded: the class of this module
     the registry names for it in ``stage["stand_ins"]``, else a function that says it is unavailable."""
-    return {name: globals()[stage["stand_ins"][name]] if name in stage["stand_ins"] else _unavailable(name, number)
-            for name in stage["names"]}
+    return {
+        name: globals()[stage["stand_ins"][name]] if name in stage["stand_ins"] else _unavailable(name, number)
+        for name in stage["names"]
+    }
 
 
 def install_stand_ins(graded_stage: int, stages: dict[int, dict]) -> None:
     """Make every stage but ``graded_stage`` importable as stand-ins under the submission package.
-    ``stages``: stage -> {"module", "names", "stand_ins"}, as the judge sends them (grader.core.stages.runner_stages)."""
+    ``stages``: stage -> {"module", "names", "stand_ins"}, as the judge sends them
+    (grader.core.stages.runner_stages)."""
     for number, stage in stages.items():
         if number == graded_stage:
             continue

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from grader.runner import confine
+from grader.runner import confine, seccomp
 from grader.runner.capture import PrintCapture
 from grader.runner.commands import ISOLATION_PROBE, receive_command, send_command
 from grader.runner.implementation import load_stage
@@ -16,12 +16,20 @@ from grader.runner.probes import PROBES
 from grader.runner.protocol import receive, send
 from grader.runner.standins import install_stand_ins
 
-
 REACHABLE_SHOWN = 20  # of the files the isolation probe could open, those it names (its answer is one datagram)
 
 
-def run(stage: int, channel: int, parent: int, submission: Path, scratch: Path, device: str, uid: int | None,
-        landlock: dict | None, stages: dict[int, dict]) -> None:
+def run(
+    stage: int,
+    channel: int,
+    parent: int,
+    submission: Path,
+    scratch: Path,
+    device: str,
+    uid: int | None,
+    landlock: dict | None,
+    stages: dict[int, dict],
+) -> None:
     """Confine this process (grader.runner.confine), say "ready", import the stage, then serve; for the
     stage ISOLATION_PROBE, confine it just the same, then answer which of the paths the judge names it can
     open (grader.sandbox.zygote.Sandbox._prove_isolation).
@@ -48,9 +56,10 @@ def run(stage: int, channel: int, parent: int, submission: Path, scratch: Path, 
     sock = socket.socket(fileno=channel)
     confine.limit_resources(device)
     if landlock is not None:
-        confine.restrict_files([*map(Path, landlock["readable"]), submission], [scratch],
-                               [*map(Path, landlock["devices"])])
-    confine.forbid_new_processes(os.getpid(), sockets=device != "cpu")
+        confine.restrict_files(
+            [*map(Path, landlock["readable"]), submission], [scratch], [*map(Path, landlock["devices"])]
+        )
+    seccomp.forbid_new_processes(os.getpid(), sockets=device != "cpu")
     if stage == ISOLATION_PROBE:  # confined as every worker is, and no learner code will run here
         request, _ = receive_command(sock)
         opened = confine.reachable(request["paths"]) if request else []
@@ -67,8 +76,15 @@ def run(stage: int, channel: int, parent: int, submission: Path, scratch: Path, 
     serve(sock, submission, device, guard, capture, implementation, import_error)
 
 
-def serve(sock: socket.socket, submission: Path, device: str, guard: confine.ImportGuard, capture: PrintCapture,
-          implementation, import_error: dict | None) -> None:
+def serve(
+    sock: socket.socket,
+    submission: Path,
+    device: str,
+    guard: confine.ImportGuard,
+    capture: PrintCapture,
+    implementation,
+    import_error: dict | None,
+) -> None:
     """Answer requests until the judge hangs up; an import error is the answer to every request.
 
     What the learner's code prints while it answers reaches the judge first (grader.runner.capture);
@@ -88,9 +104,15 @@ def serve(sock: socket.socket, submission: Path, device: str, guard: confine.Imp
         else:
             answer = {"error": import_error}
         if guard.attempts:  # even when the learner's code caught the ImportError
-            answer = {"error": {"kind": "forbidden_import", "type": None, "where": None,
-                                "message": f"your code tried `import {guard.attempts[0]}`: submissions may "
-                                           "not use the grader, the solutions or the tests"}}
+            answer = {
+                "error": {
+                    "kind": "forbidden_import",
+                    "type": None,
+                    "where": None,
+                    "message": f"your code tried `import {guard.attempts[0]}`: submissions may "
+                    "not use the grader, the solutions or the tests",
+                }
+            }
         send(sock, {**answer, "printed_more": capture.finish()})
 
 
@@ -101,9 +123,12 @@ def _load(submission: Path, stage: int, modules: dict[int, str]):
         return None, {**describe(error, submission), "kind": "import_error"}
     if stage in implementation.problems:
         missing = not (submission / f"{modules[stage]}.py").is_file()
-        return None, {"kind": "not_implemented" if missing else "import_error", "type": None,
-                      "message": implementation.problems[stage],
-                      "where": _import_where(submission / f"{modules[stage]}.py")}
+        return None, {
+            "kind": "not_implemented" if missing else "import_error",
+            "type": None,
+            "message": implementation.problems[stage],
+            "where": _import_where(submission / f"{modules[stage]}.py"),
+        }
     return implementation, None
 
 

@@ -54,6 +54,7 @@ def main() -> None:
     import torch
 
     from grader.runner import hugepages, worker
+
     zygote.worker = worker
     if zygote.device == "auto":
         zygote.device = "cuda" if torch.cuda.is_available() else "cpu"  # does not initialise CUDA
@@ -95,8 +96,9 @@ class Zygote:
         # be readable by another uid (/root/.pyenv): workers keep the uid and Landlock confines them;
         # --sandbox isolated has them become "nobody" wherever "nobody" can read that installation.
         self.worker_uid = None
-        if os.geteuid() == 0 and (self.sandboxed or _readable_as(confine.UNPRIVILEGED_UID,
-                                                                 options["unprivileged_reads"])):
+        if os.geteuid() == 0 and (
+            self.sandboxed or _readable_as(confine.UNPRIVILEGED_UID, options["unprivileged_reads"])
+        ):
             self.worker_uid = confine.UNPRIVILEGED_UID
             if not self.sandboxed:
                 _open_to(self.worker_uid, Path(options["host_folder"]), self.submission, self.scratch)
@@ -106,8 +108,12 @@ class Zygote:
         self.student_init: int | None = None
 
     def isolation(self) -> dict:
-        return {"namespaces": self.namespaces, "uid": self.worker_uid,
-                "landlock": confine.landlock_abi() if self.landlock else 0, "private_mounts": self.private_mounts}
+        return {
+            "namespaces": self.namespaces,
+            "uid": self.worker_uid,
+            "landlock": confine.landlock_abi() if self.landlock else 0,
+            "private_mounts": self.private_mounts,
+        }
 
     def start_student(self, channel: int, files: dict[str, int]) -> None:
         self._lay_out(files)
@@ -142,7 +148,9 @@ class Zygote:
             target = os.open(self.submission / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o444)
             try:
                 offset = 0
-                while offset < SUBMISSION_BYTES and (sent := os.sendfile(target, fd, offset, SUBMISSION_BYTES - offset)):
+                while offset < SUBMISSION_BYTES and (
+                    sent := os.sendfile(target, fd, offset, SUBMISSION_BYTES - offset)
+                ):
                     offset += sent
             finally:
                 os.close(target)
@@ -154,8 +162,11 @@ class Zygote:
         namespace of its own), or "none"."""
         if sys.platform != "linux":
             return "none", False
-        for method, flags in (("setns", CLONE_NEWPID | CLONE_NEWIPC), ("child", CLONE_NEWPID | CLONE_NEWIPC),
-                              ("user", CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWIPC)):
+        for method, flags in (
+            ("setns", CLONE_NEWPID | CLONE_NEWIPC),
+            ("child", CLONE_NEWPID | CLONE_NEWIPC),
+            ("user", CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWIPC),
+        ):
             pid = os.fork()
             if pid == 0:
                 if _libc.unshare(flags) != 0:
@@ -248,8 +259,9 @@ def _run_student_init(channel: int, parent: Zygote, zygote_is_parent: bool, zygo
         confine.close_descriptors(keep=[channel])
         signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps its workers
         # What lets each worker become the unprivileged uid, and what ends it then.
-        confine.drop_privileges(keep=(confine.CAP_KILL, confine.CAP_SETGID, confine.CAP_SETUID)
-                                if parent.worker_uid is not None else ())
+        confine.drop_privileges(
+            keep=(confine.CAP_KILL, confine.CAP_SETGID, confine.CAP_SETUID) if parent.worker_uid is not None else ()
+        )
         commands = socket.socket(fileno=channel)
         me = os.getpid()
         workers: dict[int, int] = {}
@@ -261,8 +273,17 @@ def _run_student_init(channel: int, parent: Zygote, zygote_is_parent: bool, zygo
                 pid = os.fork()
                 if pid == 0:
                     try:
-                        parent.worker.run(int(command["fork"]), fds[0], me, parent.submission, parent.scratch,
-                                          parent.device, parent.worker_uid, parent.landlock, parent.stages)
+                        parent.worker.run(
+                            int(command["fork"]),
+                            fds[0],
+                            me,
+                            parent.submission,
+                            parent.scratch,
+                            parent.device,
+                            parent.worker_uid,
+                            parent.landlock,
+                            parent.stages,
+                        )
                     finally:
                         os._exit(0)
                 workers[int(command["fork"])] = pid

@@ -19,8 +19,21 @@ INSIDE = Path("/grading")
 SCRATCH_BYTES = 256 * 1024**2  # a student's one writable folder
 # What a sandbox may read besides the Python installation: the dynamic loader's configuration
 # and the like. Everything else on the machine stays out of sight.
-SYSTEM_PATHS = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/ld.so.cache", "/etc/ld.so.conf",
-                "/etc/ld.so.conf.d", "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf"]
+SYSTEM_PATHS = [
+    "/usr",
+    "/lib",
+    "/lib64",
+    "/lib32",
+    "/bin",
+    "/sbin",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+]
 HIDDEN_PACKAGES = ("solutions", "grader", "tests")  # what learner code must never read
 PROBED_PER_PACKAGE = 100  # files of each hidden package the probe tries, fewer where a datagram cannot hold them
 
@@ -51,9 +64,11 @@ def _probe_bubblewrap() -> Confinement:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return Confinement(False, "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)")
-    probe = subprocess.run([bwrap, *namespace_options(), *system_binds(), "--remount-ro", "/", "--",
-                            sys.executable, "-c", "pass"],
-                           capture_output=True, text=True)
+    probe = subprocess.run(
+        [bwrap, *namespace_options(), *system_binds(), "--remount-ro", "/", "--", sys.executable, "-c", "pass"],
+        capture_output=True,
+        text=True,
+    )
     if probe.returncode != 0:
         reason = probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else f"exit {probe.returncode}"
         return Confinement(False, f"bubblewrap cannot create a sandbox here ({reason})")
@@ -66,9 +81,20 @@ def grading_binds(device: str) -> list[str]:
     # bwrap makes a bind's missing parents 0700: workers run as another uid and must get through.
     binds = [arg for folder in (INSIDE, INSIDE / "lib", lib) for arg in ("--perms", "0755", "--dir", str(folder))]
     # Each student init mounts its own scratch over these (grader.runner.zygote); the zygote empties them too.
-    binds += ["--ro-bind", str(REPO / "grader" / "__init__.py"), str(lib / "__init__.py"),
-              "--ro-bind", str(runner), str(lib / "runner"),
-              "--tmpfs", str(INSIDE / "submission"), "--size", str(SCRATCH_BYTES), "--tmpfs", str(INSIDE / "scratch")]
+    binds += [
+        "--ro-bind",
+        str(REPO / "grader" / "__init__.py"),
+        str(lib / "__init__.py"),
+        "--ro-bind",
+        str(runner),
+        str(lib / "runner"),
+        "--tmpfs",
+        str(INSIDE / "submission"),
+        "--size",
+        str(SCRATCH_BYTES),
+        "--tmpfs",
+        str(INSIDE / "scratch"),
+    ]
     # A non-editable install puts the references in site-packages, and a checkout under /usr or
     # beside the Python installation lies in a bound folder: cover them wherever they are visible.
     bound = [Path(path) for path in SYSTEM_PATHS] + sorted(_python_prefixes())
@@ -92,16 +118,23 @@ def landlock_paths() -> dict:
 
 def site_folders() -> set[str]:
     """The folders of the import path (the standard library, site-packages) but the one holding the grader."""
-    return {str(Path(entry).resolve()) for entry in sys.path
-            if entry and os.path.isdir(entry) and not REPO.is_relative_to(Path(entry).resolve())}
+    return {
+        str(Path(entry).resolve())
+        for entry in sys.path
+        if entry and os.path.isdir(entry) and not REPO.is_relative_to(Path(entry).resolve())
+    }
 
 
 def hidden_paths() -> list[Path]:
     """The grader's own packages: in this checkout, in any folder on the import path, and wherever an
     import finder would load them from (an editable install maps them to its checkout)."""
     folders = [REPO, *(Path(entry) for entry in sys.path if entry and os.path.isdir(entry))]
-    found = {Path(folder, package).resolve() for folder in folders for package in HIDDEN_PACKAGES
-             if Path(folder, package).is_dir()}
+    found = {
+        Path(folder, package).resolve()
+        for folder in folders
+        for package in HIDDEN_PACKAGES
+        if Path(folder, package).is_dir()
+    }
     for package in HIDDEN_PACKAGES:
         for finder in sys.meta_path:
             try:
@@ -116,8 +149,10 @@ def hidden_paths() -> list[Path]:
 def probe_paths() -> list[str]:
     """What the isolation probe tries to open: each hidden package and up to PROBED_PER_PACKAGE of its files
     (a folder that cannot be listed may still hold files that can be opened), as many as one command holds."""
-    found = {package: [os.path.join(folder, name) for folder, _, names in os.walk(package) for name in sorted(names)]
-             for package in map(str, hidden_paths())}
+    found = {
+        package: [os.path.join(folder, name) for folder, _, names in os.walk(package) for name in sorted(names)]
+        for package in map(str, hidden_paths())
+    }
     per_package = PROBED_PER_PACKAGE
     while True:
         paths = [path for package, files in found.items() for path in (package, *files[:per_package])]
@@ -147,9 +182,23 @@ def namespace_options() -> list[str]:
     CAP_SYS_ADMIN (a PID namespace and fresh tmpfs folders per student) and, as root, CAP_SETUID,
     CAP_SETGID (workers become an unprivileged uid) and CAP_KILL (to end them); workers drop every
     capability."""
-    common = ["--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-              "--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev", "--cap-drop", "ALL",
-              "--cap-add", "CAP_SYS_ADMIN"]
+    common = [
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-net",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--cap-drop",
+        "ALL",
+        "--cap-add",
+        "CAP_SYS_ADMIN",
+    ]
     if os.geteuid() == 0:  # no user namespace: it would map root alone, and workers need another uid
         return [*common, "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_KILL"]
     return ["--unshare-user", *common]

@@ -15,11 +15,11 @@ import socket
 import time
 from dataclasses import dataclass
 
-from grader.sandbox.printed import PrintedOutput
+from grader.core.stages import STAGE_MODULES
 from grader.runner.commands import send_command
 from grader.runner.protocol import ProtocolError, receive, send
+from grader.sandbox.printed import PrintedOutput
 from grader.sandbox.zygote import Sandbox, SandboxError
-from grader.core.stages import STAGE_MODULES
 
 # From fork to "ready" (before any learner code runs): the fork and the worker's own set-up, on
 # a busy machine. The import of the learner's file then has the per-call limit.
@@ -30,8 +30,15 @@ WORKER_READY_SECONDS = 60.0
 REPEAT_HANG_SECONDS = 0.25
 
 
-LEARNER_FAILURE_KINDS = ("not_implemented", "import_error", "exception", "memory", "crash", "timeout",
-                         "forbidden_import")
+LEARNER_FAILURE_KINDS = (
+    "not_implemented",
+    "import_error",
+    "exception",
+    "memory",
+    "crash",
+    "timeout",
+    "forbidden_import",
+)
 
 
 @dataclass
@@ -93,12 +100,15 @@ class LearnerWorkers:
             raise LearnerFailure("timeout", f"your code gave no answer within {limit:g} s") from None
         except ProtocolError as error:
             self._discard(stage)
-            raise LearnerFailure("crash", f"the process running your code sent an answer the grader refuses ({error})") from None
+            raise LearnerFailure(
+                "crash", f"the process running your code sent an answer the grader refuses ({error})"
+            ) from None
         except (ConnectionError, OSError):
             self._discard(stage)
             raise LearnerFailure(
-                "crash", "the process running your code stopped without answering "
-                "(os._exit, a segfault or the memory limit can do that)"
+                "crash",
+                "the process running your code stopped without answering "
+                "(os._exit, a segfault or the memory limit can do that)",
             ) from None
         if not isinstance(reply, dict) or not ({"ok", "error"} & reply.keys()):
             self._discard(stage)
@@ -124,8 +134,10 @@ class LearnerWorkers:
         name = named if named in self._files else f"{STAGE_MODULES.get(stage)}.py"
         if (problem := not_utf8_text(self._files.get(name, b""))) is None:
             return failure
-        return LearnerFailure("import_error", f"{name} {problem}: save it as UTF-8 text (in Notepad: Save As, "
-                                              "Encoding UTF-8), then hand it in again")
+        return LearnerFailure(
+            "import_error",
+            f"{name} {problem}: save it as UTF-8 text (in Notepad: Save As, Encoding UTF-8), then hand it in again",
+        )
 
     def _answer(self, sock: socket.socket, seconds: float) -> object:
         """The worker's next message that is not printed output, within ``seconds``; the printed
@@ -196,8 +208,11 @@ class LearnerWorkers:
             raise LearnerFailure("timeout", f"importing your file did not finish within {self.timeout:g} s") from None
         except (ConnectionError, ProtocolError, OSError):
             self._discard(stage)
-            raise LearnerFailure("crash", "the process running your code stopped while importing your file "
-                                          "(os._exit, a segfault or the memory limit can do that)") from None
+            raise LearnerFailure(
+                "crash",
+                "the process running your code stopped while importing your file "
+                "(os._exit, a segfault or the memory limit can do that)",
+            ) from None
         return sock
 
     def _discard(self, stage: int) -> None:

@@ -29,6 +29,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from grader.core.options import SANDBOX_MODES
+from grader.core.stages import runner_stages
+from grader.runner import folders
+from grader.runner.commands import ISOLATION_PROBE, receive_command, send_command
 from grader.sandbox.confinement import (
     HIDDEN_PACKAGES,
     INSIDE,
@@ -43,9 +46,6 @@ from grader.sandbox.confinement import (
     site_folders,
     system_binds,
 )
-from grader.runner import folders
-from grader.core.stages import runner_stages
-from grader.runner.commands import ISOLATION_PROBE, receive_command, send_command
 
 READY_SECONDS = 120.0  # the zygote's torch import, on a busy machine
 END_SECONDS = 60.0  # killing a student's processes and reaping them
@@ -99,12 +99,18 @@ class Sandbox:
         another_user = found.get("uid") is not None
         parts.append(f"workers as uid {found['uid']}" if another_user else "workers as this user")
         if not self.confinement.confined:
-            parts.append(f"Landlock ABI {found['landlock']}: only the Python installation, the stage files and a "
-                         "scratch folder" if found.get("landlock") else
-                         "no Landlock" if another_user else "no Landlock: this user's files were reachable")
+            parts.append(
+                f"Landlock ABI {found['landlock']}: only the Python installation, the stage files and a scratch folder"
+                if found.get("landlock")
+                else "no Landlock"
+                if another_user
+                else "no Landlock: this user's files were reachable"
+            )
         if self._proven is not None:
-            parts.append(f"checked before grading: a worker could open none of {self._proven} files of "
-                         f"{', '.join(HIDDEN_PACKAGES)}")
+            parts.append(
+                f"checked before grading: a worker could open none of {self._proven} files of "
+                f"{', '.join(HIDDEN_PACKAGES)}"
+            )
         return "; ".join(parts)
 
     def start_student(self, files: dict[str, bytes]) -> socket.socket:
@@ -164,8 +170,10 @@ class Sandbox:
         if not (isinstance(answer, dict) and isinstance(answer.get("reachable"), list)):
             raise SandboxError(f"{NOT_ISOLATED} (the isolation probe gave no answer)")
         if answer["reachable"]:
-            raise SandboxError(f"{NOT_ISOLATED} ({self.confinement.detail}: a worker could open {answer.get('count')} of "
-                               f"{len(paths)} files of {', '.join(HIDDEN_PACKAGES)}: {', '.join(answer['reachable'])})")
+            raise SandboxError(
+                f"{NOT_ISOLATED} ({self.confinement.detail}: a worker could open {answer.get('count')} of "
+                f"{len(paths)} files of {', '.join(HIDDEN_PACKAGES)}: {', '.join(answer['reachable'])})"
+            )
         self._proven = len(paths)
 
     @property
@@ -217,8 +225,9 @@ class Sandbox:
         for fd in fds:
             os.close(fd)
         if not isinstance(answer, dict) or key not in answer:
-            raise SandboxError("the process that runs the submitted code stopped or failed to start "
-                               "(could it import torch?)")
+            raise SandboxError(
+                "the process that runs the submitted code stopped or failed to start (could it import torch?)"
+            )
         return answer
 
     def _start(self, device: str, many_students: bool, control: socket.socket) -> subprocess.Popen:
@@ -230,16 +239,28 @@ class Sandbox:
             submission, scratch = self._host_folders / "submission", self._host_folders / "scratch"
             submission.mkdir()
             scratch.mkdir()
-        options = {"control": control.fileno(), "device": device, "many_students": many_students,
-                   "submission": str(submission), "scratch": str(scratch), "sandboxed": confined,
-                   "scratch_bytes": SCRATCH_BYTES, "stages": runner_stages(),
-                   "landlock": None if confined else landlock_paths(), "judge": os.getpid(),
-                   "host_folder": None if self._host_folders is None else str(self._host_folders),
-                   # the folders "nobody" must be able to read before unsandboxed workers may become it
-                   "unprivileged_reads": sorted(site_folders()) if self._must_prove and not confined else None}
+        options = {
+            "control": control.fileno(),
+            "device": device,
+            "many_students": many_students,
+            "submission": str(submission),
+            "scratch": str(scratch),
+            "sandboxed": confined,
+            "scratch_bytes": SCRATCH_BYTES,
+            "stages": runner_stages(),
+            "landlock": None if confined else landlock_paths(),
+            "judge": os.getpid(),
+            "host_folder": None if self._host_folders is None else str(self._host_folders),
+            # the folders "nobody" must be able to read before unsandboxed workers may become it
+            "unprivileged_reads": sorted(site_folders()) if self._must_prove and not confined else None,
+        }
         zygote = [sys.executable, "-P", "-m", "grader.runner.zygote", json.dumps(options)]
-        environment = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1", "HOME": str(scratch),
-                       "TMPDIR": str(scratch)}
+        environment = {
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONNOUSERSITE": "1",
+            "HOME": str(scratch),
+            "TMPDIR": str(scratch),
+        }
         for name in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "LANG", "PATH"):
             if name in os.environ:
                 environment[name] = os.environ[name]
@@ -247,14 +268,30 @@ class Sandbox:
             end_stranded_sandboxes()
             environment["PYTHONPATH"] = str(INSIDE / "lib")
             # The sandbox's own root (where bwrap made the mount points) turns read-only last.
-            command = ["bwrap", *namespace_options(), *system_binds(), *grading_binds(device),
-                       "--remount-ro", "/", "--chdir", "/", "--", *zygote]
+            command = [
+                "bwrap",
+                *namespace_options(),
+                *system_binds(),
+                *grading_binds(device),
+                "--remount-ro",
+                "/",
+                "--chdir",
+                "/",
+                "--",
+                *zygote,
+            ]
         else:
             environment["PYTHONPATH"] = str(REPO)
             command = zygote
-        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, pass_fds=(control.fileno(),), env=environment,
-                                cwd=scratch if not confined else None)
+        return subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            pass_fds=(control.fileno(),),
+            env=environment,
+            cwd=scratch if not confined else None,
+        )
 
 
 def end_stranded_sandboxes() -> int:
@@ -299,7 +336,5 @@ def _in_memory_file(name: str, data: bytes) -> int:
         handle.close()
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
     return fd
-
-

@@ -9,12 +9,19 @@ from grader.core.stages import is_note
 MARKS = {Status.PASSED: "✓", Status.FAILED: "✗", Status.ERROR: "✗", Status.TIMEOUT: "⧗", Status.NOT_IMPLEMENTED: "·"}
 NOTE_MARK = "i"  # a note with something to say: advice, never a failure
 NOTES_HEADING = "Notes (marked i above: advice beyond the book, {worth})"
-STATUS_WORDS = {Status.PASSED: "passed", Status.FAILED: "failed", Status.ERROR: "error", Status.TIMEOUT: "ran out of time",
-                Status.NOT_IMPLEMENTED: "not implemented yet"}
+STATUS_WORDS = {
+    Status.PASSED: "passed",
+    Status.FAILED: "failed",
+    Status.ERROR: "error",
+    Status.TIMEOUT: "ran out of time",
+    Status.NOT_IMPLEMENTED: "not implemented yet",
+}
 WITHHELD = "the hidden check's inputs are not shown; see the visible checks and the stage's guide"
 PRINTED_HEADING = "Your code printed:"
-PROVISIONAL = ("Only the visible checks ran (the documents' worked examples); the hidden checks run when "
-               "your instructor grades your work.")
+PROVISIONAL = (
+    "Only the visible checks ran (the documents' worked examples); the hidden checks run when "
+    "your instructor grades your work."
+)
 
 
 def flag_sentences(report: Report) -> list[str]:
@@ -40,10 +47,12 @@ def late_sentence(late: dict | None) -> str | None:
     """The late penalty a batch with a course file set, in one sentence; None when nothing was taken."""
     if not late or not late["penalty_points"]:
         return None
-    stages = ", ".join(f"{s['id']} {s['hours_late']:g} h late, -{points_text(s['penalty_points'])}"
-                       for s in late["stages"] if s["penalty_points"])
-    return (f"late: handed in {late['submitted']} (UTC); penalty {points_text(late['penalty_points'])} points "
-            f"({stages})")
+    stages = ", ".join(
+        f"{s['id']} {s['hours_late']:g} h late, -{points_text(s['penalty_points'])}"
+        for s in late["stages"]
+        if s["penalty_points"]
+    )
+    return f"late: handed in {late['submitted']} (UTC); penalty {points_text(late['penalty_points'])} points ({stages})"
 
 
 def student_view(report: Report) -> Report:
@@ -69,7 +78,11 @@ def _withheld(check: CheckReport) -> CheckReport:
 
 
 def total_label(report: Report) -> str:
-    return "Provisional total (visible checks only)" if any(f.kind == FlagKind.PROVISIONAL for f in report["flags"]) else "Total"
+    return (
+        "Provisional total (visible checks only)"
+        if any(f.kind == FlagKind.PROVISIONAL for f in report["flags"])
+        else "Total"
+    )
 
 
 def checks_to_fix(report: Report) -> Iterator[tuple[int, CheckReport, str | None]]:
@@ -85,21 +98,32 @@ def checks_to_fix(report: Report) -> Iterator[tuple[int, CheckReport, str | None
 def notes_to_read(report: Report) -> list[tuple[int, CheckReport]]:
     """(stage number, check) for each note with something to say: its advice was not followed. A note whose
     stage could not be imported says nothing (the checks to fix say why)."""
-    return [(stage_number(stage), check) for stage in report["stages"] for check in stage["checks"]
-            if is_note(check["id"]) and check["status"] in (Status.FAILED, Status.ERROR) and not _stage_wide_cause(check)]
+    return [
+        (stage_number(stage), check)
+        for stage in report["stages"]
+        for check in stage["checks"]
+        if is_note(check["id"]) and check["status"] in (Status.FAILED, Status.ERROR) and not _stage_wide_cause(check)
+    ]
 
 
 def notes_heading(notes: list[tuple[int, CheckReport]]) -> str:
     priced = sum(check["max_score"] for _, check in notes)
-    worth = (f"{points_text(priced)} points your instructor counts" if priced else
-             "no points unless your instructor counts them")
+    worth = (
+        f"{points_text(priced)} points your instructor counts"
+        if priced
+        else "no points unless your instructor counts them"
+    )
     return NOTES_HEADING.format(worth=worth)
 
 
 def is_advice(check: CheckReport) -> bool:
     """A note that was not followed and costs nothing: shown as advice, not as a failure."""
-    return (is_note(check["id"]) and check["status"] in (Status.FAILED, Status.ERROR) and not check["max_score"]
-            and not _stage_wide_cause(check))
+    return (
+        is_note(check["id"])
+        and check["status"] in (Status.FAILED, Status.ERROR)
+        and not check["max_score"]
+        and not _stage_wide_cause(check)
+    )
 
 
 def mark(check: CheckReport) -> str:
@@ -152,7 +176,10 @@ def _visible_first(checks: list[CheckReport]) -> list[CheckReport]:
 
 
 def _stage_wide_cause(check: CheckReport) -> tuple | None:
-    if check["hint"] in ("import-error", "forbidden-import"):  # by the hint: a student's view withholds a hidden check's message
+    if check["hint"] in (
+        "import-error",
+        "forbidden-import",
+    ):  # by the hint: a student's view withholds a hidden check's message
         return (check["hint"],)
     if "importing your file" in check["message"] and check["status"] in (Status.TIMEOUT, Status.ERROR):
         return "import", check["status"]

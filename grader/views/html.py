@@ -9,6 +9,9 @@ import html
 import os
 from pathlib import Path
 
+from grader.core.hints import catalog, docs_link
+from grader.core.stages import STAGE_MODULES
+from grader.runner.escaping import printable
 from grader.views.feedback import (
     PRINTED_HEADING,
     STATUS_WORDS,
@@ -25,9 +28,6 @@ from grader.views.feedback import (
     student_view,
     total_label,
 )
-from grader.core.hints import catalog, docs_link
-from grader.core.stages import STAGE_MODULES
-from grader.runner.escaping import printable
 
 REPO = Path(__file__).resolve().parents[2]  # where docs/ is, in this repository and in the students'
 # Heat map colours as (red, green, blue): blue for weights; for a difference, red where yours is larger and blue
@@ -58,25 +58,37 @@ def render_html(report: dict, submission: str, page: Path, student_facing: bool 
     """
     report = student_view(report) if student_facing else report
     total = f"{points_text(report['score'])}/{points_text(report['max_score'])}"
-    parts = [f"<h1>Grading report</h1><p class='meta'>{_text(submission)} on {_text(report['device'])} "
-             f"(torch {_text(report['torch'])})</p>",
-             *[f"<p class='flags'>{_text(sentence)}</p>" for sentence in flag_sentences(report)],
-             f"<p class='total'>{total_label(report)}: {total}</p>",
-             _stage_table(report), _what_to_fix(report, page.parent), _notes(report, page.parent),
-             _next_step(report, submission)]
-    return ("<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>"
-            f"<title>Grading report: {total}</title><style>{STYLE}</style></head>\n<body>\n"
-            + "\n".join(part for part in parts if part) + "\n</body></html>\n")
+    parts = [
+        f"<h1>Grading report</h1><p class='meta'>{_text(submission)} on {_text(report['device'])} "
+        f"(torch {_text(report['torch'])})</p>",
+        *[f"<p class='flags'>{_text(sentence)}</p>" for sentence in flag_sentences(report)],
+        f"<p class='total'>{total_label(report)}: {total}</p>",
+        _stage_table(report),
+        _what_to_fix(report, page.parent),
+        _notes(report, page.parent),
+        _next_step(report, submission),
+    ]
+    return (
+        "<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<title>Grading report: {total}</title><style>{STYLE}</style></head>\n<body>\n"
+        + "\n".join(part for part in parts if part)
+        + "\n</body></html>\n"
+    )
 
 
 def _stage_table(report: dict) -> str:
     rows = []
     for stage in report["stages"]:
-        marks = "".join(f"<span class='{'note' if is_advice(c) else c['status']}' "
-                        f"title='{_text(c['id'])}: {'a note' if is_advice(c) else STATUS_WORDS[c['status']]}'>"
-                        f"{mark(c)}</span>" for c in stage["checks"])
-        rows.append(f"<tr><td>stage {stage_number(stage)}</td><td>{_text(stage['title'])}</td>"
-                    f"<td>{points_text(stage['score'])}/{points_text(stage['max_score'])}</td><td>{marks}</td></tr>")
+        marks = "".join(
+            f"<span class='{'note' if is_advice(c) else c['status']}' "
+            f"title='{_text(c['id'])}: {'a note' if is_advice(c) else STATUS_WORDS[c['status']]}'>"
+            f"{mark(c)}</span>"
+            for c in stage["checks"]
+        )
+        rows.append(
+            f"<tr><td>stage {stage_number(stage)}</td><td>{_text(stage['title'])}</td>"
+            f"<td>{points_text(stage['score'])}/{points_text(stage['max_score'])}</td><td>{marks}</td></tr>"
+        )
     header = "<tr><th>stage</th><th></th><th>score</th><th>checks</th></tr>"
     return f"<table class='stages'>{header}{''.join(rows)}</table>"
 
@@ -104,9 +116,11 @@ def _notes(report: dict, folder: Path) -> str:
     sections = []
     for number, c in notes:
         worth = f": {points_text(c['score'])}/{points_text(c['max_score'])}" if c["max_score"] else ""
-        body = [f"<h3>stage {number} · {_text(c['id'])}{worth}</h3>",
-                f"<pre>{_text(c['message'])}</pre>" if c["message"] else "",
-                _hint(c["hint"], number, folder) if c["hint"] else ""]
+        body = [
+            f"<h3>stage {number} · {_text(c['id'])}{worth}</h3>",
+            f"<pre>{_text(c['message'])}</pre>" if c["message"] else "",
+            _hint(c["hint"], number, folder) if c["hint"] else "",
+        ]
         sections.append(f"<section class='check note'>{''.join(body)}</section>")
     return f"<h2>{_text(notes_heading(notes))}</h2>" + "".join(sections) if sections else ""
 
@@ -129,14 +143,18 @@ def _evidence(evidence: dict) -> str:
     difference = [[None if a is None or e is None else a - e for e, a in zip(*pair)] for pair in zip(expected, actual)]
     peak = max((v for table in (expected, actual) for row in table for v in row if v is not None), default=0.0)
     spread = max((abs(v) for row in difference for v in row if v is not None), default=0.0)
-    maps = [("expected", _heat_table(expected, lambda v: _weight_colour(v, peak))),
-            ("yours", _heat_table(actual, lambda v: _weight_colour(v, peak))),
-            ("difference (yours − expected)", _heat_table(difference, lambda v: _difference_colour(v, spread)))]
+    maps = [
+        ("expected", _heat_table(expected, lambda v: _weight_colour(v, peak))),
+        ("yours", _heat_table(actual, lambda v: _weight_colour(v, peak))),
+        ("difference (yours − expected)", _heat_table(difference, lambda v: _difference_colour(v, spread))),
+    ]
     figures = "".join(f"<figure><figcaption>{name}</figcaption>{table}</figure>" for name, table in maps)
-    legend = (f"<p>weights: 0 <span class='bar' style='background:linear-gradient(to right, white, {_rgb(BLUE)})'>"
-              f"</span> {peak:.4g}; difference: −{spread:.4g} <span class='bar' style='background:linear-gradient("
-              f"to right, {_rgb(BLUE)}, white, {_rgb(RED)})'></span> +{spread:.4g}; rows are queries (the token "
-              f"that attends), columns keys (the token attended to); grey: not a number</p>")
+    legend = (
+        f"<p>weights: 0 <span class='bar' style='background:linear-gradient(to right, white, {_rgb(BLUE)})'>"
+        f"</span> {peak:.4g}; difference: −{spread:.4g} <span class='bar' style='background:linear-gradient("
+        f"to right, {_rgb(BLUE)}, white, {_rgb(RED)})'></span> +{spread:.4g}; rows are queries (the token "
+        f"that attends), columns keys (the token attended to); grey: not a number</p>"
+    )
     note = f"<p>{_text(evidence['note'])}</p>" if evidence["note"] else ""
     return f"<h4>{_text(evidence['title'])}{shown}</h4><div class='maps'>{figures}</div>{legend}{note}"
 

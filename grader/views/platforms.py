@@ -55,22 +55,38 @@ def to_gradescope(report: Report) -> dict:
     their score; the hidden checks appear after publishing, with their verdicts and hints only. No
     execution time: the hidden checks' share of it depends on what their inputs made the learner's code do."""
     shown = _before_publishing(report)
-    tests = [{"name": f"stage {number}: {c['id']}", "score": c["score"], "max_score": c["max_score"],
-              "status": "passed" if _passes(c) else "failed", "output": output,
-              "visibility": "visible" if c["visibility"] == "visible" else "after_published"}
-             for number, c, output in _checks_with_feedback(shown)]
+    tests = [
+        {
+            "name": f"stage {number}: {c['id']}",
+            "score": c["score"],
+            "max_score": c["max_score"],
+            "status": "passed" if _passes(c) else "failed",
+            "output": output,
+            "visibility": "visible" if c["visibility"] == "visible" else "after_published",
+        }
+        for number, c, output in _checks_with_feedback(shown)
+    ]
     summary = "\n".join([_visible_score(shown), *flag_sentences(report)])
-    return _printable_strings({"score": report["score"],
-                               "output": summary, "visibility": "visible", "stdout_visibility": "hidden",
-                               "extra_data": {"sandbox": report["sandbox"]}, "tests": tests})
+    return _printable_strings(
+        {
+            "score": report["score"],
+            "output": summary,
+            "visibility": "visible",
+            "stdout_visibility": "hidden",
+            "extra_data": {"sandbox": report["sandbox"]},
+            "tests": tests,
+        }
+    )
 
 
 def _before_publishing(report: Report) -> dict:
     """``report`` with each visible check as its own inputs judged it (its ``visible_verdict``, where a
     shortcut seen on a hidden input voided it): what students may read before grades are published. The
     top-level score, hidden until then, stays the report's."""
+
     def own(check: CheckReport) -> CheckReport:
         return {**check, **check["visible_verdict"]} if check.get("visible_verdict") else check
+
     return {**report, "stages": [{**stage, "checks": [own(c) for c in stage["checks"]]} for stage in report["stages"]]}
 
 
@@ -79,21 +95,33 @@ def _visible_score(report: Report) -> str:
     checks = [c for stage in report["stages"] for c in stage["checks"]]
     visible = [c for c in checks if c["visibility"] == "visible"]
     score = points_text(rounded(sum(c["score"] for c in visible)))
-    line = f"Visible checks: {score}/{points_text(rounded(sum(c['max_score'] for c in visible)))} on {report['device']}."
+    line = (
+        f"Visible checks: {score}/{points_text(rounded(sum(c['max_score'] for c in visible)))} on {report['device']}."
+    )
     hidden = rounded(sum(c["max_score"] for c in checks if c["visibility"] != "visible"))
     if hidden:
-        line += (f" The hidden checks ({points_text(hidden)} of the {points_text(report['max_score'])} points) "
-                 "count once your instructor publishes the grades.")
+        line += (
+            f" The hidden checks ({points_text(hidden)} of the {points_text(report['max_score'])} points) "
+            "count once your instructor publishes the grades."
+        )
     return line
 
 
 def to_classroom(report: Report) -> dict:
     """The result a GitHub Classroom grading reporter reads (one runner): points per check."""
-    tests = [{"name": f"stage {number}: {c['id']}", "status": "pass" if _passes(c) else "fail",
-              "score": c["score"], "message": output} for number, c, output in _checks_with_feedback(report)]
+    tests = [
+        {
+            "name": f"stage {number}: {c['id']}",
+            "status": "pass" if _passes(c) else "fail",
+            "score": c["score"],
+            "message": output,
+        }
+        for number, c, output in _checks_with_feedback(report)
+    ]
     passed = all(t["status"] == "pass" for t in tests)
-    return _printable_strings({"version": 1, "status": "pass" if passed else "fail",
-                               "max_score": report["max_score"], "tests": tests})
+    return _printable_strings(
+        {"version": 1, "status": "pass" if passed else "fail", "max_score": report["max_score"], "tests": tests}
+    )
 
 
 def _passes(check: CheckReport) -> bool:

@@ -3,6 +3,10 @@
 import os
 import sys
 
+from grader.core.hints import explain
+from grader.core.report import Report, Status
+from grader.core.stages import BONUS, CORE, STAGE_MODULES, registry
+from grader.runner.escaping import printable
 from grader.views.feedback import (
     PRINTED_HEADING,
     checks_to_fix,
@@ -18,13 +22,7 @@ from grader.views.feedback import (
     student_view,
     total_label,
 )
-from grader.core.hints import explain
-from grader.core.stages import BONUS, CORE, STAGE_MODULES, registry
-from grader.core.report import Report, Status
-from grader.runner.escaping import printable
 from grader.views.heatmap import heat_map_lines
-
-
 
 COLOUR_CODES = {"green": "32", "red": "31", "yellow": "33", "dim": "2", "bold": "1"}
 
@@ -32,8 +30,9 @@ COLOUR_CODES = {"green": "32", "red": "31", "yellow": "33", "dim": "2", "bold": 
 Line = list[tuple[str, str | None]]
 
 
-def render_text(report: Report, submission: str, color: bool | None = None, student_facing: bool = False,
-                folder: str | None = None) -> str:
+def render_text(
+    report: Report, submission: str, color: bool | None = None, student_facing: bool = False, folder: str | None = None
+) -> str:
     """The report as a person reads it. Every piece of text is escaped before any colour goes in,
     so the grader's colour codes are the only ones that can reach the terminal.
 
@@ -44,23 +43,31 @@ def render_text(report: Report, submission: str, color: bool | None = None, stud
     """
     colored = sys.stdout.isatty() and "NO_COLOR" not in os.environ if color is None else color
     report = student_view(report) if student_facing else report
-    return "\n".join("".join(_paint(printable(text, keep_newlines=False), tone, colored) for text, tone in line)
-                     for line in _lines(report, submission, submission if folder is None else folder))
+    return "\n".join(
+        "".join(_paint(printable(text, keep_newlines=False), tone, colored) for text, tone in line)
+        for line in _lines(report, submission, submission if folder is None else folder)
+    )
 
 
 def _lines(report: Report, submission: str, folder: str) -> list[Line]:
     lines = [_plain(f"Grading {submission} on {report['device']} (torch {report['torch']})")]
     lines += [_plain(sentence) for sentence in flag_sentences(report)]
     lines.append(_plain(""))
-    titles = {stage["id"]: registry()[stage_number(stage)].title + (" (bonus)" if stage.get("track") == BONUS else "")
-              for stage in report["stages"]}
+    titles = {
+        stage["id"]: registry()[stage_number(stage)].title + (" (bonus)" if stage.get("track") == BONUS else "")
+        for stage in report["stages"]
+    }
     width = max([38, *map(len, titles.values())])  # one column, however long a title
     for stage in report["stages"]:
         number = stage_number(stage)
         score = f"{points_text(stage['score']):>5}/{points_text(stage['max_score'])}"
         title = titles[stage["id"]]
-        lines.append([(f"stage {number}  {title:<{width}} {score}  {_bar(stage['score'], stage['max_score'])}  ",
-                       None), *[(mark(c), "dim" if is_advice(c) else _tone(c["status"])) for c in stage["checks"]]])
+        lines.append(
+            [
+                (f"stage {number}  {title:<{width}} {score}  {_bar(stage['score'], stage['max_score'])}  ", None),
+                *[(mark(c), "dim" if is_advice(c) else _tone(c["status"])) for c in stage["checks"]],
+            ]
+        )
     lines.extend(_what_to_fix(report))
     lines.extend(_notes(report))
     lines.extend(_next_step(report, folder))
@@ -71,7 +78,7 @@ def _lines(report: Report, submission: str, folder: str) -> list[Line]:
 
 
 def _by_track(report: Report) -> str:
-    """" (core 100/100, bonus 45/60)" when bonus stages were graded beside core ones; else nothing."""
+    """ " (core 100/100, bonus 45/60)" when bonus stages were graded beside core ones; else nothing."""
     tracks = {}
     for stage in report["stages"]:
         score, max_score = tracks.get(stage.get("track", CORE), (0, 0))
@@ -126,8 +133,12 @@ def _next_step(report: Report, folder: str) -> list[Line]:
         return []
     number, message = step
     where = f"{folder.rstrip('/')}/" if folder else ""
-    return [_plain(""), [("Next step", "bold")],
-            _plain(f"    open {where}{STAGE_MODULES[number]}.py"), _plain(f"    {message}")]
+    return [
+        _plain(""),
+        [("Next step", "bold")],
+        _plain(f"    open {where}{STAGE_MODULES[number]}.py"),
+        _plain(f"    {message}"),
+    ]
 
 
 def _plain(text: str) -> Line:

@@ -59,8 +59,13 @@ def make_class(root: Path) -> Path:
 
 def time_batch(submissions: Path, out: Path) -> float:
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "grader", "batch", str(submissions), "--out", str(out),
-                    "--workers", str(LANES)], cwd=REPO, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "grader", "batch", str(submissions), "--out", str(out), "--workers", str(LANES)],
+        cwd=REPO,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     return time.perf_counter() - started
 
 
@@ -68,8 +73,13 @@ def time_process_per_student(submissions: Path, out: Path) -> float:
     out.mkdir()
 
     def grade_one(folder: Path) -> None:
-        subprocess.run([sys.executable, "-m", "grader", str(folder), "--json", str(out / f"{folder.name}.json")],
-                       cwd=REPO, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-m", "grader", str(folder), "--json", str(out / f"{folder.name}.json")],
+            cwd=REPO,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
 
     started = time.perf_counter()
     with ThreadPoolExecutor(LANES) as pool:
@@ -87,9 +97,11 @@ def time_nbgrader(sample: list[Path], course: Path) -> tuple[float, dict[str, fl
     """Seconds nbgrader autograde takes for the sample handed in as notebooks, and their scores."""
     prepare(course)
     for folder in sample:
-        answers = {f"{module}.ipynb": answer_cell_source(stage, (folder / f"{module}.py").read_text())
-                   for stage, module in STAGE_MODULES.items()
-                   if stage in course_stages() and (folder / f"{module}.py").is_file()}  # the course's notebooks
+        answers = {
+            f"{module}.ipynb": answer_cell_source(stage, (folder / f"{module}.py").read_text())
+            for stage, module in STAGE_MODULES.items()
+            if stage in course_stages() and (folder / f"{module}.py").is_file()
+        }  # the course's notebooks
         submit(course, folder.name, answers)
     started = time.perf_counter()
     nbgrader(course, "autograde", ASSIGNMENT, "--force")
@@ -113,23 +125,31 @@ def main() -> None:
         batch_seconds = statistics.median(rounds)
         baseline_seconds = time_process_per_student(submissions, root / "baseline")
         batch_rate, baseline_rate = CLASS_SIZE / batch_seconds, CLASS_SIZE / baseline_seconds
-        print(f"python -m grader batch:          {batch_seconds:6.1f} s  {batch_rate:5.2f} submissions/s "
-              f"(target >= 5; median of {', '.join(f'{r:.1f}' for r in rounds)} s)")
+        print(
+            f"python -m grader batch:          {batch_seconds:6.1f} s  {batch_rate:5.2f} submissions/s "
+            f"(target >= 5; median of {', '.join(f'{r:.1f}' for r in rounds)} s)"
+        )
         print(f"a process per submission:        {baseline_seconds:6.1f} s  {baseline_rate:5.2f} submissions/s")
         print(f"ratio batch / process-per-student: {batch_rate / baseline_rate:.1f}x (target >= 10)")
         sample = nbgrader_sample(submissions)
         nbgrader_seconds, nbgrader_scores = time_nbgrader(sample, root / "nbgrader")
         nbgrader_rate = len(sample) / nbgrader_seconds
-        print(f"nbgrader autograde ({len(sample)} students): {nbgrader_seconds:6.1f} s  {nbgrader_rate:5.2f} submissions/s")
+        print(
+            f"nbgrader autograde ({len(sample)} students): {nbgrader_seconds:6.1f} s  {nbgrader_rate:5.2f} submissions/s"
+        )
         print(f"ratio batch / nbgrader:          {batch_rate / nbgrader_rate:.0f}x (target >= 10)")
         batch_scores = scores(root / "batch-0")
         agree = sum(batch_scores[folder.name] == nbgrader_scores.get(folder.name) for folder in sample)
         print(f"same score in nbgrader as in the batch: {agree}/{len(sample)}")
         gradebooks = {(root / f"batch-{n}" / "grades.csv").read_bytes() for n in range(BATCH_ROUNDS)}
-        print(f"grades.csv byte-identical across the {BATCH_ROUNDS} batch rounds: {'yes' if len(gradebooks) == 1 else 'NO'}")
+        print(
+            f"grades.csv byte-identical across the {BATCH_ROUNDS} batch rounds: {'yes' if len(gradebooks) == 1 else 'NO'}"
+        )
         differ = {k for k, v in scores(root / "batch-0").items() if scores(root / "baseline").get(k) != v}
-        print(f"same score both ways: {CLASS_SIZE - len(differ)}/{CLASS_SIZE}" + (f" (differ: {sorted(differ)})"
-                                                                               if differ else ""))
+        print(
+            f"same score both ways: {CLASS_SIZE - len(differ)}/{CLASS_SIZE}"
+            + (f" (differ: {sorted(differ)})" if differ else "")
+        )
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -65,8 +65,10 @@ def main() -> None:
         uncached.append(seconds)
         assert torch.equal(with_cache, without_cache), "the cache changed the tokens greedy decoding chose"
     with_cache, without_cache = statistics.median(cached), statistics.median(uncached)
-    print(f"greedy decoding of {NEW_TOKENS} tokens after {PROMPT_TOKENS}, d_model {D_MODEL}, {NUM_HEADS} heads, "
-          f"vocabulary {VOCABULARY}, {torch.get_num_threads()} threads")
+    print(
+        f"greedy decoding of {NEW_TOKENS} tokens after {PROMPT_TOKENS}, d_model {D_MODEL}, {NUM_HEADS} heads, "
+        f"vocabulary {VOCABULARY}, {torch.get_num_threads()} threads"
+    )
     print(f"without the cache: median {without_cache:.3f} s (min {min(uncached):.3f}, max {max(uncached):.3f})")
     print(f"with the cache:    median {with_cache:.3f} s (min {min(cached):.3f}, max {max(cached):.3f})")
     print(f"ratio: {without_cache / with_cache:.1f} times faster with the cache, {ROUNDS} rounds")

@@ -21,8 +21,19 @@ ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")  # the colours of an IPython traceba
 
 
 # Calls that change the list or dict they are called on.
-MUTATING_METHODS = {"__setitem__", "__delitem__", "append", "extend", "insert", "pop", "remove", "clear",
-                    "update", "setdefault", "popitem"}
+MUTATING_METHODS = {
+    "__setitem__",
+    "__delitem__",
+    "append",
+    "extend",
+    "insert",
+    "pop",
+    "remove",
+    "clear",
+    "update",
+    "setdefault",
+    "popitem",
+}
 
 
 @dataclass(frozen=True)
@@ -63,8 +74,10 @@ def graded_cell_causes(ran, handed_in, cells: list[GradedCell]) -> list[str]:
     causes = []
     for cell in cells:
         if cell.name not in ran_cells:
-            causes.append(f"test cell {cell.name} ({cell.points:g} points) is missing from the handed-in notebook, "
-                          f"so nbgrader never ran it")
+            causes.append(
+                f"test cell {cell.name} ({cell.points:g} points) is missing from the handed-in notebook, "
+                f"so nbgrader never ran it"
+            )
         elif cell.name in handed_in_ids and compute_checksum(ran_cells[cell.name]) != cell.checksum:
             causes.append(f"test cell {cell.name} ran altered (its checksum is not the release's)")
     return causes
@@ -132,18 +145,30 @@ def tampering_causes(ran) -> list[str]:
     aliases: dict[str, str] = {}  # imports hold across cells: one kernel runs them all
     causes = []
     for index, cell in enumerate(ran.cells):
-        tree = None if cell.cell_type != "code" or cell.get("metadata", {}).get("nbgrader", {}).get("grade") \
+        tree = (
+            None
+            if cell.cell_type != "code" or cell.get("metadata", {}).get("nbgrader", {}).get("grade")
             else _python(cell.source)
+        )
         nodes = list(ast.walk(tree)) if tree else []
         for node in nodes:
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 _imports(node, aliases)
-        changes = {(node.lineno, name) for node in nodes
-                   for name in [*(_changed(t, aliases) for t in _assigned(node)),
-                                _call_changes(node, aliases) if isinstance(node, ast.Call) else None] if name}
+        changes = {
+            (node.lineno, name)
+            for node in nodes
+            for name in [
+                *(_changed(t, aliases) for t in _assigned(node)),
+                _call_changes(node, aliases) if isinstance(node, ast.Call) else None,
+            ]
+            if name
+        }
         for line, name in sorted(changes):
-            effect = ("the test cells call the grader through it" if name.startswith("grader.")
-                      else "the test cells' `import grader` may not have loaded the grader")
+            effect = (
+                "the test cells call the grader through it"
+                if name.startswith("grader.")
+                else "the test cells' `import grader` may not have loaded the grader"
+            )
             causes.append(f"{_label(index, cell)} changes {name} (line {line}): {effect}")
     return causes
 
@@ -151,8 +176,12 @@ def tampering_causes(ran) -> list[str]:
 def _test_cell_outputs(ran, stage: int) -> list[dict]:
     """The outputs of the stage's test cells, as nbgrader's run of the notebook left them."""
     names = set(autograder_cell_ids(stage).values())
-    return [output for cell in ran.cells if cell.cell_type == "code" and _grade_id(cell) in names
-            for output in cell.get("outputs", [])]
+    return [
+        output
+        for cell in ran.cells
+        if cell.cell_type == "code" and _grade_id(cell) in names
+        for output in cell.get("outputs", [])
+    ]
 
 
 def _output_text(output: dict) -> str:
@@ -168,9 +197,17 @@ def _output_text(output: dict) -> str:
 def _real_grader_ran(outputs: list[dict], stage: int) -> bool:
     """Whether a test cell's output shows the grader package's own check(): its summary line, its
     notice for the hidden cell, or a traceback through its files."""
-    own = re.compile("|".join(re.escape(text) for text in (
-        SUMMARY.format(kind="visible", stage=stage), SUMMARY.format(kind="hidden", stage=stage), HIDDEN_LATER,
-        str(GRADER_PACKAGE))))
+    own = re.compile(
+        "|".join(
+            re.escape(text)
+            for text in (
+                SUMMARY.format(kind="visible", stage=stage),
+                SUMMARY.format(kind="hidden", stage=stage),
+                HIDDEN_LATER,
+                str(GRADER_PACKAGE),
+            )
+        )
+    )
     return any(own.search(_output_text(output)) for output in outputs)
 
 
@@ -181,8 +218,11 @@ def shadowing_causes(ran, folder: Path, stage: int) -> list[str]:
     shadows = [name for name in ("grader.py", "grader") if (folder / name).exists()]
     if not shadows or _real_grader_ran(_test_cell_outputs(ran, stage), stage):
         return []
-    return [f"{name} beside the notebook comes before the grader package on the kernel's path, and the test "
-            f"cells' output is not the grader's" for name in shadows]
+    return [
+        f"{name} beside the notebook comes before the grader package on the kernel's path, and the test "
+        f"cells' output is not the grader's"
+        for name in shadows
+    ]
 
 
 def _changes_directory(node: ast.AST, aliases: dict[str, str]) -> bool:
@@ -191,8 +231,12 @@ def _changes_directory(node: ast.AST, aliases: dict[str, str]) -> bool:
     if _dotted(node.func, aliases) == "os.chdir":
         return True
     magic = _dotted(node.func, {"get_ipython": "get_ipython"})  # %cd, as IPython's transformer writes it
-    return (magic == "get_ipython.run_line_magic" and bool(node.args) and isinstance(node.args[0], ast.Constant)
-            and node.args[0].value == "cd")
+    return (
+        magic == "get_ipython.run_line_magic"
+        and bool(node.args)
+        and isinstance(node.args[0], ast.Constant)
+        and node.args[0].value == "cd"
+    )
 
 
 def working_directory_causes(ran, folder: Path, stage: int) -> list[str]:
@@ -202,8 +246,9 @@ def working_directory_causes(ran, folder: Path, stage: int) -> list[str]:
     name = f"{STAGE_MODULES[stage]}.py"
     # grader.notebook's own words, with the folder it looked in caught
     said_not_beside = re.compile(re.escape(NOT_BESIDE.format(name=name, folder="\0")).replace("\0", "(/.*?)"))
-    looked = {match[1] for output in _test_cell_outputs(ran, stage)
-              if (match := said_not_beside.search(_output_text(output)))}
+    looked = {
+        match[1] for output in _test_cell_outputs(ran, stage) if (match := said_not_beside.search(_output_text(output)))
+    }
     elsewhere = sorted(where for where in looked if Path(where) != folder.resolve())
     if not elsewhere:
         return []
@@ -217,8 +262,10 @@ def working_directory_causes(ran, folder: Path, stage: int) -> list[str]:
                 _imports(node, aliases)
             elif _changes_directory(node, aliases):
                 movers.append(f"{_label(index, cell)} changes the working directory (line {node.lineno})")
-    said = f"the test cells' grader looked for {name} in {elsewhere[0]}, not beside the notebook " \
-           f"(its output: \"{name} is not in {elsewhere[0]}\")"
+    said = (
+        f"the test cells' grader looked for {name} in {elsewhere[0]}, not beside the notebook "
+        f'(its output: "{name} is not in {elsewhere[0]}")'
+    )
     return [f"{'; '.join(movers)}: {said}" if movers else said]
 
 
@@ -249,7 +296,12 @@ def stage_file_causes(ran, folder: Path, stage: int) -> list[str]:
         return [f"{name} is not beside the notebook, though the answer cell writes it"]
     if path.read_bytes() == text.encode("utf-8"):
         return []
-    others = [_label(i, c) for i, c in enumerate(ran.cells)
-              if i != answer_index and ((w := _written_file(c)) and w[0] == name or _names_file(c, name))]
-    return [f"{name} beside the notebook is not what the answer cell's %%writefile wrote"
-            + (f" ({', '.join(others)} also name{'s' if len(others) == 1 else ''} it)" if others else "")]
+    others = [
+        _label(i, c)
+        for i, c in enumerate(ran.cells)
+        if i != answer_index and ((w := _written_file(c)) and w[0] == name or _names_file(c, name))
+    ]
+    return [
+        f"{name} beside the notebook is not what the answer cell's %%writefile wrote"
+        + (f" ({', '.join(others)} also name{'s' if len(others) == 1 else ''} it)" if others else "")
+    ]

@@ -31,11 +31,11 @@ import nbformat
 from nbformat.corpus.words import generate_corpus_id
 
 from grader.authoring.stubs import learner_imports
-from grader.judge.plugin import planned_checks
 from grader.core.course import CourseError as CourseSettingsError
 from grader.core.course import course_stages
 from grader.core.points import points_in_use
 from grader.core.stages import STAGE_MODULES, STAGES, registry
+from grader.judge.plugin import planned_checks
 
 REPO = Path(__file__).resolve().parents[3]
 DEFAULT_COURSE = REPO / "build" / "nbgrader"
@@ -77,11 +77,18 @@ class CourseError(Exception):
     """The course folder holds something that cannot be regenerated; the message says what to do."""
 
 
-def _metadata(grade_id: str, *, grade: bool = False, solution: bool = False, locked: bool = True,
-              points: float | None = None) -> dict:
+def _metadata(
+    grade_id: str, *, grade: bool = False, solution: bool = False, locked: bool = True, points: float | None = None
+) -> dict:
     """nbgrader's cell metadata, schema version 3."""
-    fields = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3, "solution": solution,
-              "task": False}
+    fields = {
+        "grade": grade,
+        "grade_id": grade_id,
+        "locked": locked,
+        "schema_version": 3,
+        "solution": solution,
+        "task": False,
+    }
     if points is not None:
         fields["points"] = points
     return {"nbgrader": fields}
@@ -126,8 +133,10 @@ def autograder_cell_ids(stage: int) -> dict[str, str]:
 
 def hidden_cell_notice(points: float) -> str:
     """What the students' copy of the hidden test cell shows: nbgrader removes the rest."""
-    return (f"# Hidden checks ({points:g} points): this cell runs them when your notebook is graded,\n"
-            f"# which is why it looks empty here. Keep it.")
+    return (
+        f"# Hidden checks ({points:g} points): this cell runs them when your notebook is graded,\n"
+        f"# which is why it looks empty here. Keep it."
+    )
 
 
 def generated_cells(stage: int, points: dict[str, float]) -> list[nbformat.NotebookNode]:
@@ -135,26 +144,37 @@ def generated_cells(stage: int, points: dict[str, float]) -> list[nbformat.Noteb
     module = STAGE_MODULES[stage]
     name = f"stage{stage}"
     tests = autograder_cell_ids(stage)
-    how = (f"**How this notebook works.** Write your code in the answer cell below, between the lines "
-           f"`# YOUR CODE HERE`. Running that cell saves it as `{module}.py` (keep its first line, "
-           f"`%%writefile {module}.py`), the same file as the `.py` exercise, so `make grade` and this "
-           f"notebook grade the same code. The last two cells run the grader: the visible checks now, "
-           f"the hidden ones when your notebook is graded.")
+    how = (
+        f"**How this notebook works.** Write your code in the answer cell below, between the lines "
+        f"`# YOUR CODE HERE`. Running that cell saves it as `{module}.py` (keep its first line, "
+        f"`%%writefile {module}.py`), the same file as the `.py` exercise, so `make grade` and this "
+        f"notebook grade the same code. The last two cells run the grader: the visible checks now, "
+        f"the hidden ones when your notebook is graded."
+    )
     return [
         _cell("markdown", f"{name}-explanation", f"{explanation(stage)}\n\n{how}", _metadata(f"{name}-explanation")),
         _cell("code", f"{name}-answer", answer_source(stage), _metadata(f"{name}-answer", solution=True, locked=False)),
-        _cell("code", f"{name}-scratch",
-              f"from grader.notebook import load\n\n{name} = load({stage})  # {module}.py, as the cell above saved it\n"
-              f"# try it here, e.g. on the worked example: {name}.<name>(...)"),
-        _cell("code", tests["visible"],
-              f"# Visible checks: the documents' worked examples ({points['visible']:g} points).\n"
-              f"from grader.notebook import check\n\ncheck({stage})",
-              _metadata(tests["visible"], grade=True, points=points["visible"])),
-        _cell("code", tests["hidden"],
-              f"{hidden_cell_notice(points['hidden'])}\n"
-              f"### BEGIN HIDDEN TESTS\nfrom grader.notebook import check\n\ncheck({stage}, hidden=True)\n"
-              f"### END HIDDEN TESTS",
-              _metadata(tests["hidden"], grade=True, points=points["hidden"])),
+        _cell(
+            "code",
+            f"{name}-scratch",
+            f"from grader.notebook import load\n\n{name} = load({stage})  # {module}.py, as the cell above saved it\n"
+            f"# try it here, e.g. on the worked example: {name}.<name>(...)",
+        ),
+        _cell(
+            "code",
+            tests["visible"],
+            f"# Visible checks: the documents' worked examples ({points['visible']:g} points).\n"
+            f"from grader.notebook import check\n\ncheck({stage})",
+            _metadata(tests["visible"], grade=True, points=points["visible"]),
+        ),
+        _cell(
+            "code",
+            tests["hidden"],
+            f"{hidden_cell_notice(points['hidden'])}\n"
+            f"### BEGIN HIDDEN TESTS\nfrom grader.notebook import check\n\ncheck({stage}, hidden=True)\n"
+            f"### END HIDDEN TESTS",
+            _metadata(tests["hidden"], grade=True, points=points["hidden"]),
+        ),
     ]
 
 
@@ -166,8 +186,9 @@ def _generated_name(cell: nbformat.NotebookNode, names: set[str]) -> str | None:
     return None
 
 
-def merge_cells(generated: list[nbformat.NotebookNode], existing: list[nbformat.NotebookNode]
-                ) -> list[nbformat.NotebookNode]:
+def merge_cells(
+    generated: list[nbformat.NotebookNode], existing: list[nbformat.NotebookNode]
+) -> list[nbformat.NotebookNode]:
     """``generated`` in its order, with every other cell of ``existing`` kept where it stands.
 
     A generated cell replaces its old version; one the old notebook lacks goes back right after
@@ -193,8 +214,9 @@ def merge_cells(generated: list[nbformat.NotebookNode], existing: list[nbformat.
     return cells + [by_name[name] for name in order if name not in placed]
 
 
-def stage_notebook(stage: int, points: dict[str, float],
-                   existing: nbformat.NotebookNode | None = None) -> nbformat.NotebookNode:
+def stage_notebook(
+    stage: int, points: dict[str, float], existing: nbformat.NotebookNode | None = None
+) -> nbformat.NotebookNode:
     """The source notebook of one stage; ``points``: its visible and hidden totals; ``existing``:
     the notebook as the course holds it, whose own cells and metadata are kept."""
     generated = generated_cells(stage, points)
@@ -225,8 +247,9 @@ def _existing_notebook(path: Path) -> nbformat.NotebookNode | None:
     try:
         return nbformat.read(path, as_version=4)
     except Exception as error:  # nbformat raises many kinds for a damaged file; each gets the same advice
-        raise CourseError(f"{path} cannot be read ({type(error).__name__}): repair it, or move it away to have "
-                          f"it generated afresh") from None
+        raise CourseError(
+            f"{path} cannot be read ({type(error).__name__}): repair it, or move it away to have it generated afresh"
+        ) from None
 
 
 def write_course(root: Path, course: Path | None = None) -> list[Path]:
@@ -253,8 +276,9 @@ def instructor_cell_count(notebooks: list[Path]) -> int:
     """How many cells of ``notebooks`` (the generated ones: a notebook of the instructor's own is
     never touched, so none of its cells is "kept") are the instructor's own."""
     names = {cell.id for stage, points in stage_points(STAGES).items() for cell in generated_cells(stage, points)}
-    return sum(_generated_name(cell, names) is None
-               for path in notebooks for cell in nbformat.read(path, as_version=4).cells)
+    return sum(
+        _generated_name(cell, names) is None for path in notebooks for cell in nbformat.read(path, as_version=4).cells
+    )
 
 
 def loads_generated_settings(config: Path) -> bool:
@@ -264,16 +288,26 @@ def loads_generated_settings(config: Path) -> bool:
         tree = ast.parse(config.read_text(encoding="utf-8"))
     except (SyntaxError, ValueError):
         return False
-    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "load_subconfig"
-               and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == GENERATED_CONFIG
-               for node in ast.walk(tree))
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "load_subconfig"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and node.args[0].value == GENERATED_CONFIG
+        for node in ast.walk(tree)
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("course", nargs="?", type=Path, default=DEFAULT_COURSE)
-    parser.add_argument("--course-file", type=Path, metavar="FILE",
-                        help="the course settings (default: course.toml at the repository's root, if any)")
+    parser.add_argument(
+        "--course-file",
+        type=Path,
+        metavar="FILE",
+        help="the course settings (default: course.toml at the repository's root, if any)",
+    )
     args = parser.parse_args(argv)
     try:
         written = write_course(args.course, args.course_file)
@@ -282,13 +316,18 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     config = args.course / INSTRUCTOR_CONFIG
     notebooks = [p for p in written if p.suffix == ".ipynb"]
-    print(f"nbgrader course written to {args.course}: {len(notebooks)} notebooks in source/{ASSIGNMENT}/ "
-          f"({instructor_cell_count(notebooks)} cells of yours kept), {GENERATED_CONFIG}; "
-          f"{INSTRUCTOR_CONFIG} {'written' if config in written else 'kept as it is'}")
+    print(
+        f"nbgrader course written to {args.course}: {len(notebooks)} notebooks in source/{ASSIGNMENT}/ "
+        f"({instructor_cell_count(notebooks)} cells of yours kept), {GENERATED_CONFIG}; "
+        f"{INSTRUCTOR_CONFIG} {'written' if config in written else 'kept as it is'}"
+    )
     if not loads_generated_settings(config):
-        print(f"make nbgrader: {config} does not load {GENERATED_CONFIG}: add the line "
-              f'load_subconfig("{GENERATED_CONFIG}") after c = get_config(), or move the file away to have it '
-              f"written again", file=sys.stderr)
+        print(
+            f"make nbgrader: {config} does not load {GENERATED_CONFIG}: add the line "
+            f'load_subconfig("{GENERATED_CONFIG}") after c = get_config(), or move the file away to have it '
+            f"written again",
+            file=sys.stderr,
+        )
     return 0
 
 

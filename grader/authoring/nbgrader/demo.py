@@ -1,9 +1,9 @@
 """make nbgrader-demo: a whole nbgrader term on two made-up students, then their grades.csv.
 
-    python -m grader.authoring.nbgrader.demo [COURSE_DIR]     # default: build/nbgrader-demo
+  python -m grader.authoring.nbgrader.demo [COURSE_DIR]     # default: build/nbgrader-demo
 
-  generate_assignment -> submitted/ (ada pasted the solutions into the release; bob handed the
-  release in untouched) -> autograde -> generate_feedback -> export
+generate_assignment -> submitted/ (ada pasted the solutions into the release; bob handed the
+release in untouched) -> autograde -> generate_feedback -> export
 """
 
 import argparse
@@ -19,6 +19,8 @@ import nbformat
 from grader.authoring.nbgrader.course import ASSIGNMENT, REPO, answer_cell, write_course
 
 DEFAULT_COURSE = REPO / "build" / "nbgrader-demo"
+
+
 class NbgraderFailed(RuntimeError):
     """An nbgrader command exited with an error; the message holds the end of its output."""
 
@@ -27,10 +29,14 @@ def nbgrader(course: Path, *args: str) -> str:
     """Run ``nbgrader ARGS`` in the course folder with this interpreter and this checkout's grader
     (for nbgrader's plugins and the kernels' test cells); its output."""
     bin_dir = str(Path(sys.executable).parent)  # nbgrader calls `alembic` from PATH
-    env = {**os.environ, "PATH": os.pathsep.join(filter(None, [bin_dir, os.environ.get("PATH")])),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, env=env,
-                          capture_output=True, text=True)
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join(filter(None, [bin_dir, os.environ.get("PATH")])),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args], cwd=course, env=env, capture_output=True, text=True
+    )
     output = done.stdout + done.stderr
     if done.returncode != 0 or "[ERROR]" in output or "| ERROR]" in output:
         raise NbgraderFailed(f"nbgrader {' '.join(args)} failed (exit {done.returncode}):\n{output[-3000:]}")
@@ -46,8 +52,10 @@ def prepare(course: Path) -> None:
 
 def solved_answers(course: Path) -> dict[str, str]:
     """Notebook name -> the source notebook's answer cell: a student who pasted the solutions in."""
-    return {path.name: answer_cell(nbformat.read(path, as_version=4)).source
-            for path in sorted((course / "source" / ASSIGNMENT).glob("*.ipynb"))}
+    return {
+        path.name: answer_cell(nbformat.read(path, as_version=4)).source
+        for path in sorted((course / "source" / ASSIGNMENT).glob("*.ipynb"))
+    }
 
 
 def submit(course: Path, student: str, answers: dict[str, str]) -> Path:

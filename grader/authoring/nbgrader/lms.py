@@ -58,6 +58,7 @@ CANVAS_NAME, MOODLE_NAME = NBGRADER_CANVAS_NAME, NBGRADER_MOODLE_NAME
 @dataclass(frozen=True)
 class _Copy:
     """One notebook file of a download, as the collector reads its name."""
+
     path: str
     student_id: str
     file_id: str
@@ -82,8 +83,9 @@ class _DownloadCollector(FileNameCollectorPlugin):
         folder = self._download_folder(submitted_file, match)
         extracted = self._extracted_folder()
         if extracted and os.path.commonpath([extracted, folder]) != extracted:
-            self.log.warning("Skipped %s: only a folder above the download (%s) has a name like the LMS's",
-                             submitted_file, folder)
+            self.log.warning(
+                "Skipped %s: only a folder above the download (%s) has a name like the LMS's", submitted_file, folder
+            )
             return None
         copy = self._copy(submitted_file, match)
         info["file_id"] = copy.file_id
@@ -93,8 +95,15 @@ class _DownloadCollector(FileNameCollectorPlugin):
         if len(copies) > 1 and (folder, copy.student_id, copy.file_id) not in self._reported:
             self._reported.add((folder, copy.student_id, copy.file_id))
             others = ", ".join(os.path.relpath(c.path, folder) for c in copies[1:])
-            self.log.warning("Student %s handed in %s.ipynb %d times: kept %s (%s), skipped %s", copy.student_id,
-                             copy.file_id, len(copies), os.path.relpath(copies[0].path, folder), self.KEEPS, others)
+            self.log.warning(
+                "Student %s handed in %s.ipynb %d times: kept %s (%s), skipped %s",
+                copy.student_id,
+                copy.file_id,
+                len(copies),
+                os.path.relpath(copies[0].path, folder),
+                self.KEEPS,
+                others,
+            )
         return info if copies[0].path == copy.path else None
 
     def _copy(self, path: str, match: re.Match) -> _Copy:
@@ -126,7 +135,7 @@ class _DownloadCollector(FileNameCollectorPlugin):
     @staticmethod
     def _download_folder(path: str, match: re.Match) -> str:
         """The folder holding the entry the LMS named for the student (their file, or their folder)."""
-        return os.path.dirname(path[:match.start("student_id")])
+        return os.path.dirname(path[: match.start("student_id")])
 
 
 class CanvasCollector(_DownloadCollector):

@@ -41,11 +41,7 @@ from grader.authoring.nbgrader.causes import (
     tampering_causes,
     working_directory_causes,
 )
-from grader.authoring.nbgrader.course import (
-    ASSIGNMENT,
-    INSTRUCTOR_CONFIG,
-    autograder_cell_ids,
-)
+from grader.authoring.nbgrader.course import ASSIGNMENT, INSTRUCTOR_CONFIG, autograder_cell_ids
 from grader.core.course import course_stages
 from grader.core.stages import STAGE_MODULES
 from grader.runner.escaping import printable
@@ -93,16 +89,18 @@ def course_directory(course: Path) -> CourseDirectory:
     return CourseDirectory(config=config, root=str(course))
 
 
-def nbgrader_side(coursedir: CourseDirectory, assignment: str
-                  ) -> tuple[dict[str, dict[int, NbgraderStage]], dict[int, list[GradedCell]]]:
+def nbgrader_side(
+    coursedir: CourseDirectory, assignment: str
+) -> tuple[dict[str, dict[int, NbgraderStage]], dict[int, list[GradedCell]]]:
     """Per student and stage, nbgrader's score of the generated test cells (cells an instructor added
     count in nbgrader only, so they are left out); and each stage's test cells as the gradebook keeps them."""
     with Gradebook(coursedir.db_url, coursedir.course_id) as gradebook:  # the course's id: nothing is added
         try:
             return _nbgrader_side(gradebook, assignment)
         except MissingEntry as error:
-            raise CannotCompare(f"the gradebook does not hold assignment {assignment} as make nbgrader writes it "
-                                f"({error})") from None
+            raise CannotCompare(
+                f"the gradebook does not hold assignment {assignment} as make nbgrader writes it ({error})"
+            ) from None
 
 
 def course_modules() -> dict[int, str]:
@@ -111,23 +109,31 @@ def course_modules() -> dict[int, str]:
     return {stage: STAGE_MODULES[stage] for stage in course_stages()}
 
 
-def _nbgrader_side(gradebook: Gradebook, assignment: str
-                   ) -> tuple[dict[str, dict[int, NbgraderStage]], dict[int, list[GradedCell]]]:
+def _nbgrader_side(
+    gradebook: Gradebook, assignment: str
+) -> tuple[dict[str, dict[int, NbgraderStage]], dict[int, list[GradedCell]]]:
     cells, modules = {}, course_modules()
     for stage, module in modules.items():
         notebook = gradebook.find_notebook(module, assignment)
         checksums = {cell.name: cell.checksum for cell in notebook.source_cells}
-        cells[stage] = [GradedCell(cell.name, cell.max_score, checksums[cell.name])
-                        for cell in notebook.grade_cells if cell.name in autograder_cell_ids(stage).values()]
+        cells[stage] = [
+            GradedCell(cell.name, cell.max_score, checksums[cell.name])
+            for cell in notebook.grade_cells
+            if cell.name in autograder_cell_ids(stage).values()
+        ]
     scores = {}
     for submission in gradebook.find_assignment(assignment).submissions:
         student = submission.student_id
         scores[student] = {}
         for stage, module in modules.items():
-            grades = [g for g in gradebook.find_submission_notebook(module, assignment, student).grades
-                      if g.name in autograder_cell_ids(stage).values()]
-            scores[student][stage] = NbgraderStage(sum(g.score or 0.0 for g in grades),
-                                                   tuple(g.name for g in grades if g.manual_score is not None))
+            grades = [
+                g
+                for g in gradebook.find_submission_notebook(module, assignment, student).grades
+                if g.name in autograder_cell_ids(stage).values()
+            ]
+            scores[student][stage] = NbgraderStage(
+                sum(g.score or 0.0 for g in grades), tuple(g.name for g in grades if g.manual_score is not None)
+            )
     return scores, cells
 
 
@@ -139,15 +145,18 @@ def grade_all_side(autograded: Path, out: Path) -> dict[str, dict[int, float | N
     with (out / "grades.csv").open(encoding="utf-8", newline="") as table:
         rows = list(csv.DictReader(table))
     stages = course_modules()
-    return {row["student_id"]: {stage: float(row[f"stage{stage}"]) if row[f"stage{stage}"] else None
-                                for stage in stages} for row in rows}
+    return {
+        row["student_id"]: {stage: float(row[f"stage{stage}"]) if row[f"stage{stage}"] else None for stage in stages}
+        for row in rows
+    }
 
 
 # Evidence in the notebooks ---------------------------------------------------------------------
 
 
-def notebook_causes(coursedir: CourseDirectory, assignment: str, student: str, stage: int,
-                    cells: list[GradedCell]) -> list[str]:
+def notebook_causes(
+    coursedir: CourseDirectory, assignment: str, student: str, stage: int, cells: list[GradedCell]
+) -> list[str]:
     """What the student's notebook of ``stage`` shows about why the two scores differ."""
     folder = Path(coursedir.format_path(coursedir.autograded_directory, student, assignment))
     notebook = f"{STAGE_MODULES[stage]}.ipynb"
@@ -156,8 +165,13 @@ def notebook_causes(coursedir: CourseDirectory, assignment: str, student: str, s
         written = folder / f"{STAGE_MODULES[stage]}.py"
         return [f"no {notebook} was handed in, but {written.name} was"] if written.is_file() else []
     handed_in = _read(Path(coursedir.format_path(coursedir.submitted_directory, student, assignment)) / notebook)
-    return [*graded_cell_causes(ran, handed_in, cells), *tampering_causes(ran), *shadowing_causes(ran, folder, stage),
-            *working_directory_causes(ran, folder, stage), *stage_file_causes(ran, folder, stage)]
+    return [
+        *graded_cell_causes(ran, handed_in, cells),
+        *tampering_causes(ran),
+        *shadowing_causes(ran, folder, stage),
+        *working_directory_causes(ran, folder, stage),
+        *stage_file_causes(ran, folder, stage),
+    ]
 
 
 # Putting them together -------------------------------------------------------------------------
@@ -176,26 +190,45 @@ def reconcile(coursedir: CourseDirectory, assignment: str, out: Path) -> tuple[l
     found = []
     for student in sorted(set(nbgrader) | set(grade_all)):
         if student not in grade_all:
-            found.append(Disagreement(student, None, sum(s.score for s in nbgrader[student].values()), None,
-                                      (f"grade-all has no grades for this student: no folder in {autograded.name}/",)))
+            found.append(
+                Disagreement(
+                    student,
+                    None,
+                    sum(s.score for s in nbgrader[student].values()),
+                    None,
+                    (f"grade-all has no grades for this student: no folder in {autograded.name}/",),
+                )
+            )
             continue
         if student not in nbgrader:
-            found.append(Disagreement(student, None, None, sum(filter(None, grade_all[student].values())),
-                                      ("nbgrader's gradebook has no submission of this student",)))
+            found.append(
+                Disagreement(
+                    student,
+                    None,
+                    None,
+                    sum(filter(None, grade_all[student].values())),
+                    ("nbgrader's gradebook has no submission of this student",),
+                )
+            )
             continue
         for stage in cells:  # the course's stages, as nbgrader_side read them
             ours, theirs = nbgrader[student][stage], grade_all[student][stage]
             if theirs is not None and math.isclose(ours.score, theirs, abs_tol=1e-6):
                 continue
-            causes = [*notebook_causes(coursedir, assignment, student, stage, cells[stage]),
-                      *(f"an instructor set the score of {name} by hand in the gradebook" for name in ours.hand_scored)]
+            causes = [
+                *notebook_causes(coursedir, assignment, student, stage, cells[stage]),
+                *(f"an instructor set the score of {name} by hand in the gradebook" for name in ours.hand_scored),
+            ]
             found.append(Disagreement(student, stage, ours.score, theirs, tuple(causes) or (NO_CAUSE,)))
     return found, len(set(nbgrader) | set(grade_all))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m grader.authoring.nbgrader.reconcile", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m grader.authoring.nbgrader.reconcile",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("course", type=Path, help="the nbgrader course folder (nbgrader_config.py, autograded/)")
     parser.add_argument("--assignment", default=ASSIGNMENT)
     parser.add_argument("--out", type=Path, help="where grade-all's reports go (default: COURSE/reconcile)")

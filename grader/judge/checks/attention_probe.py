@@ -39,14 +39,21 @@ class Probe:
 
 
 PROBES = {
-    "SelfAttention_v1": Probe(lambda n, h: [n, n], lambda v, q, k: {"W_query": q.T, "W_key": k.T, "W_value": v.T},
-                              causal=False, batch=False),
+    "SelfAttention_v1": Probe(
+        lambda n, h: [n, n], lambda v, q, k: {"W_query": q.T, "W_key": k.T, "W_value": v.T}, causal=False, batch=False
+    ),
     "SelfAttention_v2": Probe(lambda n, h: [n, n], _linear_state, causal=False, batch=False),
     "CausalAttention": Probe(lambda n, h: [n, n, n, 0.0], _linear_state, causal=True, batch=True),
-    "MultiHeadAttention": Probe(lambda n, h: [n, h * n, n, 0.0, h],
-                                lambda v, q, k: {**_linear_state(v, q, k), "out_proj.weight": torch.eye(len(v)),
-                                                 "out_proj.bias": torch.zeros(len(v))},
-                                causal=True, batch=True),
+    "MultiHeadAttention": Probe(
+        lambda n, h: [n, h * n, n, 0.0, h],
+        lambda v, q, k: {
+            **_linear_state(v, q, k),
+            "out_proj.weight": torch.eye(len(v)),
+            "out_proj.bias": torch.zeros(len(v)),
+        },
+        causal=True,
+        batch=True,
+    ),
 }
 
 
@@ -55,9 +62,19 @@ def _route(n: int, heads: int, order: torch.Tensor) -> torch.Tensor:
     return torch.eye(n)[order].repeat(heads, 1)
 
 
-def read_attention(learner, stage: int, cls: str, args: list, state_for: StateFor, n: int, heads: int,
-                   w_query: torch.Tensor, w_key: torch.Tensor, batch: bool,
-                   expected: torch.Tensor | None = None) -> torch.Tensor | None:
+def read_attention(
+    learner,
+    stage: int,
+    cls: str,
+    args: list,
+    state_for: StateFor,
+    n: int,
+    heads: int,
+    w_query: torch.Tensor,
+    w_key: torch.Tensor,
+    batch: bool,
+    expected: torch.Tensor | None = None,
+) -> torch.Tensor | None:
     """The module's attention weights (heads, n, n) for queries x W_query^T and keys x W_key^T, x = I.
 
     None when an assumption of the probe does not hold (see the module's docstring). What the
@@ -87,7 +104,9 @@ def read_attention(learner, stage: int, cls: str, args: list, state_for: StateFo
         return None
     causal_even = torch.tril(torch.ones(n, n)) / torch.arange(1, n + 1).view(n, 1)
     full_even = torch.full((n, n), 1.0 / n)
-    if not any(torch.allclose(even, spread.double().expand(heads, n, n), atol=1e-5) for spread in (causal_even, full_even)):
+    if not any(
+        torch.allclose(even, spread.double().expand(heads, n, n), atol=1e-5) for spread in (causal_even, full_even)
+    ):
         return None
     return read
 
@@ -99,18 +118,24 @@ def _measure(learner, stage: int, cls: str, n: int, heads: int, rng: torch.Gener
     # x = I: head h's queries are rows h*n..(h+1)*n of W_query, transposed; the same for keys
     q, k = (w.view(heads, n, n).transpose(-2, -1) for w in (w_query, w_key))
     expected = attention_weights(q, k, divisor=n**0.5, causal=probe.causal).double()
-    read = read_attention(learner, stage, cls, probe.args(n, heads), probe.state_for, n, heads, w_query, w_key,
-                          probe.batch, expected)
+    read = read_attention(
+        learner, stage, cls, probe.args(n, heads), probe.state_for, n, heads, w_query, w_key, probe.batch, expected
+    )
     return read, expected, q, k
 
 
 def _evidence(cls: str, n: int, expected: torch.Tensor, read: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> dict:
     scores, causal = q[0] @ k[0].T, PROBES[cls].causal
-    note = (f"yours: {describe_weights(read[0], scores, causal)}. "
-            f"Expected: {describe_weights(expected[0], scores, causal)}")
+    note = (
+        f"yours: {describe_weights(read[0], scores, causal)}. Expected: {describe_weights(expected[0], scores, causal)}"
+    )
     head = " of head 1" if len(read) > 1 else ""
-    return attention_evidence(f"{cls}: attention weights{head} on {n} one-hot tokens (rows: queries, columns: keys)",
-                              expected[0], read[0], note)
+    return attention_evidence(
+        f"{cls}: attention weights{head} on {n} one-hot tokens (rows: queries, columns: keys)",
+        expected[0],
+        read[0],
+        note,
+    )
 
 
 def expect_attention(learner, stage: int, cls: str, n: int, heads: int, rng: torch.Generator) -> None:
@@ -118,21 +143,28 @@ def expect_attention(learner, stage: int, cls: str, n: int, heads: int, rng: tor
     read, expected, q, k = _measure(learner, stage, cls, n, heads, rng)
     what = f"{cls} on {n} one-hot tokens with W_value = I"
     if read is None:
-        raise CheckFailed(f"{what}: its attention weights could not be measured, because the output is not "
-                          "weights @ values: doubling W_value should double the output, permuting W_value should "
-                          "permute it the same way, and equal scores should spread the weights evenly; one of these "
-                          "did not hold (the other checks' messages say what differs)")
+        raise CheckFailed(
+            f"{what}: its attention weights could not be measured, because the output is not "
+            "weights @ values: doubling W_value should double the output, permuting W_value should "
+            "permute it the same way, and equal scores should spread the weights evenly; one of these "
+            "did not hold (the other checks' messages say what differs)"
+        )
     try:
-        expect_close(read if heads > 1 else read[0], expected if heads > 1 else expected[0],
-                     f"{what}: its attention weights" + (" (heads, queries, keys)" if heads > 1 else ""),
-                     lambda: {name: v if heads > 1 else v[0] for name, v in
-                              weight_variants(q, k, causal=PROBES[cls].causal).items()})
+        expect_close(
+            read if heads > 1 else read[0],
+            expected if heads > 1 else expected[0],
+            f"{what}: its attention weights" + (" (heads, queries, keys)" if heads > 1 else ""),
+            lambda: {
+                name: v if heads > 1 else v[0] for name, v in weight_variants(q, k, causal=PROBES[cls].causal).items()
+            },
+        )
     except CheckFailed as failed:
         raise CheckFailed(failed.message, failed.hint, _evidence(cls, n, expected, read, q, k)) from None
 
 
-def evidence_for(learner, stage: int, cls: str, n: int = 5, heads: int = 1, rng: torch.Generator | None = None
-                 ) -> dict | None:
+def evidence_for(
+    learner, stage: int, cls: str, n: int = 5, heads: int = 1, rng: torch.Generator | None = None
+) -> dict | None:
     """Heat-map evidence for a failed check: the learner's attention on a probe next to the expected one.
 
     None when the weights cannot be read, or are right (the mistake lies elsewhere: a map would not show it).
@@ -177,13 +209,21 @@ def describe_weights(weights: torch.Tensor, scores: torch.Tensor | None, causal:
     if causal:
         later = bool(weights.triu(diagonal=1).abs().max() > 1e-6)
         itself = bool((weights.diagonal() != 0).all())
-        parts.append("attends to later tokens" if later else
-                     "attends only to itself and earlier tokens" if itself else "not every token attends to itself")
+        parts.append(
+            "attends to later tokens"
+            if later
+            else "attends only to itself and earlier tokens"
+            if itself
+            else "not every token attends to itself"
+        )
     if scores is not None:
         sums_to_one = torch.allclose(sums, torch.ones(n, dtype=sums.dtype), atol=1e-4)
         divisor = effective_divisor(weights, scores) if sums_to_one else None
-        parts.append(f"scores divided by {divisor:.3g}" if divisor is not None else
-                     "not a softmax of the scores divided by one number")
+        parts.append(
+            f"scores divided by {divisor:.3g}"
+            if divisor is not None
+            else "not a softmax of the scores divided by one number"
+        )
     return "; ".join(parts)
 
 

@@ -15,13 +15,19 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from grader.judge.checks.shortcut import ATTENTION_BY_HAND, SHORTCUT_SEED, Shortcut, expect_not_spelled, expect_work_recorded
+from grader.judge.checks.shortcut import (
+    ATTENTION_BY_HAND,
+    SHORTCUT_SEED,
+    Shortcut,
+    expect_not_spelled,
+    expect_work_recorded,
+)
 from grader.judge.checks.support import CheckFailed, build, parameters_only, reference_output, reference_state
-from grader.sandbox.workers import LearnerWorkers
-from grader.runner.implementation import SUBMISSION_PACKAGE, Implementation
-from grader.runner.shortcuts import ATTENTION
 from grader.judge.source_scan import Use, scan_source
 from grader.judge.verdict import agrees
+from grader.runner.implementation import SUBMISSION_PACKAGE, Implementation
+from grader.runner.shortcuts import ATTENTION
+from grader.sandbox.workers import LearnerWorkers
 
 # Stage 6's name that torch's function bears too.
 DELEGATED = frozenset({"scaled_dot_product_attention"})
@@ -100,16 +106,26 @@ def _rebound_names(tree: ast.Module) -> set[str]:
     """Names the file binds otherwise than by importing: such a name may stand for anything."""
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
     names |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-    names |= {a.arg for n in ast.walk(tree) if isinstance(n, ast.arguments)
-              for a in [*n.posonlyargs, *n.args, *n.kwonlyargs, *filter(None, [n.vararg, n.kwarg])]}
+    names |= {
+        a.arg
+        for n in ast.walk(tree)
+        if isinstance(n, ast.arguments)
+        for a in [*n.posonlyargs, *n.args, *n.kwonlyargs, *filter(None, [n.vararg, n.kwarg])]
+    }
     names |= {n.name for n in ast.walk(tree) if isinstance(n, ast.ExceptHandler) and n.name}
     names |= {name for n in ast.walk(tree) if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
     return names
 
 
-def expect_attention_by_hand_or_delegated(learner: LearnerWorkers, sources: dict[int, bytes | None],
-                                          reference: Implementation, stage: int, cls: str, args: list,
-                                          x: torch.Tensor) -> dict:
+def expect_attention_by_hand_or_delegated(
+    learner: LearnerWorkers,
+    sources: dict[int, bytes | None],
+    reference: Implementation,
+    stage: int,
+    cls: str,
+    args: list,
+    x: torch.Tensor,
+) -> dict:
     """The shortcut check of an attention module that may call the learner's stage 6 function.
 
     As grader.judge.checks.shortcut.expect_attention_by_hand, except that scaled_dot_product_attention
@@ -138,13 +154,18 @@ def delegated_shortcut(sources: dict[int, bytes | None], stage: int, cls: str) -
         torch_uses = [use for use in spelled if not mine.excuses(use)]
         if torch_uses:
             shown = ", ".join(f"{use.name} (line {use.line}, in {use.where})" for use in torch_uses[:SHOWN_AT_MOST])
-            raise CheckFailed(f"{cls} uses torch's own {shown}: the attention is yours to compute, by hand or with "
-                              "your stage 6 function (from exercises.stage6_sdpa import scaled_dot_product_attention)",
-                              "banned-api")
+            raise CheckFailed(
+                f"{cls} uses torch's own {shown}: the attention is yours to compute, by hand or with "
+                "your stage 6 function (from exercises.stage6_sdpa import scaled_dot_product_attention)",
+                "banned-api",
+            )
         delegates = bool(spelled)
     shortcut = ATTENTION_BY_HAND
     if delegates:
-        shortcut = replace(ATTENTION_BY_HAND, recorded=ATTENTION_BY_HAND.recorded - SDPA_OPS,
-                           work=ATTENTION_BY_HAND.work | SDPA_OPS,
-                           work_in_words="softmax, exponential or call of your stage 6 function")
+        shortcut = replace(
+            ATTENTION_BY_HAND,
+            recorded=ATTENTION_BY_HAND.recorded - SDPA_OPS,
+            work=ATTENTION_BY_HAND.work | SDPA_OPS,
+            work_in_words="softmax, exponential or call of your stage 6 function",
+        )
     return shortcut

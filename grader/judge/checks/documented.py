@@ -19,24 +19,33 @@ from grader.runner.standins import StandInSelfAttention_v2 as SelfAttention_v2
 
 
 class MultiHeadAttentionWrapper(nn.Module):
-    def __init__(self, d_in: int, d_out: int, context_length: int, dropout: float, num_heads: int,
-                 qkv_bias: bool = False):
+    def __init__(
+        self, d_in: int, d_out: int, context_length: int, dropout: float, num_heads: int, qkv_bias: bool = False
+    ):
         super().__init__()
         self.heads = nn.ModuleList(
-            [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)])
+            [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]
+        )
 
 
-DOCUMENTED = {"SelfAttention_v1": SelfAttention_v1, "SelfAttention_v2": SelfAttention_v2,
-              "CausalAttention": CausalAttention, "MultiHeadAttentionWrapper": MultiHeadAttentionWrapper,
-              "MultiHeadAttention": MultiHeadAttention, "MultiHeadAttentionKV": MultiHeadAttention}
+DOCUMENTED = {
+    "SelfAttention_v1": SelfAttention_v1,
+    "SelfAttention_v2": SelfAttention_v2,
+    "CausalAttention": CausalAttention,
+    "MultiHeadAttentionWrapper": MultiHeadAttentionWrapper,
+    "MultiHeadAttention": MultiHeadAttention,
+    "MultiHeadAttentionKV": MultiHeadAttention,
+}
 
 
-def attention(x: torch.Tensor, weights: dict[str, torch.Tensor], prefix: str = "", causal: bool = False,
-              transposed: bool = False) -> torch.Tensor:
+def attention(
+    x: torch.Tensor, weights: dict[str, torch.Tensor], prefix: str = "", causal: bool = False, transposed: bool = False
+) -> torch.Tensor:
     """Scaled dot-product attention of x with the projections W_query, W_key, W_value in ``weights``.
 
     ``transposed``: nn.Linear's (d_out, d_in) weights, with optional biases; else (d_in, d_out) matrices.
     """
+
     def project(name: str) -> torch.Tensor:
         if transposed:
             return x @ weights[f"{prefix}{name}.weight"].T + weights.get(f"{prefix}{name}.bias", 0)

@@ -60,15 +60,21 @@ def build_causal(learner, stage: int, cls: str, args: list, state: dict, inputs:
                 build_with_weights(learner, stage, cls, args, state, inputs=[full])
             except LearnerFailure:
                 raise failure from None
-            raise CheckFailed(f"{cls}{tuple(args)} on {num_tokens} tokens (fewer than context_length "
-                              f"{context_length}) raised {failure}; on exactly {context_length} tokens it runs",
-                              "mask-not-truncated") from None
+            raise CheckFailed(
+                f"{cls}{tuple(args)} on {num_tokens} tokens (fewer than context_length "
+                f"{context_length}) raised {failure}; on exactly {context_length} tokens it runs",
+                "mask-not-truncated",
+            ) from None
         raise
 
 
 # class -> the constructor arguments of the book's seeded example
-DOCUMENTED_ARGS = {"SelfAttention_v1": [3, 2], "SelfAttention_v2": [3, 2], "CausalAttention": [3, 2, 6, 0.0],
-                   "MultiHeadAttention": [3, 2, 6, 0.0, 2]}
+DOCUMENTED_ARGS = {
+    "SelfAttention_v1": [3, 2],
+    "SelfAttention_v2": [3, 2],
+    "CausalAttention": [3, 2, 6, 0.0],
+    "MultiHeadAttention": [3, 2, 6, 0.0, 2],
+}
 # class -> (constructor arguments, input shape)
 EXAMPLES = {
     "SelfAttention_v1": ([3, 4], (5, 3)),
@@ -97,9 +103,12 @@ def expect_example(learner, stage: int, cls: str) -> None:
     actual = build_causal(learner, stage, cls, args, state, [x])["outputs"][0]
     heads = args[4] if cls == "MultiHeadAttention" else 1
     with showing_attention(learner, stage, cls, heads=heads):
-        expect_close(actual, documented.output(cls, args, state, x),
-                     f"{cls}{tuple(args)} with random weights on a {shape} input",
-                     lambda: _variants(cls, args, state, x))
+        expect_close(
+            actual,
+            documented.output(cls, args, state, x),
+            f"{cls}{tuple(args)} with random weights on a {shape} input",
+            lambda: _variants(cls, args, state, x),
+        )
 
 
 # Functions whose result is a matrix of attention weights: a failure shows them as a heat map.
@@ -127,8 +136,11 @@ def _function_example(function: str) -> tuple[list, torch.Tensor, dict[str, torc
     scores, d_k = torch.randn(n, n, generator=rng) * 3, 3
     if function == "causal_softmax":
         future = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
-        return [scores, d_k], torch.softmax(scores.masked_fill(future, -torch.inf) / d_k**0.5, dim=-1), \
-            causal_softmax_variants(scores, d_k)
+        return (
+            [scores, d_k],
+            torch.softmax(scores.masked_fill(future, -torch.inf) / d_k**0.5, dim=-1),
+            causal_softmax_variants(scores, d_k),
+        )
     raise ValueError(f"no example for {function}")
 
 
@@ -142,8 +154,12 @@ def expect_function_example(learner, stage: int, function: str) -> None:
         if function in WEIGHT_FUNCTIONS and isinstance(actual, torch.Tensor) and actual.shape == expected.shape:
             scores = args[0] if function == "causal_softmax" else None  # the raw scores: the fit finds the divisor
             note = f"yours: {describe_weights(actual, scores)}. Expected: {describe_weights(expected, scores)}"
-            failed.evidence = attention_evidence(f"{function}: attention weights of a small example (rows: queries, "
-                                                 "columns: keys)", expected, actual, note)
+            failed.evidence = attention_evidence(
+                f"{function}: attention weights of a small example (rows: queries, columns: keys)",
+                expected,
+                actual,
+                note,
+            )
         raise
 
 
@@ -153,8 +169,9 @@ def fail_if_example_fails(failed: CheckFailed, run_example) -> None:
     try:
         run_example()
     except CheckFailed as example:
-        raise CheckFailed(f"{failed.message}\nOn a smaller example: {example.message}", example.hint,
-                          example.evidence) from None
+        raise CheckFailed(
+            f"{failed.message}\nOn a smaller example: {example.message}", example.hint, example.evidence
+        ) from None
     except LearnerFailure:
         raise failed from None
 
@@ -166,8 +183,10 @@ def expect_function_values_explained(learner, stage: int, ids: list[str], functi
         expect_document_values(learner, stage, ids, device, target=function)
     except CheckFailed as failed:
         fail_if_example_fails(failed, lambda: expect_function_example(learner, stage, function))
-        raise CheckFailed(f"{failed.message}\n{function} gives the right result on a small example: compare your "
-                          "code with the worked example's steps") from None
+        raise CheckFailed(
+            f"{failed.message}\n{function} gives the right result on a small example: compare your "
+            "code with the worked example's steps"
+        ) from None
 
 
 def expect_seeded_values_explained(learner, stage: int, ids: list[str], cls: str, args: list, seed: int) -> None:
@@ -186,12 +205,16 @@ def explain_with_example(learner, stage: int, cls: str, failed: CheckFailed, see
     proven) or in how the weights are created."""
     fail_if_example_fails(failed, lambda: expect_example(learner, stage, cls))
     if _holds_documented_weights(learner, stage, cls, seed):
-        where = ("Its seeded weights are the documented ones too. The worked example runs the module in training "
-                 "mode, where dropout acts: look at what differs there.")
+        where = (
+            "Its seeded weights are the documented ones too. The worked example runs the module in training "
+            "mode, where dropout acts: look at what differs there."
+        )
     else:
         where = "With the same seed its weights are not the documented ones: look at how it creates them."
-    raise CheckFailed(f"{failed.message}\nWith the documented weights put into it, your {cls} computes the right "
-                      f"output on a small example in eval mode. {where}") from None
+    raise CheckFailed(
+        f"{failed.message}\nWith the documented weights put into it, your {cls} computes the right "
+        f"output on a small example in eval mode. {where}"
+    ) from None
 
 
 def _holds_documented_weights(learner, stage: int, cls: str, seed: int) -> bool:

@@ -50,7 +50,7 @@ def feed_chunks(learner, args: list, state: dict, x: torch.Tensor, sizes: list[i
     try:
         return feed(learner, args, x, chunk_steps(sizes), state)
     except LearnerFailure as failure:
-        ends = [sum(sizes[:i + 1]) for i in range(len(sizes))]
+        ends = [sum(sizes[: i + 1]) for i in range(len(sizes))]
         later = [i for i, size in enumerate(sizes) if i > 0 and size > 1]
         shape_error = failure.kind == "exception" and any(e in failure.message for e in SHAPE_ERRORS)
         if not later or not shape_error:
@@ -64,10 +64,12 @@ def feed_chunks(learner, args: list, state: dict, x: torch.Tensor, sizes: list[i
             feed(learner, args, x, chunk_steps([1] * ends[-1]), state)
         except LearnerFailure:
             raise failure from None
-        raise CheckFailed(f"{CLS}{tuple(args)} fed chunks of {sizes} tokens with use_cache=True raised {failure} on "
-                          f"the chunk of {n} tokens after {keys - n} cached ones, whose scores are ({n}, {keys}); "
-                          f"it takes the chunks before it, and the same tokens one at a time",
-                          "cache-mask-not-offset") from None
+        raise CheckFailed(
+            f"{CLS}{tuple(args)} fed chunks of {sizes} tokens with use_cache=True raised {failure} on "
+            f"the chunk of {n} tokens after {keys - n} cached ones, whose scores are ({n}, {keys}); "
+            f"it takes the chunks before it, and the same tokens one at a time",
+            "cache-mask-not-offset",
+        ) from None
 
 
 def joined(reply: dict, x: torch.Tensor, steps: list[dict], d_out: int, what: str) -> torch.Tensor:
@@ -78,8 +80,11 @@ def joined(reply: dict, x: torch.Tensor, steps: list[dict], d_out: int, what: st
         output, shape = done["output"], (x.shape[0], stop - start, d_out)
         if not isinstance(output, torch.Tensor) or tuple(output.shape) != shape:
             got = f"shape {tuple(output.shape)}" if isinstance(output, torch.Tensor) else describe_value(output)
-            raise CheckFailed(f"{what}: forward(x[:, {start}:{stop}], use_cache=True) returned {got}, expected a "
-                              f"tensor of shape {shape}", "wrong-shape" if isinstance(output, torch.Tensor) else None)
+            raise CheckFailed(
+                f"{what}: forward(x[:, {start}:{stop}], use_cache=True) returned {got}, expected a "
+                f"tensor of shape {shape}",
+                "wrong-shape" if isinstance(output, torch.Tensor) else None,
+            )
         outputs.append(output)
     return torch.cat(outputs, dim=1)
 
@@ -103,8 +108,9 @@ def no_mask(start: int, n: int) -> torch.Tensor:
     return torch.zeros(n, start + n, dtype=torch.bool)
 
 
-def fed_in_chunks(x: torch.Tensor, state: dict, num_heads: int, sizes: list[int], hidden=offset_mask,
-                  reads_cache: bool = True) -> torch.Tensor:
+def fed_in_chunks(
+    x: torch.Tensor, state: dict, num_heads: int, sizes: list[int], hidden=offset_mask, reads_cache: bool = True
+) -> torch.Tensor:
     """Multi-head attention holding ``state`` on x fed in chunks of ``sizes``: a chunk of n queries after
     ``start`` cached tokens attends to the cached and its own keys, minus those ``hidden(start, n)`` marks;
     without ``reads_cache``, to its own keys only, causally."""
@@ -123,6 +129,7 @@ def fed_in_chunks(x: torch.Tensor, state: dict, num_heads: int, sizes: list[int]
 def cache_variants(x: torch.Tensor, state: dict, num_heads: int, sizes: list[int]) -> dict[str, torch.Tensor]:
     """The outputs of the usual KV-cache mistakes for x fed in chunks of ``sizes``, and of stage 5's mistakes
     made in every step alike (a mistake within each token's row gives the same rows however x is fed)."""
+
     def unmasked_once_cached(start: int, n: int) -> torch.Tensor:
         return no_mask(start, n) if start else offset_mask(start, n)
 
@@ -130,19 +137,23 @@ def cache_variants(x: torch.Tensor, state: dict, num_heads: int, sizes: list[int
         **multihead_variants(x, state, num_heads),
         "cache-mask-not-offset": fed_in_chunks(x, state, num_heads, sizes, top_left_mask),
         # Named by what the output shows: a mask whose rows hide nothing gives the same as none.
-        "mask-not-causal:with use_cache=True, a chunk's tokens see later ones, as with no mask at all":
-            fed_in_chunks(x, state, num_heads, sizes, no_mask),
-        "mask-not-causal:once the cache holds tokens, a chunk's tokens see later ones, as with no mask":
-            fed_in_chunks(x, state, num_heads, sizes, unmasked_once_cached),
+        "mask-not-causal:with use_cache=True, a chunk's tokens see later ones, as with no mask at all": fed_in_chunks(
+            x, state, num_heads, sizes, no_mask
+        ),
+        "mask-not-causal:once the cache holds tokens, a chunk's tokens see later ones, as with no mask": fed_in_chunks(
+            x, state, num_heads, sizes, unmasked_once_cached
+        ),
         "cache-not-used": fed_in_chunks(x, state, num_heads, sizes, reads_cache=False),
     }
 
 
 def fed_case(learner, args: list, state: dict, x: torch.Tensor, sizes: list[int], expected: torch.Tensor) -> tuple:
     """(output, expected, what, variants) of x fed in chunks of ``sizes``, for expect_all_close."""
-    what = (f"{CLS}{tuple(args)} on a {tuple(x.shape)} batch fed "
-            + ("one token at a time" if set(sizes) == {1} and len(sizes) > 1 else f"in chunks of {sizes} tokens")
-            + " with use_cache=True, against the full causal forward")
+    what = (
+        f"{CLS}{tuple(args)} on a {tuple(x.shape)} batch fed "
+        + ("one token at a time" if set(sizes) == {1} and len(sizes) > 1 else f"in chunks of {sizes} tokens")
+        + " with use_cache=True, against the full causal forward"
+    )
     output = joined(feed_chunks(learner, args, state, x, sizes), x, chunk_steps(sizes), args[1], what)
     return output, expected, what, lambda: cache_variants(x, state, args[4], sizes)
 

@@ -7,11 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.judge.checks.attention_probe import describe_weights
-from grader.judge.checks.support import (
-    CheckFailed,
-    call,
-    expect_all_close,
-)
+from grader.judge.checks.support import CheckFailed, call, expect_all_close
 from grader.judge.diagnosis import sdpa_variants
 from grader.judge.verdict import agrees, attention_evidence
 from grader.sandbox.workers import LearnerFailure, LearnerWorkers
@@ -40,8 +36,9 @@ class Case:
         return sdpa_variants(self.query, self.key, self.value, **self.options)
 
     def __str__(self) -> str:
-        shapes = ", ".join(f"{name} {tuple(t.shape)}" for name, t in
-                           (("query", self.query), ("key", self.key), ("value", self.value)))
+        shapes = ", ".join(
+            f"{name} {tuple(t.shape)}" for name, t in (("query", self.query), ("key", self.key), ("value", self.value))
+        )
         options = ", ".join(f"{name}={_shown(value)}" for name, value in self.options.items())
         dtype = "" if self.query.dtype == torch.float32 else f" in {str(self.query.dtype).removeprefix('torch.')}"
         return f"{FUNCTION}({shapes}{', ' + options if options else ''}){dtype}"
@@ -107,15 +104,24 @@ def _weights_evidence(learner: LearnerWorkers, case: Case, output: object) -> di
         scores = (case.query.to(torch.float64) @ case.key.to(torch.float64).transpose(-2, -1)).reshape(-1, L, S)[0]
     causal = case.options.get("is_causal", False)
     note = f"yours: {describe_weights(read, scores, causal)}. Expected: {describe_weights(expected, scores, causal)}"
-    first = f" at [{', '.join(['0'] * (case.query.dim() - 2))}] of the leading dimensions" if case.query.dim() > 2 else ""
-    return attention_evidence(f"{FUNCTION}: attention weights{first} (rows: queries, columns: keys), read as the "
-                              "output for value = I", expected, read, note)
+    first = (
+        f" at [{', '.join(['0'] * (case.query.dim() - 2))}] of the leading dimensions" if case.query.dim() > 2 else ""
+    )
+    return attention_evidence(
+        f"{FUNCTION}: attention weights{first} (rows: queries, columns: keys), read as the output for value = I",
+        expected,
+        read,
+        note,
+    )
 
 
 def qkv(rng: torch.Generator, lead: tuple, L: int, S: int, E: int, Ev: int, spread: float = 1.0) -> list[torch.Tensor]:
     """Random query, key and value of the given sizes; ``spread`` scales the queries and keys."""
-    return [torch.randn(*lead, L, E, generator=rng) * spread, torch.randn(*lead, S, E, generator=rng) * spread,
-            torch.randn(*lead, S, Ev, generator=rng)]
+    return [
+        torch.randn(*lead, L, E, generator=rng) * spread,
+        torch.randn(*lead, S, E, generator=rng) * spread,
+        torch.randn(*lead, S, Ev, generator=rng),
+    ]
 
 
 def mixed_mask(rng: torch.Generator, shape: tuple) -> torch.Tensor:

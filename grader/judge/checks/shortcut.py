@@ -16,23 +16,53 @@ from dataclasses import dataclass
 
 import torch
 
-from grader.judge.checks.support import CheckFailed, build, parameters_only, reference_output, reference_state
-from grader.sandbox.workers import LearnerWorkers
-from grader.runner.implementation import Implementation
 from grader.core.stages import STAGE_MODULES
-from grader.runner.shortcuts import ATTENTION, SOFTMAX
+from grader.judge.checks.support import CheckFailed, build, parameters_only, reference_output, reference_state
 from grader.judge.source_scan import MODULE_LEVEL, Use, scan_source
 from grader.judge.verdict import agrees
+from grader.runner.implementation import Implementation
+from grader.runner.shortcuts import ATTENTION, SOFTMAX
+from grader.sandbox.workers import LearnerWorkers
 
 # Every exponential a softmax written by hand may run, as the recorder names it (function and aten names).
-EXPONENTIALS = frozenset({"exp", "exp_", "exp2", "exp2_", "special_exp2", "expm1", "expm1_", "special_expm1", "pow",
-                          "pow_", "__pow__", "__rpow__", "__ipow__", "float_power", "float_power_", "logsumexp",
-                          "special_logsumexp"})
+EXPONENTIALS = frozenset(
+    {
+        "exp",
+        "exp_",
+        "exp2",
+        "exp2_",
+        "special_exp2",
+        "expm1",
+        "expm1_",
+        "special_expm1",
+        "pow",
+        "pow_",
+        "__pow__",
+        "__rpow__",
+        "__ipow__",
+        "float_power",
+        "float_power_",
+        "logsumexp",
+        "special_logsumexp",
+    }
+)
 # Least squares, pseudo-inverses, solvers and inverses: fitting v1 to v2 instead of copying.
-SOLVERS = frozenset({"linalg_lstsq", "lstsq", "linalg_pinv", "pinverse", "linalg_solve", "solve", "linalg_inv",
-                     "inverse"})
-SOLVER_SPELLINGS = SOLVERS | {"pinv", "inv", "solve_ex", "inv_ex", "lu_solve", "cholesky_solve", "cholesky_inverse",
-                              "triangular_solve", "solve_triangular", "tensorsolve", "tensorinv"}
+SOLVERS = frozenset(
+    {"linalg_lstsq", "lstsq", "linalg_pinv", "pinverse", "linalg_solve", "solve", "linalg_inv", "inverse"}
+)
+SOLVER_SPELLINGS = SOLVERS | {
+    "pinv",
+    "inv",
+    "solve_ex",
+    "inv_ex",
+    "lu_solve",
+    "cholesky_solve",
+    "cholesky_inverse",
+    "triangular_solve",
+    "solve_triangular",
+    "tensorsolve",
+    "tensorinv",
+}
 # Where the seeded weights of a shortcut check's module come from.
 SHORTCUT_SEED = 1500
 SHOWN_AT_MOST = 5
@@ -84,17 +114,25 @@ def expect_not_spelled(sources: dict[int, bytes | None], stage: int, target: str
     try:
         scan = scan_source(source)
     except RecursionError:
-        raise CheckFailed(f"{target} earns nothing: {STAGE_MODULES[stage]}.py nests its code deeper than the grader "
-                          "reads, which only hides it", "recorder-tampered",
-                          from_source=True) from None
+        raise CheckFailed(
+            f"{target} earns nothing: {STAGE_MODULES[stage]}.py nests its code deeper than the grader "
+            "reads, which only hides it",
+            "recorder-tampered",
+            from_source=True,
+        ) from None
     if scan.tampering:
-        raise CheckFailed(f"{target} earns nothing: {STAGE_MODULES[stage]}.py reaches into what the grader sees of "
-                          f"your code ({_listed(scan.tampering)}). Switching off PyTorch's function or dispatch "
-                          "modes, or reading the grader's frames and objects, is not allowed", "recorder-tampered",
-                          from_source=True)
+        raise CheckFailed(
+            f"{target} earns nothing: {STAGE_MODULES[stage]}.py reaches into what the grader sees of "
+            f"your code ({_listed(scan.tampering)}). Switching off PyTorch's function or dispatch "
+            "modes, or reading the grader's frames and objects, is not allowed",
+            "recorder-tampered",
+            from_source=True,
+        )
     spelled = scan.uses_reached_from(target, shortcut.spelled)
     if spelled:
-        raise CheckFailed(f"{target} uses torch's own {_listed(spelled)}: {shortcut.why}", "banned-api", from_source=True)
+        raise CheckFailed(
+            f"{target} uses torch's own {_listed(spelled)}: {shortcut.why}", "banned-api", from_source=True
+        )
 
 
 def expect_work_recorded(ops: Sequence[str], shortcut: Shortcut, right: bool, what: str) -> None:
@@ -104,13 +142,23 @@ def expect_work_recorded(ops: Sequence[str], shortcut: Shortcut, right: bool, wh
         raise CheckFailed(f"{what} reaches torch's own {', '.join(used)}: {shortcut.why}", "banned-api")
     seen = set(ops) if shortcut.work is None else set(ops) & shortcut.work
     if right and not seen:
-        raise CheckFailed(f"{what} gave the right answer, but the grader could not see the operations it runs (it "
-                          f"saw no {shortcut.work_in_words}). Switching off PyTorch's function or dispatch modes is "
-                          "not allowed; compute with PyTorch's own operations on the tensors", "recorder-tampered")
+        raise CheckFailed(
+            f"{what} gave the right answer, but the grader could not see the operations it runs (it "
+            f"saw no {shortcut.work_in_words}). Switching off PyTorch's function or dispatch modes is "
+            "not allowed; compute with PyTorch's own operations on the tensors",
+            "recorder-tampered",
+        )
 
 
-def expect_attention_by_hand(learner: LearnerWorkers, sources: dict[int, bytes | None], reference: Implementation,
-                             stage: int, cls: str, args: list, x: torch.Tensor) -> dict:
+def expect_attention_by_hand(
+    learner: LearnerWorkers,
+    sources: dict[int, bytes | None],
+    reference: Implementation,
+    stage: int,
+    cls: str,
+    args: list,
+    x: torch.Tensor,
+) -> dict:
     """The shortcut check of an attention module: its forward, recorded, with the reference's weights.
 
     Returns the worker's reply, for what else the check asks of the module.
@@ -128,7 +176,9 @@ def _listed(uses: list[Use]) -> str:
     first: dict[str, Use] = {}
     for use in uses:
         first.setdefault(use.name, use)
-    shown = [f"{use.name} (line {use.line}, {'at ' if use.where == MODULE_LEVEL else 'in '}{use.where})"
-             for use in list(first.values())[:SHOWN_AT_MOST]]
+    shown = [
+        f"{use.name} (line {use.line}, {'at ' if use.where == MODULE_LEVEL else 'in '}{use.where})"
+        for use in list(first.values())[:SHOWN_AT_MOST]
+    ]
     more = len(first) - SHOWN_AT_MOST
     return ", ".join(shown) + (f" and {more} more" if more > 0 else "")

@@ -9,12 +9,12 @@ import torch
 
 from grader.judge.checks import documented
 from grader.judge.checks.documented import DOCUMENTED
+from grader.judge.class_source import init_signature
 from grader.judge.document_values import document_values
-from grader.sandbox.workers import LearnerFailure, LearnerWorkers
 from grader.judge.verdict import CheckFailed, agrees, expect_all_close, expect_close  # noqa: F401 - re-exported for the checks
 from grader.runner.book_calls import BOOK_SIGNATURES, renamed
 from grader.runner.seeding import manual_seed
-from grader.judge.class_source import init_signature
+from grader.sandbox.workers import LearnerFailure, LearnerWorkers
 
 
 def check(name: str, visible: bool = False, target: str | None = None):
@@ -31,8 +31,9 @@ def generator(name: str) -> torch.Generator:
 SHOWN_VALUES = 3
 
 
-def expect_document_values(learner: LearnerWorkers, stage: int, ids: list[str], device: str = "cpu",
-                           target: str | None = None) -> None:
+def expect_document_values(
+    learner: LearnerWorkers, stage: int, ids: list[str], device: str = "cpu", target: str | None = None
+) -> None:
     """Run each document value's recipe in the learner's worker; fail listing the first mismatches.
 
     With ``target``, the function or class the check judges: a value that is also computed with
@@ -50,19 +51,26 @@ def expect_document_values(learner: LearnerWorkers, stage: int, ids: list[str], 
             problems.append(f"{value.citation}: {problem}")
     if problems:
         more = len(problems) - SHOWN_VALUES
-        raise CheckFailed("the worked examples' values are not reproduced:\n" + "\n".join(problems[:SHOWN_VALUES])
-                          + (f"\n(and {more} more value{'s' if more > 1 else ''} of the worked examples)" if more > 0 else ""))
+        raise CheckFailed(
+            "the worked examples' values are not reproduced:\n"
+            + "\n".join(problems[:SHOWN_VALUES])
+            + (f"\n(and {more} more value{'s' if more > 1 else ''} of the worked examples)" if more > 0 else "")
+        )
 
 
 def _inherited(learner: LearnerWorkers, stage: int, value, target: str, device: str) -> bool:
     """A value computed without ``target``, from names ``value`` also uses, is wrong as well."""
-    upstream = [v for v in document_values(stage) if target not in v.uses and v.uses
-                and set(v.uses) <= set(value.uses) and (device == "cpu" or not v.cpu_only)]
+    upstream = [
+        v
+        for v in document_values(stage)
+        if target not in v.uses and v.uses and set(v.uses) <= set(value.uses) and (device == "cpu" or not v.cpu_only)
+    ]
     return any(v.check(learner.request(stage, "recipe", name=v.recipe)) is not None for v in upstream)
 
 
-def expect_seeded_module_values(learner: LearnerWorkers, stage: int, ids: list[str], cls: str, args: list,
-                                seed: int) -> None:
+def expect_seeded_module_values(
+    learner: LearnerWorkers, stage: int, ids: list[str], cls: str, args: list, seed: int
+) -> None:
     """Document values of a seeded module; when they differ, say if the creation order is to blame."""
     try:
         expect_document_values(learner, stage, ids, target=cls)
@@ -71,8 +79,15 @@ def expect_seeded_module_values(learner: LearnerWorkers, stage: int, ids: list[s
         raise CheckFailed(failed.message, hint) from None
 
 
-def expect_function_on_cases(learner: LearnerWorkers, stage: int, function: str, reference_function, cases: list,
-                             describe, variants_for=lambda *args: None) -> None:
+def expect_function_on_cases(
+    learner: LearnerWorkers,
+    stage: int,
+    function: str,
+    reference_function,
+    cases: list,
+    describe,
+    variants_for=lambda *args: None,
+) -> None:
     """Call a learner function on each case (a tuple of arguments) and judge it against the reference.
 
     Outputs for the last cases must differ (same shapes, other numbers): an answer copied from the
@@ -80,8 +95,12 @@ def expect_function_on_cases(learner: LearnerWorkers, stage: int, function: str,
     """
     outputs = [call(learner, stage, function, *args) for args in cases]
     expect_input_dependent(outputs[2:], function)
-    expect_all_close([(output, reference_function(*args), describe(*args), lambda args=args: variants_for(*args))
-                      for args, output in zip(cases, outputs)])
+    expect_all_close(
+        [
+            (output, reference_function(*args), describe(*args), lambda args=args: variants_for(*args))
+            for args, output in zip(cases, outputs)
+        ]
+    )
 
 
 def build(learner: LearnerWorkers, stage: int, cls: str, args: list, probe: str = "module", **options) -> dict:
@@ -90,8 +109,10 @@ def build(learner: LearnerWorkers, stage: int, cls: str, args: list, probe: str 
     reply = learner.request(stage, probe, cls=cls, args=list(args), **options)
     mismatched = [_shapes(r) for r in reply.get("rejected", []) if "size mismatch" in r]
     if mismatched:
-        raise CheckFailed(f"{cls}{tuple(args)} holds weights of other shapes than documented, so the grader cannot "
-                          f"put the documented weights in: {'; '.join(mismatched)}")
+        raise CheckFailed(
+            f"{cls}{tuple(args)} holds weights of other shapes than documented, so the grader cannot "
+            f"put the documented weights in: {'; '.join(mismatched)}"
+        )
     return reply
 
 
@@ -143,8 +164,9 @@ def reference_output(module_class, args: list, state: dict, x: torch.Tensor) -> 
         return module(x)
 
 
-def init_order_hint(learner: LearnerWorkers, stage: int, cls: str, args: list, seed: int,
-                    maths_checked: bool = False) -> str | None:
+def init_order_hint(
+    learner: LearnerWorkers, stage: int, cls: str, args: list, seed: int, maths_checked: bool = False
+) -> str | None:
     """param-init-order or wrong-random-init, when proven.
 
     Proven means: with the documented weights injected, the learner's module computes what the
@@ -182,15 +204,22 @@ def _same_layout(state: dict, expected: dict) -> bool:
     if learned.keys() != expected.keys() or any(learned[k].shape != v.shape for k, v in expected.items()):
         return False
     names = list(expected)
-    return not any(torch.equal(learned[a], learned[b]) and not torch.equal(expected[a], expected[b])
-                   for i, a in enumerate(names) for b in names[i + 1:] if learned[a].shape == learned[b].shape)
+    return not any(
+        torch.equal(learned[a], learned[b]) and not torch.equal(expected[a], expected[b])
+        for i, a in enumerate(names)
+        for b in names[i + 1 :]
+        if learned[a].shape == learned[b].shape
+    )
 
 
 def _computes_as_documented(learner: LearnerWorkers, stage: int, cls: str, args: list, state: dict) -> bool:
     """The learner's ``cls(*args)`` holding ``state`` returns the documented output on a probe input."""
     d_in = args[0]
-    x = torch.rand(2, min(args[2], 5), d_in, generator=generator("maths")) if len(args) > 2 else \
-        torch.rand(5, d_in, generator=generator("maths"))
+    x = (
+        torch.rand(2, min(args[2], 5), d_in, generator=generator("maths"))
+        if len(args) > 2
+        else torch.rand(5, d_in, generator=generator("maths"))
+    )
     try:
         reply = build(learner, stage, cls, args, state=state, inputs=[x])
     except LearnerFailure:
@@ -214,11 +243,17 @@ def expect_inputs_kept(learner: LearnerWorkers, stage: int, cases: dict[str, lis
         reply = learner.request(stage, "call", function=function, args=list(args), watch_device=watch_device)
         for index, (before, after) in enumerate(zip(args, reply["args_after"])):
             if isinstance(after, torch.Tensor) and not torch.equal(after.to("cpu"), before):
-                raise CheckFailed(f"{function} changed its argument {index + 1} in place: after the call it holds "
-                                  "other numbers than the caller passed", "input-overwritten")
+                raise CheckFailed(
+                    f"{function} changed its argument {index + 1} in place: after the call it holds "
+                    "other numbers than the caller passed",
+                    "input-overwritten",
+                )
         if reply["fixed_device_use"]:
-            raise CheckFailed(f"{function} makes a tensor on the default device, the CPU (no device=), and combines it "
-                              f"with its arguments ({reply['fixed_device_use']}): on a GPU that fails", "fixed-device")
+            raise CheckFailed(
+                f"{function} makes a tensor on the default device, the CPU (no device=), and combines it "
+                f"with its arguments ({reply['fixed_device_use']}): on a GPU that fails",
+                "fixed-device",
+            )
 
 
 def call(learner: LearnerWorkers, stage: int, function: str, *args, **kwargs) -> object:
@@ -238,10 +273,15 @@ def expect_documented_names(cls: str, held: list, documented: list) -> None:
     names differ. The other checks found them by creation order and graded their maths; this check alone prices
     the names."""
     held_names, documented_names = [name for name, _ in held], [name for name, _ in documented]
-    if [what for _, what in held] == [what for _, what in documented] and sorted(held_names) != sorted(documented_names):
-        raise CheckFailed(f"your {cls} has {', '.join(held_names)}; the checks and the book call them "
-                          f"{', '.join(documented_names)}. The maths was graded with yours, taken in the order you "
-                          "created them; only this check asks for the book's names", "other-names")
+    if [what for _, what in held] == [what for _, what in documented] and sorted(held_names) != sorted(
+        documented_names
+    ):
+        raise CheckFailed(
+            f"your {cls} has {', '.join(held_names)}; the checks and the book call them "
+            f"{', '.join(documented_names)}. The maths was graded with yours, taken in the order you "
+            "created them; only this check asks for the book's names",
+            "other-names",
+        )
 
 
 def device_hint(reply: dict, cls: str) -> CheckFailed | None:
@@ -249,8 +289,11 @@ def device_hint(reply: dict, cls: str) -> CheckFailed | None:
     operation = reply.get("fixed_device_use")
     if operation is None:
         return None
-    return CheckFailed(f"{cls}.forward makes a tensor on the default device, the CPU (no device=), and combines it "
-                       f"with the module's tensors ({operation}): on a GPU that fails", "fixed-device")
+    return CheckFailed(
+        f"{cls}.forward makes a tensor on the default device, the CPU (no device=), and combines it "
+        f"with the module's tensors ({operation}): on a GPU that fails",
+        "fixed-device",
+    )
 
 
 def expect_no_fixed_device(learner, stage: int, cls: str, args: list, x: torch.Tensor) -> None:
@@ -268,21 +311,26 @@ def expect_book_signature(learner: LearnerWorkers, source: bytes | None, stage: 
         build(learner, stage, cls, args)
         written, book = init_signature(source, cls), BOOK_SIGNATURES[cls]
         if written is not None and written != book:
-            raise CheckFailed(f"your {cls}({written}) is not the book's {cls}({book}). The grader passed the book's "
-                              "arguments by name where your parameters have the book's names, so the maths was graded "
-                              "as you wrote it; code written for the book passes them by position, and would put them "
-                              "in other parameters or fail", "signature")
+            raise CheckFailed(
+                f"your {cls}({written}) is not the book's {cls}({book}). The grader passed the book's "
+                "arguments by name where your parameters have the book's names, so the maths was graded "
+                "as you wrote it; code written for the book passes them by position, and would put them "
+                "in other parameters or fail",
+                "signature",
+            )
 
 
 def under_documented_names(held: dict, documented: dict[str, list]) -> dict:
     """``held`` (parameter name -> tensor or shape) under the documented names, where the learner's projections
     pair with the documented ones by creation order, kind and shape (grader.runner.book_calls.renamed); else
     as it is. What the maths checks read; the structure check alone prices the names."""
+
     def shape(value) -> tuple:
         return tuple(value.shape) if isinstance(value, torch.Tensor) else tuple(value)
 
-    mapping = renamed({name: shape(value) for name, value in held.items()},
-                      {name: tuple(size) for name, size in documented.items()})
+    mapping = renamed(
+        {name: shape(value) for name, value in held.items()}, {name: tuple(size) for name, size in documented.items()}
+    )
     if mapping is None:
         return held
     back = {mine: theirs for theirs, mine in mapping.items()}

@@ -22,15 +22,19 @@ SHAPES = [(1, 3), (5, 2), (6, 3), (9, 16)]  # (num_tokens, d_in): one token, nar
 
 @check("document.attention_scores", visible=True, target="attention_scores")
 def test_document_attention_scores(learner):
-    expect_function_values_explained(learner, STAGE, ["stage1.attn_scores_2", "stage1.attn_scores",
-                                                      "stage1.attn_weights_2_tmp"], "attention_scores")
+    expect_function_values_explained(
+        learner, STAGE, ["stage1.attn_scores_2", "stage1.attn_scores", "stage1.attn_weights_2_tmp"], "attention_scores"
+    )
 
 
 @check("document.softmax_naive", visible=True, target="softmax_naive")
 def test_document_softmax_naive(learner):
     expect_function_values_explained(
-        learner, STAGE, ["stage1.attn_weights_2_naive", "stage1.attn_weights_2_naive_sum", "stage1.attn_weights"],
-        "softmax_naive")
+        learner,
+        STAGE,
+        ["stage1.attn_weights_2_naive", "stage1.attn_weights_2_naive_sum", "stage1.attn_weights"],
+        "softmax_naive",
+    )
 
 
 @check("document.context_vector", visible=True, target="context_vector")
@@ -47,25 +51,43 @@ def test_document_simple_self_attention(learner):
 def test_random_attention_scores(learner, reference):
     rng = generator("random.attention_scores")
     cases = [(torch.rand(n, d, generator=rng), torch.rand(d, generator=rng)) for n, d in SHAPES]
-    expect_function_on_cases(learner, STAGE, "attention_scores", reference.attention_scores, cases,
-                             lambda inputs, query: f"attention_scores of {inputs.shape[0]} token(s) of size {inputs.shape[1]}")
+    expect_function_on_cases(
+        learner,
+        STAGE,
+        "attention_scores",
+        reference.attention_scores,
+        cases,
+        lambda inputs, query: f"attention_scores of {inputs.shape[0]} token(s) of size {inputs.shape[1]}",
+    )
 
 
 @check("random.softmax_naive", target="softmax_naive")
 def test_random_softmax_naive(learner, reference):
     rng = generator("random.softmax_naive")
     cases = [(torch.rand(n, generator=rng) * 8 - 4,) for n in (1, 2, 6, 6)]
-    expect_function_on_cases(learner, STAGE, "softmax_naive", reference.softmax_naive, cases,
-                             lambda x: f"softmax_naive of {x.shape[0]} score(s)",
-                             softmax_variants)
+    expect_function_on_cases(
+        learner,
+        STAGE,
+        "softmax_naive",
+        reference.softmax_naive,
+        cases,
+        lambda x: f"softmax_naive of {x.shape[0]} score(s)",
+        softmax_variants,
+    )
 
 
 @check("random.context_vector", target="context_vector")
 def test_random_context_vector(learner, reference):
     rng = generator("random.context_vector")
     cases = [(torch.rand(n, d, generator=rng), torch.softmax(torch.rand(n, generator=rng), dim=0)) for n, d in SHAPES]
-    expect_function_on_cases(learner, STAGE, "context_vector", reference.context_vector, cases,
-                             lambda inputs, _: f"context_vector of {inputs.shape[0]} token(s) of size {inputs.shape[1]}")
+    expect_function_on_cases(
+        learner,
+        STAGE,
+        "context_vector",
+        reference.context_vector,
+        cases,
+        lambda inputs, _: f"context_vector of {inputs.shape[0]} token(s) of size {inputs.shape[1]}",
+    )
 
 
 @check("random.simple_self_attention", target="simple_self_attention")
@@ -73,7 +95,11 @@ def test_random_simple_self_attention(learner, reference):
     rng = generator("random.simple_self_attention")
     cases = [(torch.rand(n, d, generator=rng),) for n, d in SHAPES]
     expect_function_on_cases(
-        learner, STAGE, "simple_self_attention", reference.simple_self_attention, cases,
+        learner,
+        STAGE,
+        "simple_self_attention",
+        reference.simple_self_attention,
+        cases,
         lambda x: f"simple_self_attention of {x.shape[0]} token(s) of size {x.shape[1]}",
         simple_attention_variants,
     )
@@ -84,11 +110,16 @@ def test_softmax_naive_properties(learner):
     x = torch.rand(7, generator=generator("property.softmax_naive")) * 6 - 3
     weights, shifted = call(learner, STAGE, "softmax_naive", x), call(learner, STAGE, "softmax_naive", x + 2.0)
     try:
-        expect_close(weights.sum() if isinstance(weights, torch.Tensor) else weights, torch.tensor(1.0),
-                     "the sum of softmax_naive's weights")
+        expect_close(
+            weights.sum() if isinstance(weights, torch.Tensor) else weights,
+            torch.tensor(1.0),
+            "the sum of softmax_naive's weights",
+        )
         if not (weights > 0).all():
             raise CheckFailed("softmax_naive gave a weight that is not positive: exp() is always positive")
-        expect_close(shifted, weights, "softmax_naive(x + 2) compared with softmax_naive(x) (a softmax ignores a shift)")
+        expect_close(
+            shifted, weights, "softmax_naive(x + 2) compared with softmax_naive(x) (a softmax ignores a shift)"
+        )
         if not torch.equal(torch.argsort(weights), torch.argsort(x)):
             raise CheckFailed("softmax_naive changed the order of the scores: a larger score must get a larger weight")
     except CheckFailed as failed:  # it names a mistake only when the weights themselves are that mistake's
@@ -132,5 +163,6 @@ def test_output_shapes_and_devices(learner, device):
             got = tuple(result.shape) if isinstance(result, torch.Tensor) else type(result).__name__
             raise CheckFailed(f"{name} with a single token: expected shape {shape}, got {got}", "wrong-shape")
         if result.learner_device.split(":")[0] != device:
-            raise CheckFailed(f"{name} returned a tensor on {result.learner_device} for inputs on {device}",
-                              "device-mismatch")
+            raise CheckFailed(
+                f"{name} returned a tensor on {result.learner_device} for inputs on {device}", "device-mismatch"
+            )

@@ -6,20 +6,20 @@ from grader.judge.checks.attention_probe import expect_attention, showing_attent
 from grader.judge.checks.examples import expect_seeded_values_explained
 from grader.judge.checks.shortcut import expect_attention_by_hand
 from grader.judge.checks.support import (
-    expect_book_signature,
     CheckFailed,
-    expect_documented_names,
     build,
     build_with_weights,
     check,
     expect_all_close,
+    expect_book_signature,
+    expect_documented_names,
     expect_input_dependent,
     generator,
     reference_output,
     reference_state,
 )
-from grader.judge.diagnosis import single_head_variants
 from grader.judge.class_source import init_parameters
+from grader.judge.diagnosis import single_head_variants
 
 STAGE = 2
 # (num_tokens, d_in, d_out): one token, d_out > d_in, the book's, d_in > d_out
@@ -65,9 +65,16 @@ def _random_check(learner, reference, cls: str, linear: bool, source: bytes | No
         x = torch.rand(num_tokens, d_in, generator=rng)
         reply = build_with_weights(learner, STAGE, cls, args, state, inputs=[x])
         expected = reference_output(reference.name(cls), args, state, x)
-        cases.append((reply["outputs"][0], expected, f"{cls}{tuple(args)} on {num_tokens} token(s)",
-                      lambda state=state, x=x, d_in=d_in: single_head_variants(*_projections(state, x, linear),
-                                                                             causal=False, d_in=d_in)))
+        cases.append(
+            (
+                reply["outputs"][0],
+                expected,
+                f"{cls}{tuple(args)} on {num_tokens} token(s)",
+                lambda state=state, x=x, d_in=d_in: single_head_variants(
+                    *_projections(state, x, linear), causal=False, d_in=d_in
+                ),
+            )
+        )
     with showing_attention(learner, STAGE, cls):
         expect_all_close(cases)
     expect_input_dependent([output for output, *_ in cases[2:]], cls)
@@ -95,20 +102,31 @@ def test_attention_weights_are_distributions(learner):
 def test_structure_v1(learner):
     shape = build(learner, STAGE, "SelfAttention_v1", [4, 3])["structure"]
     if not shape["weighted_modules"]:
-        expect_documented_names("SelfAttention_v1", [[name, "Parameter"] for name in shape["direct_parameters"]],
-                                [[name, "Parameter"] for name in NAMES])
+        expect_documented_names(
+            "SelfAttention_v1",
+            [[name, "Parameter"] for name in shape["direct_parameters"]],
+            [[name, "Parameter"] for name in NAMES],
+        )
     if shape["direct_parameters"] != list(NAMES) or shape["weighted_modules"]:
         plain = [name for name in NAMES if name in shape["plain_tensors"]]
-        hint = ("not-parameters" if plain else
-                "param-init-order" if sorted(shape["direct_parameters"]) == sorted(NAMES) and not shape["modules"] else None)
+        hint = (
+            "not-parameters"
+            if plain
+            else "param-init-order"
+            if sorted(shape["direct_parameters"]) == sorted(NAMES) and not shape["modules"]
+            else None
+        )
         raise CheckFailed(
             "SelfAttention_v1 should hold exactly three nn.Parameter named W_query, W_key, W_value, created in that "
             f"order; it holds parameters {shape['direct_parameters']} and modules {shape['modules']}"
-            + (f", and plain tensors {plain}" if plain else ""), hint)
+            + (f", and plain tensors {plain}" if plain else ""),
+            hint,
+        )
     wrong = [(n, s) for n, s in shape["parameters"] if s != [4, 3]]
     if wrong:
-        raise CheckFailed(f"SelfAttention_v1(4, 3): each weight should have shape (d_in, d_out) = (4, 3); got {wrong}",
-                          "wrong-shape")
+        raise CheckFailed(
+            f"SelfAttention_v1(4, 3): each weight should have shape (d_in, d_out) = (4, 3); got {wrong}", "wrong-shape"
+        )
 
 
 @check("structure.SelfAttention_v2")
@@ -117,16 +135,26 @@ def test_structure_v2(learner):
         shape = build(learner, STAGE, "SelfAttention_v2", [4, 3, bias])["structure"]
         expect_documented_names("SelfAttention_v2", shape["weighted_modules"], [[n, "Linear"] for n in NAMES])
         if shape["weighted_modules"] != [[n, "Linear"] for n in NAMES]:
-            raise CheckFailed("SelfAttention_v2 should hold three nn.Linear named W_query, W_key, W_value, created "
-                              f"in that order; it holds {shape['weighted_modules']}")
-        expected = [[f"{n}.{p}", s] for n in NAMES for p, s in (("weight", [3, 4]), ("bias", [3])) if p == "weight" or bias]
+            raise CheckFailed(
+                "SelfAttention_v2 should hold three nn.Linear named W_query, W_key, W_value, created "
+                f"in that order; it holds {shape['weighted_modules']}"
+            )
+        expected = [
+            [f"{n}.{p}", s] for n in NAMES for p, s in (("weight", [3, 4]), ("bias", [3])) if p == "weight" or bias
+        ]
         if shape["parameters"] != expected:
             held = [name for name, _ in shape["parameters"]]
             with_bias = [[f"{n}.{p}", s] for n in NAMES for p, s in (("weight", [3, 4]), ("bias", [3]))]
-            hint = ("qkv-bias-ignored" if not bias and shape["parameters"] == with_bias else
-                    "wrong-shape" if held == [name for name, _ in expected] else None)
-            raise CheckFailed(f"SelfAttention_v2(4, 3, qkv_bias={bias}) should hold {expected}; "
-                              f"it holds {shape['parameters']}", hint)
+            hint = (
+                "qkv-bias-ignored"
+                if not bias and shape["parameters"] == with_bias
+                else "wrong-shape"
+                if held == [name for name, _ in expected]
+                else None
+            )
+            raise CheckFailed(
+                f"SelfAttention_v2(4, 3, qkv_bias={bias}) should hold {expected}; it holds {shape['parameters']}", hint
+            )
 
 
 def _shortcut_check(learner, learner_source, reference, cls: str) -> None:
@@ -147,4 +175,6 @@ def test_shortcut_v2(learner, learner_source, reference):
 @check("note.signature", visible=True)
 def test_book_signature(learner, learner_source):
     """A note: the book's signature, which the checks do not need (they call by the book's names)."""
-    expect_book_signature(learner, learner_source[STAGE], STAGE, {"SelfAttention_v1": [3, 2], "SelfAttention_v2": [3, 2]})
+    expect_book_signature(
+        learner, learner_source[STAGE], STAGE, {"SelfAttention_v1": [3, 2], "SelfAttention_v2": [3, 2]}
+    )

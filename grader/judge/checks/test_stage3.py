@@ -12,10 +12,10 @@ from grader.judge.checks import documented
 from grader.judge.checks.shortcut import TRANSFER_BY_COPY, expect_not_spelled, expect_work_recorded
 from grader.judge.checks.support import CheckFailed, check, expect_close
 from grader.judge.document_values import document_values
-from grader.runner.seeding import manual_seed
-from grader.runner.standins import seeded_transfer_pair
 from grader.judge.tensor_diff import describe_value
 from grader.judge.verdict import agrees
+from grader.runner.seeding import manual_seed
+from grader.runner.standins import seeded_transfer_pair
 
 STAGE = 3
 NAMES = ("W_query", "W_key", "W_value")
@@ -28,8 +28,10 @@ def transfer(learner, d_in: int, d_out: int, seed: int, **options) -> dict:
         return reply
     if reply["raised"]:
         kind, message = reply["raised"]
-        raise CheckFailed(f"transfer_weights_v2_to_v1 raised {kind} for a v2 without bias, saying: \u201c{message}\u201d",
-                          _hint_for_raise(learner, message, d_in, d_out, seed))
+        raise CheckFailed(
+            f"transfer_weights_v2_to_v1 raised {kind} for a v2 without bias, saying: \u201c{message}\u201d",
+            _hint_for_raise(learner, message, d_in, d_out, seed),
+        )
     for name in NAMES:
         if not isinstance(reply["v1"][name], torch.Tensor):
             got = reply["v1"][name]
@@ -50,7 +52,8 @@ def _hint_for_raise(learner, message: str, d_in: int, d_out: int, seed: int) -> 
     square = learner.request(STAGE, "transfer", d_in=d_out, d_out=d_out, seed=seed)
     v2 = v2_weights(d_out, d_out, seed)
     untransposed = not square["raised"] and all(
-        isinstance(square["v1"][n], torch.Tensor) and torch.equal(square["v1"][n], v2[n]) for n in NAMES)
+        isinstance(square["v1"][n], torch.Tensor) and torch.equal(square["v1"][n], v2[n]) for n in NAMES
+    )
     return "weights-not-transposed" if untransposed else None
 
 
@@ -64,15 +67,23 @@ def expect_transposed(v1: dict, v2: dict, what: str) -> None:
     for name in NAMES:
         others = [v2[other].T for other in NAMES if other != name and not torch.equal(v2[other], v2[name])]
         if any(v1[name].shape == o.shape and torch.allclose(v1[name], o) for o in others):
-            raise CheckFailed(f"{what}: sa_v1.{name} holds the transposed weight of another projection",
-                              "weights-swapped")
+            raise CheckFailed(
+                f"{what}: sa_v1.{name} holds the transposed weight of another projection", "weights-swapped"
+            )
         transposed = v2[name].T
-        if not torch.equal(v2[name].flatten(), transposed.flatten()) and torch.equal(v1[name].flatten(), v2[name].flatten()):
-            raise CheckFailed(f"{what}: sa_v1.{name} holds the numbers of sa_v2.{name}.weight in their stored order "
-                              "(as it is, or reshaped) rather than transposed", "weights-not-transposed")
+        if not torch.equal(v2[name].flatten(), transposed.flatten()) and torch.equal(
+            v1[name].flatten(), v2[name].flatten()
+        ):
+            raise CheckFailed(
+                f"{what}: sa_v1.{name} holds the numbers of sa_v2.{name}.weight in their stored order "
+                "(as it is, or reshaped) rather than transposed",
+                "weights-not-transposed",
+            )
         if v1[name].shape == v2[name].shape != v2[name].T.shape:
-            raise CheckFailed(f"{what}: sa_v1.{name} has shape {tuple(v1[name].shape)}, nn.Linear's (d_out, d_in)",
-                              "weights-not-transposed")
+            raise CheckFailed(
+                f"{what}: sa_v1.{name} has shape {tuple(v1[name].shape)}, nn.Linear's (d_out, d_in)",
+                "weights-not-transposed",
+            )
         expect_close(v1[name], v2[name].T, f"{what}: sa_v1.{name}")
 
 
@@ -107,8 +118,7 @@ def test_outputs_agree_after_transfer(learner, reference):
         x = torch.rand(5, d_in, generator=torch.Generator().manual_seed(index))
         with torch.no_grad():
             expected, got = v2(x), v1(x)
-        expect_close(got, expected,
-                     f"sa_v1(x) after the transfer against sa_v2(x), d_in={d_in}, d_out={d_out}")
+        expect_close(got, expected, f"sa_v1(x) after the transfer against sa_v2(x), d_in={d_in}, d_out={d_out}")
 
 
 @check("structure.returns_v1", target="transfer_weights_v2_to_v1")
@@ -117,38 +127,55 @@ def test_transfer_returns_v1(learner):
     if not reply["returned_v1"]:
         raise CheckFailed("transfer_weights_v2_to_v1 must return the same sa_v1 object it was given")
     if reply["v1_parameters"] != list(NAMES):
-        raise CheckFailed("after the transfer, sa_v1's parameters should still be W_query, W_key, W_value "
-                          f"(nn.Parameter); they are {reply['v1_parameters']}")
+        raise CheckFailed(
+            "after the transfer, sa_v1's parameters should still be W_query, W_key, W_value "
+            f"(nn.Parameter); they are {reply['v1_parameters']}"
+        )
 
 
 # Notes: what we know beyond the book's exercise 3.1, whose own answer assigns new nn.Parameter objects and
 # says nothing of a bias. They cost nothing unless an instructor prices them (course.toml [notes]).
 
+
 @check("note.in_place", visible=True, target="transfer_weights_v2_to_v1")
 def test_transfer_is_in_place(learner):
     reply = transfer(learner, 4, 3, seed=4000)
     if reply["shares_memory"]:
-        also = "" if reply["same_parameters"] else ("; and they are new parameter objects, which an optimizer made "
-                                                    "before the transfer never sees")
-        raise CheckFailed("after the transfer, sa_v1's weights share memory with sa_v2's (nn.Parameter(sa_v2.W_query."
-                          f"weight.T) is a view of v2's weight), so training one would change the other{also}",
-                          "shares-memory")
+        also = (
+            ""
+            if reply["same_parameters"]
+            else ("; and they are new parameter objects, which an optimizer made before the transfer never sees")
+        )
+        raise CheckFailed(
+            "after the transfer, sa_v1's weights share memory with sa_v2's (nn.Parameter(sa_v2.W_query."
+            f"weight.T) is a view of v2's weight), so training one would change the other{also}",
+            "shares-memory",
+        )
     if not reply["same_parameters"]:
-        raise CheckFailed("after the transfer, sa_v1 holds new parameter objects: an optimizer made before the "
-                          "transfer still holds the old ones; copying into the ones sa_v1 has (copy_ under "
-                          "torch.no_grad()) lets it see the change", "new-parameters")
+        raise CheckFailed(
+            "after the transfer, sa_v1 holds new parameter objects: an optimizer made before the "
+            "transfer still holds the old ones; copying into the ones sa_v1 has (copy_ under "
+            "torch.no_grad()) lets it see the change",
+            "new-parameters",
+        )
 
 
 @check("note.bias_refused", visible=True, target="transfer_weights_v2_to_v1")
 def test_bias_is_refused(learner):
     reply = transfer(learner, 3, 2, seed=5000, qkv_bias=True)
     if not reply["raised"]:
-        raise CheckFailed("a SelfAttention_v2 with qkv_bias=True was transferred without an error, but "
-                          "SelfAttention_v1 has no bias to hold it, so the two no longer agree", "bias-dropped")
+        raise CheckFailed(
+            "a SelfAttention_v2 with qkv_bias=True was transferred without an error, but "
+            "SelfAttention_v1 has no bias to hold it, so the two no longer agree",
+            "bias-dropped",
+        )
     kind, message = reply["raised"]
     if kind != "ValueError" or "bias" not in message.lower():
-        raise CheckFailed(f"for qkv_bias=True the transfer raised {kind}: {message}; a ValueError that mentions the "
-                          "bias says what went wrong", "bias-dropped")
+        raise CheckFailed(
+            f"for qkv_bias=True the transfer raised {kind}: {message}; a ValueError that mentions the "
+            "bias says what went wrong",
+            "bias-dropped",
+        )
 
 
 @check("shortcut.transfer", target="transfer_weights_v2_to_v1")

@@ -4,25 +4,29 @@ import torch
 
 from grader.judge.checks.attention_probe import showing_attention
 from grader.judge.checks.causal import expect_causal_and_independent, expect_dropout_on_weights, run_injected
-from grader.judge.checks.examples import expect_example, expect_function_values_explained, expect_seeded_values_explained
+from grader.judge.checks.examples import (
+    expect_example,
+    expect_function_values_explained,
+    expect_seeded_values_explained,
+)
 from grader.judge.checks.shortcut import expect_attention_by_hand
 from grader.judge.checks.support import (
-    expect_book_signature,
-    expect_no_fixed_device,
     CheckFailed,
+    agrees,
     build,
     call,
     check,
-    agrees,
     expect_all_close,
+    expect_book_signature,
     expect_close,
     expect_documented_names,
     expect_input_dependent,
     expect_inputs_kept,
+    expect_no_fixed_device,
     generator,
 )
-from grader.sandbox.workers import LearnerFailure
 from grader.judge.diagnosis import causal_softmax_variants, linear, renormalize_variants, single_head_variants
+from grader.sandbox.workers import LearnerFailure
 
 STAGE = 4
 # (batch, num_tokens, d_in, d_out, context_length): one token, fewer tokens than the context,
@@ -46,9 +50,14 @@ def test_document_causal_softmax(learner, device):
 
 @check("document.CausalAttention", visible=True, target="CausalAttention")
 def test_document_causal_attention(learner):
-    expect_seeded_values_explained(learner, STAGE, ["stage4.causal_attention_output",
-                                                    "stage4.once_upon_causal_attention_output"],
-                                   "CausalAttention", [3, 2, 6, 0.0], seed=123)
+    expect_seeded_values_explained(
+        learner,
+        STAGE,
+        ["stage4.causal_attention_output", "stage4.once_upon_causal_attention_output"],
+        "CausalAttention",
+        [3, 2, 6, 0.0],
+        seed=123,
+    )
 
 
 @check("example.CausalAttention", visible=True, target="CausalAttention")
@@ -65,9 +74,14 @@ def _causal_weights(rng: torch.Generator) -> list[torch.Tensor]:
 def test_random_mask_and_renormalize(learner, reference):
     cases = []
     for weights in _causal_weights(generator("random.mask_and_renormalize")):
-        cases.append((call(learner, STAGE, "mask_and_renormalize", weights), reference.mask_and_renormalize(weights),
-                      f"mask_and_renormalize of {tuple(weights.shape)} weights",
-                      lambda weights=weights: renormalize_variants(weights)))
+        cases.append(
+            (
+                call(learner, STAGE, "mask_and_renormalize", weights),
+                reference.mask_and_renormalize(weights),
+                f"mask_and_renormalize of {tuple(weights.shape)} weights",
+                lambda weights=weights: renormalize_variants(weights),
+            )
+        )
     expect_all_close(cases)
     expect_input_dependent([output for output, *_ in cases[1:3]], "mask_and_renormalize")
 
@@ -77,9 +91,14 @@ def test_random_causal_softmax(learner, reference):
     rng, cases = generator("random.causal_softmax"), []
     for shape, d_k in [((1, 1), 2), ((4, 4), 2), ((6, 6), 8), ((5, 5), 16)]:
         scores = torch.randn(*shape, generator=rng) * 3
-        cases.append((call(learner, STAGE, "causal_softmax", scores, d_k), reference.causal_softmax(scores, d_k),
-                      f"causal_softmax of {shape} scores, d_k={d_k}",
-                      lambda scores=scores, d_k=d_k: causal_softmax_variants(scores, d_k)))
+        cases.append(
+            (
+                call(learner, STAGE, "causal_softmax", scores, d_k),
+                reference.causal_softmax(scores, d_k),
+                f"causal_softmax of {shape} scores, d_k={d_k}",
+                lambda scores=scores, d_k=d_k: causal_softmax_variants(scores, d_k),
+            )
+        )
     expect_all_close(cases)
     expect_input_dependent([output for output, *_ in cases[1:3]], "causal_softmax")
 
@@ -91,17 +110,30 @@ def test_random_causal_attention(learner, reference):
         args = [d_in, d_out, context_length, 0.0]
         x = torch.rand(b, n, d_in, generator=rng)
         actual, expected, state = run_injected(learner, reference, STAGE, "CausalAttention", args, 8000 + index, x)
-        cases.append((actual, expected, f"CausalAttention{tuple(args)} on a {(b, n, d_in)} batch",
-                      lambda x=x, state=state, d_in=d_in: single_head_variants(
-                          *(linear(x, state, name) for name in PROJECTIONS), causal=True, d_in=d_in)))
+        cases.append(
+            (
+                actual,
+                expected,
+                f"CausalAttention{tuple(args)} on a {(b, n, d_in)} batch",
+                lambda x=x, state=state, d_in=d_in: single_head_variants(
+                    *(linear(x, state, name) for name in PROJECTIONS), causal=True, d_in=d_in
+                ),
+            )
+        )
     with showing_attention(learner, STAGE, "CausalAttention"):
         expect_all_close(cases)
 
 
 @check("property.causal", target="CausalAttention")
 def test_causal_attention_properties(learner, reference):
-    expect_causal_and_independent(learner, reference, STAGE, "CausalAttention", [5, 4, 10, 0.5],
-                                  lambda x, state: single_head_variants(*(linear(x, state, name) for name in PROJECTIONS), causal=True))
+    expect_causal_and_independent(
+        learner,
+        reference,
+        STAGE,
+        "CausalAttention",
+        [5, 4, 10, 0.5],
+        lambda x, state: single_head_variants(*(linear(x, state, name) for name in PROJECTIONS), causal=True),
+    )
 
 
 @check("property.dropout", target="CausalAttention")
@@ -115,8 +147,10 @@ def test_causal_attention_dropout(learner):
 
 
 def _function_cases(rng: torch.Generator, *batch: int) -> dict[str, list]:
-    return {"mask_and_renormalize": [torch.softmax(torch.randn(*batch, 5, 5, generator=rng), dim=-1)],
-            "causal_softmax": [torch.randn(*batch, 5, 5, generator=rng), 4]}
+    return {
+        "mask_and_renormalize": [torch.softmax(torch.randn(*batch, 5, 5, generator=rng), dim=-1)],
+        "causal_softmax": [torch.randn(*batch, 5, 5, generator=rng), 4],
+    }
 
 
 @check("property.inputs_kept")
@@ -127,20 +161,28 @@ def test_inputs_kept(learner):
 # Notes: what we know beyond the book's code (section 3.5), which makes its masks with torch.ones inside
 # the functions, on one matrix. They cost nothing unless an instructor prices them (course.toml [notes]).
 
+
 @check("note.fixed_device", visible=True)
 def test_no_fixed_device(learner):
     cases = _function_cases(generator("note.fixed_device"))
-    found = [_failure(lambda: expect_inputs_kept(learner, STAGE, {function: args}, watch_device=True))
-             for function, args in cases.items()]
-    found.append(_failure(lambda: expect_no_fixed_device(learner, STAGE, "CausalAttention", [4, 3, 6, 0.1],
-                                                         torch.rand(2, 5, 4))))
+    found = [
+        _failure(lambda: expect_inputs_kept(learner, STAGE, {function: args}, watch_device=True))
+        for function, args in cases.items()
+    ]
+    found.append(
+        _failure(lambda: expect_no_fixed_device(learner, STAGE, "CausalAttention", [4, 3, 6, 0.1], torch.rand(2, 5, 4)))
+    )
     _raise_each(found)
 
 
 @check("note.batched", visible=True)
 def test_batched(learner, reference):
-    _raise_each([_failure(lambda: _expect_batched(learner, reference, function, args))
-                 for function, args in _function_cases(generator("note.batched"), 3).items()])
+    _raise_each(
+        [
+            _failure(lambda: _expect_batched(learner, reference, function, args))
+            for function, args in _function_cases(generator("note.batched"), 3).items()
+        ]
+    )
 
 
 def _expect_batched(learner, reference, function: str, args: list) -> None:
@@ -151,8 +193,10 @@ def _expect_batched(learner, reference, function: str, args: list) -> None:
         if isinstance(failure, LearnerFailure) and failure.kind != "exception":
             raise
         # proven when each matrix of the batch, given alone, comes out right
-        alone = all(agrees(call(learner, STAGE, function, matrix, *args[1:]),
-                           getattr(reference, function)(matrix, *args[1:])) for matrix in args[0])
+        alone = all(
+            agrees(call(learner, STAGE, function, matrix, *args[1:]), getattr(reference, function)(matrix, *args[1:]))
+            for matrix in args[0]
+        )
         message = failure.message if isinstance(failure, CheckFailed) else f"{what}: your code raised {failure}"
         raise CheckFailed(message, "batched-inputs" if alone else None) from None
 
@@ -179,15 +223,22 @@ def test_causal_attention_structure(learner, device):
     linears = [m for m in shape["modules"] if m[1] == "Linear"]
     expect_documented_names("CausalAttention", linears, [[name, "Linear"] for name in PROJECTIONS])
     if linears != [["W_query", "Linear"], ["W_key", "Linear"], ["W_value", "Linear"]]:
-        raise CheckFailed(f"CausalAttention should hold nn.Linear W_query, W_key, W_value in that order; it holds {linears}")
+        raise CheckFailed(
+            f"CausalAttention should hold nn.Linear W_query, W_key, W_value in that order; it holds {linears}"
+        )
     biases = [name for name, _ in shape["parameters"] if name.endswith(".bias")]
     if biases:
-        raise CheckFailed(f"CausalAttention(4, 3, 6, 0.1) (qkv_bias=False) holds the biases {biases}", "qkv-bias-ignored")
+        raise CheckFailed(
+            f"CausalAttention(4, 3, 6, 0.1) (qkv_bias=False) holds the biases {biases}", "qkv-bias-ignored"
+        )
     if ["dropout", "Dropout"] not in shape["modules"]:
         raise CheckFailed("CausalAttention should hold its nn.Dropout as self.dropout")
     if ["mask", [6, 6]] not in shape["buffers"] or "mask" not in shape["state_dict"]:
-        raise CheckFailed(f"CausalAttention(..., context_length=6, ...) should register a (6, 6) buffer named mask; "
-                          f"its buffers are {shape['buffers']}", "mask-not-buffer")
+        raise CheckFailed(
+            f"CausalAttention(..., context_length=6, ...) should register a (6, 6) buffer named mask; "
+            f"its buffers are {shape['buffers']}",
+            "mask-not-buffer",
+        )
     if not reply["buffers_on"]["mask"].startswith(device):
         raise CheckFailed(f"after .to('{device}') the mask is on {reply['buffers_on']['mask']}", "mask-not-buffer")
 

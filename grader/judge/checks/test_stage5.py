@@ -9,19 +9,24 @@ import torch
 
 from grader.judge.checks import documented
 from grader.judge.checks.attention_probe import showing_attention
+from grader.judge.checks.causal import (
+    expect_causal_and_independent,
+    expect_dropout_on_weights,
+    one_head_state,
+    run_injected,
+)
 from grader.judge.checks.examples import expect_example, explain_with_example
-from grader.judge.checks.causal import expect_causal_and_independent, expect_dropout_on_weights, one_head_state, run_injected
 from grader.judge.checks.shortcut import expect_attention_by_hand
 from grader.judge.checks.support import (
-    expect_book_signature,
-    expect_no_fixed_device,
     CheckFailed,
-    expect_documented_names,
     build,
     check,
     expect_all_close,
+    expect_book_signature,
     expect_close,
     expect_document_values,
+    expect_documented_names,
+    expect_no_fixed_device,
     generator,
     holds_weights,
     init_order_hint,
@@ -29,8 +34,8 @@ from grader.judge.checks.support import (
 )
 from grader.judge.diagnosis import multihead_variants
 from grader.judge.document_values import document_values, errata
-from grader.sandbox.workers import LearnerFailure
 from grader.runner.document_examples import journey_batch
+from grader.sandbox.workers import LearnerFailure
 
 STAGE = 5
 WRAPPER = "MultiHeadAttentionWrapper"
@@ -47,30 +52,51 @@ def expect_concatenated_heads(reply: dict, what: str, num_heads: int) -> torch.T
     output = reply["outputs"][0]
     if not all(isinstance(h, torch.Tensor) for h in heads):
         raise CheckFailed(f"{what}: a head returned no tensor")
-    expect_close(output, torch.cat(heads, dim=-1), f"{what}: the output against its heads' outputs concatenated",
-                 variants={"wrapper-concat-dim": torch.cat(heads, dim=1)})
+    expect_close(
+        output,
+        torch.cat(heads, dim=-1),
+        f"{what}: the output against its heads' outputs concatenated",
+        variants={"wrapper-concat-dim": torch.cat(heads, dim=1)},
+    )
     return output
 
 
 @check("document.MultiHeadAttentionWrapper", visible=True, target=WRAPPER)
 def test_document_wrapper(learner):
     args = [3, 2, 6, 0.0, 2]
-    reply = build(learner, STAGE, WRAPPER, args, seed=123, inputs=[journey_batch(torch.device("cpu"))], heads=True,
-                  return_state=True)
+    reply = build(
+        learner,
+        STAGE,
+        WRAPPER,
+        args,
+        seed=123,
+        inputs=[journey_batch(torch.device("cpu"))],
+        heads=True,
+        return_state=True,
+    )
     expect_concatenated_heads(reply, "MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)", 2)
     expected_state = reference_state(documented.MultiHeadAttentionWrapper, args, seed=123)
     learner_state = reply["state"]
     if not any(k.startswith("heads.") for k in learner_state):
-        raise CheckFailed("the wrapper's state_dict holds no heads: keep them in an nn.ModuleList (a plain Python "
-                          "list hides them from .parameters(), state_dict() and .to())")
+        raise CheckFailed(
+            "the wrapper's state_dict holds no heads: keep them in an nn.ModuleList (a plain Python "
+            "list hides them from .parameters(), state_dict() and .to())"
+        )
     if not holds_weights(learner_state, expected_state):
-        raise CheckFailed("with torch.manual_seed(123) the heads' weights are not the book's: build the heads in a "
-                          "list comprehension, CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) each",
-                          init_order_hint(learner, STAGE, WRAPPER, args, 123, maths_checked=True))
+        raise CheckFailed(
+            "with torch.manual_seed(123) the heads' weights are not the book's: build the heads in a "
+            "list comprehension, CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) each",
+            init_order_hint(learner, STAGE, WRAPPER, args, 123, maths_checked=True),
+        )
     # The heads hold the book's weights and are concatenated in order: what the book prints follows.
     batch = journey_batch(torch.device("cpu"))
-    output = torch.cat([documented.attention(batch, learner_state, f"heads.{h}.", causal=True, transposed=True)
-                        for h in range(args[-1])], dim=-1)
+    output = torch.cat(
+        [
+            documented.attention(batch, learner_state, f"heads.{h}.", causal=True, transposed=True)
+            for h in range(args[-1])
+        ],
+        dim=-1,
+    )
     value = next(v for v in document_values(STAGE) if v.id == "stage5.wrapper_output")
     problem = value.check(output)
     if problem is not None:
@@ -85,9 +111,11 @@ def test_document_multihead(learner):
     except CheckFailed as failed:
         copied = next(e for e in errata() if e.id == "erratum.002_multihead_scaling")
         if copied.check(learner.request(STAGE, "recipe", name=copied.recipe)) is None:
-            raise CheckFailed(failed.message + "\nYour MultiHeadAttention reproduces a known slip in a retelling of the chapter, "
-                              "which divides by sqrt(d_out) instead of sqrt(head_dim) (see docs/errata.md)",
-                              "wrong-scaling") from None
+            raise CheckFailed(
+                failed.message + "\nYour MultiHeadAttention reproduces a known slip in a retelling of the chapter, "
+                "which divides by sqrt(d_out) instead of sqrt(head_dim) (see docs/errata.md)",
+                "wrong-scaling",
+            ) from None
         hint = init_order_hint(learner, STAGE, "MultiHeadAttention", [3, 2, 6, 0.0, 2], 123)
         if hint is not None:
             raise CheckFailed(failed.message, hint) from None
@@ -107,8 +135,11 @@ def test_random_wrapper(learner):
         reply = build(learner, STAGE, WRAPPER, args, inputs=[torch.rand(b, n, d_in, generator=rng)], heads=True)
         output = expect_concatenated_heads(reply, f"MultiHeadAttentionWrapper{tuple(args)}", num_heads)
         if tuple(output.shape) != (b, n, num_heads * d_out):
-            raise CheckFailed(f"MultiHeadAttentionWrapper{tuple(args)}: expected shape {(b, n, num_heads * d_out)}, "
-                              f"got {tuple(output.shape)}", "wrong-shape")
+            raise CheckFailed(
+                f"MultiHeadAttentionWrapper{tuple(args)}: expected shape {(b, n, num_heads * d_out)}, "
+                f"got {tuple(output.shape)}",
+                "wrong-shape",
+            )
 
 
 @check("random.MultiHeadAttention", target="MultiHeadAttention")
@@ -118,24 +149,34 @@ def test_random_multihead(learner, reference):
         args = [d_in, d_out, context_length, 0.0, num_heads]
         x = torch.rand(b, n, d_in, generator=rng)
         actual, expected, state = run_injected(learner, reference, STAGE, "MultiHeadAttention", args, 9000 + index, x)
-        cases.append((actual, expected, f"MultiHeadAttention{tuple(args)} on a {(b, n, d_in)} batch",
-                      lambda x=x, state=state, num_heads=num_heads: multihead_variants(x, state, num_heads)))
+        cases.append(
+            (
+                actual,
+                expected,
+                f"MultiHeadAttention{tuple(args)} on a {(b, n, d_in)} batch",
+                lambda x=x, state=state, num_heads=num_heads: multihead_variants(x, state, num_heads),
+            )
+        )
     with showing_attention(learner, STAGE, "MultiHeadAttention", heads=2):
         expect_all_close(cases)
 
 
 @check("property.MultiHeadAttention", target="MultiHeadAttention")
 def test_multihead_properties(learner, reference):
-    expect_causal_and_independent(learner, reference, STAGE, "MultiHeadAttention", [5, 6, 10, 0.5, 3],
-                                  lambda x, state: multihead_variants(x, state, 3))
+    expect_causal_and_independent(
+        learner,
+        reference,
+        STAGE,
+        "MultiHeadAttention",
+        [5, 6, 10, 0.5, 3],
+        lambda x, state: multihead_variants(x, state, 3),
+    )
 
 
 @check("property.dropout.MultiHeadAttention", target="MultiHeadAttention")
 def test_multihead_dropout(learner):
     expect_dropout_on_weights(
-        learner, STAGE, "MultiHeadAttention",
-        args_for=lambda n, d_out: [n, d_out, n, 0.5, 1],
-        state_for=one_head_state,
+        learner, STAGE, "MultiHeadAttention", args_for=lambda n, d_out: [n, d_out, n, 0.5, 1], state_for=one_head_state
     )
 
 
@@ -145,21 +186,28 @@ def test_wrapper_structure(learner):
     top = [m for m in shape["weighted_modules"] if "." not in m[0]]  # a parameter-free extra costs nothing
     heads = [m for m in shape["modules"] if m[0].count(".") == 1 and m[0].startswith("heads.")]
     if top != [["heads", "ModuleList"]] or len(heads) != 2:
-        raise CheckFailed(f"MultiHeadAttentionWrapper(..., num_heads=2) should hold one nn.ModuleList named heads "
-                          f"with 2 distinct heads; it holds {top}, with {len(heads)} distinct head module(s)")
+        raise CheckFailed(
+            f"MultiHeadAttentionWrapper(..., num_heads=2) should hold one nn.ModuleList named heads "
+            f"with 2 distinct heads; it holds {top}, with {len(heads)} distinct head module(s)"
+        )
     parameters = dict((name, size) for name, size in shape["parameters"])
     size = parameters.get("heads.0.W_query.weight")
     if size is not None and size != [4, 3]:
-        raise CheckFailed(f"MultiHeadAttentionWrapper(3, 4, 6, 0.5, num_heads=2): each head's W_query should be "
-                          f"nn.Linear(3, 4), weight (4, 3); it is {tuple(size)}",
-                          "wrapper-head-size" if size == [2, 3] else None)
+        raise CheckFailed(
+            f"MultiHeadAttentionWrapper(3, 4, 6, 0.5, num_heads=2): each head's W_query should be "
+            f"nn.Linear(3, 4), weight (4, 3); it is {tuple(size)}",
+            "wrapper-head-size" if size == [2, 3] else None,
+        )
     biased = "heads.0.W_query.bias" in parameters
     dropout = shape["dropout_p"].get("heads.0.dropout")
     if biased or dropout != 0.5:
         swapped = isinstance(dropout, bool)  # a bool where the rate goes: qkv_bias went in dropout's place
-        raise CheckFailed(f"MultiHeadAttentionWrapper(3, 4, 6, dropout=0.5, num_heads=2, qkv_bias=False): its heads "
-                          f"should have dropout 0.5 and no bias; head 1 has dropout {dropout} and "
-                          f"{'a' if biased else 'no'} bias", "arguments-swapped" if swapped else None)
+        raise CheckFailed(
+            f"MultiHeadAttentionWrapper(3, 4, 6, dropout=0.5, num_heads=2, qkv_bias=False): its heads "
+            f"should have dropout 0.5 and no bias; head 1 has dropout {dropout} and "
+            f"{'a' if biased else 'no'} bias",
+            "arguments-swapped" if swapped else None,
+        )
 
 
 @check("structure.MultiHeadAttention", target="MultiHeadAttention")
@@ -171,30 +219,46 @@ def test_multihead_structure(learner):
     expect_documented_names("MultiHeadAttention", linears, expected_linears)
     if linears != expected_linears:
         names = [n for n, _ in linears]
-        hint = ("missing-out-proj" if "out_proj" not in names else
-                "param-init-order" if sorted(linears) == sorted(expected_linears) else None)
-        raise CheckFailed(f"MultiHeadAttention(4, 6, ...) should hold W_query, W_key, W_value (6 x 4) and out_proj "
-                          f"(6 x 6) weights, in that order; it holds {linears}", hint)
+        hint = (
+            "missing-out-proj"
+            if "out_proj" not in names
+            else "param-init-order"
+            if sorted(linears) == sorted(expected_linears)
+            else None
+        )
+        raise CheckFailed(
+            f"MultiHeadAttention(4, 6, ...) should hold W_query, W_key, W_value (6 x 4) and out_proj "
+            f"(6 x 6) weights, in that order; it holds {linears}",
+            hint,
+        )
     biases = [name for name, _ in shape["parameters"] if name.endswith(".bias") and name != "out_proj.bias"]
     if biases:
-        raise CheckFailed(f"MultiHeadAttention(4, 6, 5, 0.1, 3) (qkv_bias=False) holds the biases {biases}",
-                          "qkv-bias-ignored")
+        raise CheckFailed(
+            f"MultiHeadAttention(4, 6, 5, 0.1, 3) (qkv_bias=False) holds the biases {biases}", "qkv-bias-ignored"
+        )
     if ["out_proj.bias", [6]] not in shape["parameters"]:
         raise CheckFailed("out_proj should have a bias, whatever qkv_bias says (nn.Linear(d_out, d_out))")
     if ["mask", [5, 5]] not in shape["buffers"]:
-        raise CheckFailed(f"MultiHeadAttention should register a (context_length, context_length) buffer named mask; "
-                          f"its buffers are {shape['buffers']}", "mask-not-buffer")
+        raise CheckFailed(
+            f"MultiHeadAttention should register a (context_length, context_length) buffer named mask; "
+            f"its buffers are {shape['buffers']}",
+            "mask-not-buffer",
+        )
     if shape["attributes"].get("head_dim") != 2:
-        raise CheckFailed(f"MultiHeadAttention(4, 6, 5, 0.1, num_heads=3) should set head_dim = 6 // 3 = 2; "
-                          f"it has {shape['attributes'].get('head_dim')}")
+        raise CheckFailed(
+            f"MultiHeadAttention(4, 6, 5, 0.1, num_heads=3) should set head_dim = 6 // 3 = 2; "
+            f"it has {shape['attributes'].get('head_dim')}"
+        )
     try:
         build(learner, STAGE, "MultiHeadAttention", [4, 5, 6, 0.0, 2])
     except LearnerFailure as failure:
         if failure.kind == "exception":  # the same module builds for d_out = 6: the error is the check asked for
             return
         raise
-    raise CheckFailed("MultiHeadAttention(4, 5, ..., num_heads=2) was built although d_out = 5 features cannot be "
-                      "split evenly into 2 heads: raise an error that says d_out must be divisible by num_heads")
+    raise CheckFailed(
+        "MultiHeadAttention(4, 5, ..., num_heads=2) was built although d_out = 5 features cannot be "
+        "split evenly into 2 heads: raise an error that says d_out must be divisible by num_heads"
+    )
 
 
 @check("note.fixed_device", visible=True, target="MultiHeadAttention")
@@ -215,4 +279,9 @@ def test_multihead_shortcut(learner, learner_source, reference):
 @check("note.signature", visible=True)
 def test_book_signature(learner, learner_source):
     """A note: the book's signature, which the checks do not need (they call by the book's names)."""
-    expect_book_signature(learner, learner_source[STAGE], STAGE, {"MultiHeadAttentionWrapper": [3, 2, 6, 0.0, 2], "MultiHeadAttention": [3, 2, 6, 0.0, 2]})
+    expect_book_signature(
+        learner,
+        learner_source[STAGE],
+        STAGE,
+        {"MultiHeadAttentionWrapper": [3, 2, 6, 0.0, 2], "MultiHeadAttention": [3, 2, 6, 0.0, 2]},
+    )

@@ -6,17 +6,12 @@ worker on float32 or bfloat16 tensors. Each call passes only the keyword argumen
 a missing parameter costs only the checks that need it.
 """
 
-
 import torch
 
 from grader.judge.checks.documented import DOCUMENTED
 from grader.judge.checks.examples import fail_if_example_fails
 from grader.judge.checks.sdpa_cases import FUNCTION, STAGE, Case, expect_cases, mixed_mask, qkv
-from grader.judge.checks.shortcut import (
-    ATTENTION_BY_HAND,
-    expect_not_spelled,
-    expect_work_recorded,
-)
+from grader.judge.checks.shortcut import ATTENTION_BY_HAND, expect_not_spelled, expect_work_recorded
 from grader.judge.checks.support import (
     CheckFailed,
     call,
@@ -37,6 +32,7 @@ BF16_ATOL = BF16_RTOL = 0.04
 
 
 # The visible checks ------------------------------------------------------------------------
+
 
 def _projections(state: dict, x: torch.Tensor) -> list[torch.Tensor]:
     return [x @ state[f"{name}.weight"].T for name in ("W_query", "W_key", "W_value")]
@@ -71,11 +67,15 @@ def test_document_sdpa(learner):
         if problem is not None:
             problems.append(f"{values[value_id].citation}: {problem}")
     if problems:
-        failed = CheckFailed("the book's attention outputs, recomputed with your function from the book's queries, "
-                             "keys and values, are not reproduced:\n" + "\n".join(problems[:3]))
+        failed = CheckFailed(
+            "the book's attention outputs, recomputed with your function from the book's queries, "
+            "keys and values, are not reproduced:\n" + "\n".join(problems[:3])
+        )
         fail_if_example_fails(failed, lambda: expect_cases(learner, example_cases()))
-        raise CheckFailed(f"{failed.message}\n{FUNCTION} gives the right results on the small examples: compare "
-                          "your code with the book's steps")
+        raise CheckFailed(
+            f"{failed.message}\n{FUNCTION} gives the right results on the small examples: compare "
+            "your code with the book's steps"
+        )
 
 
 def example_cases() -> list[Case]:
@@ -132,8 +132,13 @@ def test_random_causal(learner):
 def test_random_bool_mask(learner):
     rng = generator("random.bool_mask")
     # (leading dims, L, S, E, Ev, the mask's shape): the mask broadcasts over what it lacks or holds as 1
-    shapes = [((), 4, 6, 8, 3, (4, 6)), ((2,), 5, 7, 4, 4, (1, 5, 7)), ((2, 3), 4, 5, 8, 6, (2, 1, 4, 5)),
-              ((2, 3), 4, 5, 8, 6, (2, 1, 1, 5)), ((2, 3), 6, 6, 4, 4, (3, 6, 6))]
+    shapes = [
+        ((), 4, 6, 8, 3, (4, 6)),
+        ((2,), 5, 7, 4, 4, (1, 5, 7)),
+        ((2, 3), 4, 5, 8, 6, (2, 1, 4, 5)),
+        ((2, 3), 4, 5, 8, 6, (2, 1, 1, 5)),
+        ((2, 3), 6, 6, 4, 4, (3, 6, 6)),
+    ]
     expect_cases(learner, [Case(*qkv(rng, *shape[:5]), {"attn_mask": mixed_mask(rng, shape[5])}) for shape in shapes])
 
 
@@ -144,8 +149,10 @@ def test_random_float_mask(learner):
     cases = [
         Case(*qkv(rng, (), 4, 6, 8, 3), {"attn_mask": torch.randn(4, 6, generator=rng) * 2}),
         Case(*qkv(rng, (2, 3), 4, 5, 8, 6), {"attn_mask": torch.randn(2, 1, 1, 5, generator=rng) * 3}),  # per key
-        Case(*qkv(rng, (2,), 5, 7, 4, 4),  # -inf hides the later keys, as a causal mask written in floats does
-             {"attn_mask": torch.randn(1, 5, 7, generator=rng).masked_fill(later, -torch.inf)}),
+        Case(
+            *qkv(rng, (2,), 5, 7, 4, 4),  # -inf hides the later keys, as a causal mask written in floats does
+            {"attn_mask": torch.randn(1, 5, 7, generator=rng).masked_fill(later, -torch.inf)},
+        ),
         Case(*qkv(rng, (3,), 4, 4, 4, 2), {"attn_mask": torch.randn(4, 4, generator=rng) * 2, "scale": 0.5}),
     ]
     expect_cases(learner, cases)
@@ -159,11 +166,13 @@ def test_random_gqa(learner):
         q, k, v = qkv(rng, lead, L, S, E, Ev)
         return [q, k[..., :kv_heads, :, :], v[..., :kv_heads, :, :]]
 
-    cases = [Case(*grouped((2, 4), 2, 3, 5, 8, 4), {"enable_gqa": True}),
-             Case(*grouped((6,), 3, 4, 4, 4, 2), {"enable_gqa": True}),  # heads as the only leading dim
-             Case(*grouped((1, 8), 2, 5, 5, 4, 3), {"enable_gqa": True, "is_causal": True}),
-             Case(*grouped((2, 3), 1, 4, 6, 4, 4), {"enable_gqa": True}),  # one key/value head for all
-             Case(*grouped((2, 2), 2, 4, 6, 4, 4), {"enable_gqa": True})]  # as many key/value heads as query heads
+    cases = [
+        Case(*grouped((2, 4), 2, 3, 5, 8, 4), {"enable_gqa": True}),
+        Case(*grouped((6,), 3, 4, 4, 4, 2), {"enable_gqa": True}),  # heads as the only leading dim
+        Case(*grouped((1, 8), 2, 5, 5, 4, 3), {"enable_gqa": True, "is_causal": True}),
+        Case(*grouped((2, 3), 1, 4, 6, 4, 4), {"enable_gqa": True}),  # one key/value head for all
+        Case(*grouped((2, 2), 2, 4, 6, 4, 4), {"enable_gqa": True}),
+    ]  # as many key/value heads as query heads
     expect_cases(learner, cases)
 
 
@@ -176,9 +185,11 @@ def test_masked_rows_give_zeros(learner):
     float_mask[1, 0, 2] = -torch.inf
     padding = mixed_mask(rng, (2, 1, 1, 5))
     padding[0] = False  # the whole first item is padding
-    cases = [Case(*qkv(rng, (), 4, 6, 8, 3), {"attn_mask": bool_mask}),
-             Case(*qkv(rng, (2, 3), 5, 4, 4, 2), {"attn_mask": float_mask}),
-             Case(*qkv(rng, (2, 3), 3, 5, 4, 4), {"attn_mask": padding})]
+    cases = [
+        Case(*qkv(rng, (), 4, 6, 8, 3), {"attn_mask": bool_mask}),
+        Case(*qkv(rng, (2, 3), 5, 4, 4, 2), {"attn_mask": float_mask}),
+        Case(*qkv(rng, (2, 3), 3, 5, 4, 4), {"attn_mask": padding}),
+    ]
     expect_cases(learner, cases)
 
 
@@ -187,18 +198,22 @@ def test_random_bfloat16(learner):
     rng = generator("random.bfloat16")
     bf16 = lambda *tensors: [t.to(torch.bfloat16) for t in tensors]  # noqa: E731
     q, k, v = bf16(*qkv(rng, (2, 4), 5, 7, 16, 4, spread=0.5))
-    cases = [Case(*bf16(*qkv(rng, (2,), 4, 6, 8, 3, spread=0.5))),
-             Case(*bf16(*qkv(rng, (2, 3), 7, 5, 16, 4, spread=0.5)), {"is_causal": True}),
-             Case(q, k, v, {"attn_mask": mixed_mask(rng, (2, 1, 5, 7))}),
-             Case(q, k, v, {"attn_mask": (torch.randn(5, 7, generator=rng) * 2).to(torch.bfloat16)}),
-             Case(q, k[:, :2], v[:, :2], {"enable_gqa": True})]
+    cases = [
+        Case(*bf16(*qkv(rng, (2,), 4, 6, 8, 3, spread=0.5))),
+        Case(*bf16(*qkv(rng, (2, 3), 7, 5, 16, 4, spread=0.5)), {"is_causal": True}),
+        Case(q, k, v, {"attn_mask": mixed_mask(rng, (2, 1, 5, 7))}),
+        Case(q, k, v, {"attn_mask": (torch.randn(5, 7, generator=rng) * 2).to(torch.bfloat16)}),
+        Case(q, k[:, :2], v[:, :2], {"enable_gqa": True}),
+    ]
     for case in cases:
         actual, expected = case.run(learner), case.expected()
         expect_close(actual, expected, str(case), tolerance=BF16_ATOL + BF16_RTOL * expected.abs())
         if actual.learner_dtype != "bfloat16":
-            raise CheckFailed(f"{case} returned {actual.learner_dtype} values for bfloat16 inputs: the result "
-                              "should keep the inputs' dtype (a tensor made inside in another dtype, a mask or a "
-                              "constant, promotes everything it meets)")
+            raise CheckFailed(
+                f"{case} returned {actual.learner_dtype} values for bfloat16 inputs: the result "
+                "should keep the inputs' dtype (a tensor made inside in another dtype, a mask or a "
+                "constant, promotes everything it meets)"
+            )
 
 
 DROPOUT_P = 0.3
@@ -220,30 +235,45 @@ def test_dropout_on_weights(learner):
     even = torch.full((b, n, n), 1.0 / n, dtype=torch.float64)
     undropped = call(learner, STAGE, FUNCTION, query, key, eye)
     if not agrees(undropped, even):
-        raise CheckFailed(f"{FUNCTION}: the dropout check could not run. With queries of zeros every attention "
-                          f"weight is 1/{n}, and with value = I the output shows them, but without dropout it does "
-                          "not: the other checks' messages say what differs; fix that first")
+        raise CheckFailed(
+            f"{FUNCTION}: the dropout check could not run. With queries of zeros every attention "
+            f"weight is 1/{n}, and with value = I the output shows them, but without dropout it does "
+            "not: the other checks' messages say what differs; fix that first"
+        )
     revealed = call(learner, STAGE, FUNCTION, query, key, eye, dropout_p=DROPOUT_P)
     if not isinstance(revealed, torch.Tensor) or tuple(revealed.shape) != (b, n, n):
-        raise CheckFailed(f"{FUNCTION} with dropout_p={DROPOUT_P} on a query ({b}, {n}, 8) and a value ({b}, {n}, {n}): "
-                          f"expected an output of shape ({b}, {n}, {n})", "wrong-shape")
+        raise CheckFailed(
+            f"{FUNCTION} with dropout_p={DROPOUT_P} on a query ({b}, {n}, 8) and a value ({b}, {n}, {n}): "
+            f"expected an output of shape ({b}, {n}, {n})",
+            "wrong-shape",
+        )
     kept = revealed.double() != 0
     dropped = 1 - kept.double().mean().item()
     if dropped < 0.01:
-        raise CheckFailed(f"{FUNCTION} with dropout_p={DROPOUT_P} dropped no attention weight: dropout_p > 0 drops "
-                          "weights on every call (a function has no training mode to ask)")
+        raise CheckFailed(
+            f"{FUNCTION} with dropout_p={DROPOUT_P} dropped no attention weight: dropout_p > 0 drops "
+            "weights on every call (a function has no training mode to ask)"
+        )
     if bool((kept == kept[:, :1, :]).all()):
-        raise CheckFailed(f"{FUNCTION}: dropout zeroed whole columns of the attention weights, the same keys for "
-                          "every query: it hit the values, not the attention weights", "dropout-wrong-place")
+        raise CheckFailed(
+            f"{FUNCTION}: dropout zeroed whole columns of the attention weights, the same keys for "
+            "every query: it hit the values, not the attention weights",
+            "dropout-wrong-place",
+        )
     if abs(dropped - DROPOUT_P) > 0.05:
-        raise CheckFailed(f"{FUNCTION} with dropout_p={DROPOUT_P} dropped {dropped:.1%} of the attention weights, "
-                          f"expected about {DROPOUT_P:.0%}: dropout_p is the fraction dropped")
+        raise CheckFailed(
+            f"{FUNCTION} with dropout_p={DROPOUT_P} dropped {dropped:.1%} of the attention weights, "
+            f"expected about {DROPOUT_P:.0%}: dropout_p is the fraction dropped"
+        )
     scaled = 1 / (n * (1 - DROPOUT_P))
-    if not torch.allclose(revealed.double()[kept], torch.full((int(kept.sum()),), scaled, dtype=torch.float64),
-                          atol=1e-5):
-        raise CheckFailed(f"{FUNCTION}: the attention weights dropout keeps should be scaled by 1/(1 - dropout_p) = "
-                          f"{1 / (1 - DROPOUT_P):.4g}, to 1/{n} * {1 / (1 - DROPOUT_P):.4g} = {scaled:.4g}; they "
-                          f"are {revealed.double()[kept][0].item():.4g}")
+    if not torch.allclose(
+        revealed.double()[kept], torch.full((int(kept.sum()),), scaled, dtype=torch.float64), atol=1e-5
+    ):
+        raise CheckFailed(
+            f"{FUNCTION}: the attention weights dropout keeps should be scaled by 1/(1 - dropout_p) = "
+            f"{1 / (1 - DROPOUT_P):.4g}, to 1/{n} * {1 / (1 - DROPOUT_P):.4g} = {scaled:.4g}; they "
+            f"are {revealed.double()[kept][0].item():.4g}"
+        )
     sums = call(learner, STAGE, FUNCTION, query, key, torch.ones(b, n, 1), dropout_p=DROPOUT_P)
     rows = sums.double().flatten()
     if bool(((rows == 0) | ((rows - 1 / (1 - DROPOUT_P)).abs() < 1e-5)).all()):
@@ -271,7 +301,9 @@ def test_no_fixed_device(learner):
 
 # Every keyword argument, at its default: a caller may name any of them.
 DEFAULTS = {"attn_mask": None, "dropout_p": 0.0, "is_causal": False, "scale": None, "enable_gqa": False}
-SIGNATURE = f"{FUNCTION}(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False)"
+SIGNATURE = (
+    f"{FUNCTION}(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False)"
+)
 
 
 @check("structure.signature", target=FUNCTION)
@@ -285,16 +317,19 @@ def test_signature(learner):
     q, k, v = qkv(rng, (2,), 3, 5, 4, 2)
     mask = mixed_mask(rng, (3, 5))
     # (keywords of the call judged against, the other call's keywords and further positional arguments)
-    ways = [({}, DEFAULTS, [], "with every argument named, at its default", "with query, key and value only"),
-            ({"attn_mask": mask}, {}, [mask], "with attn_mask passed 4th, by position", "with attn_mask named"),
-            ({"is_causal": True}, {}, [None, 0.0, True], "with is_causal passed 6th, by position",
-             "with is_causal named")]
+    ways = [
+        ({}, DEFAULTS, [], "with every argument named, at its default", "with query, key and value only"),
+        ({"attn_mask": mask}, {}, [mask], "with attn_mask passed 4th, by position", "with attn_mask named"),
+        ({"is_causal": True}, {}, [None, 0.0, True], "with is_causal passed 6th, by position", "with is_causal named"),
+    ]
     for keywords, named, positional, how, judged_against in ways:
         plain = _called(learner, [q, k, v], keywords, judged_against)
         other = _called(learner, [q, k, v, *positional], named, how)
         if not isinstance(plain, torch.Tensor) or not agrees(other, plain):
-            raise CheckFailed(f"{FUNCTION} called {how} gives another result than called {judged_against}: "
-                              f"keep the signature {SIGNATURE}")
+            raise CheckFailed(
+                f"{FUNCTION} called {how} gives another result than called {judged_against}: "
+                f"keep the signature {SIGNATURE}"
+            )
 
 
 def _called(learner: LearnerWorkers, args: list, kwargs: dict, how: str) -> object:
@@ -311,6 +346,7 @@ def test_sdpa_is_written_by_hand(learner, learner_source):
     expect_not_spelled(learner_source, STAGE, FUNCTION, ATTENTION_BY_HAND)
     rng = generator(f"shortcut.{FUNCTION}")
     case = Case(*qkv(rng, (2,), 4, 6, 8, 3), {"attn_mask": mixed_mask(rng, (4, 6))})
-    reply = learner.request(STAGE, "call", function=FUNCTION, args=[case.query, case.key, case.value],
-                            kwargs=case.options, record=True)
+    reply = learner.request(
+        STAGE, "call", function=FUNCTION, args=[case.query, case.key, case.value], kwargs=case.options, record=True
+    )
     expect_work_recorded(reply["ops"], ATTENTION_BY_HAND, agrees(reply["result"], case.expected()), FUNCTION)

@@ -17,16 +17,8 @@ from grader.judge.checks import documented
 from grader.judge.checks.causal import expect_dropout_on_weights, one_head_state
 from grader.judge.checks.delegation import delegated_shortcut
 from grader.judge.checks.examples import fail_if_example_fails
-from grader.judge.checks.kv_feeding import (
-    CLS,
-    STAGE,
-    chunk_steps,
-    expect_cached_example,
-    fed_case,
-    feed,
-    joined,
-    split_heads,
-)
+from grader.judge.checks.kv_cache_held import cached_keys_values, expect_cache, is_none
+from grader.judge.checks.kv_feeding import CLS, STAGE, chunk_steps, expect_cached_example, fed_case, feed, joined
 from grader.judge.checks.shortcut import SHORTCUT_SEED, expect_work_recorded
 from grader.judge.checks.support import (
     CheckFailed,
@@ -45,29 +37,32 @@ from grader.judge.checks.support import (
     reference_output,
     reference_state,
 )
-from grader.judge.diagnosis import linear
 from grader.judge.document_values import document_values
 from grader.judge.tensor_diff import describe_value
 from grader.runner.document_examples import journey_batch
-from grader.runner.protocol import Foreign
 
 # The book's seeded multi-head example (stage 5), fed one token at a time.
 BOOK_ARGS = [3, 2, 6, 0.0, 2]
 # (batch, num_tokens, d_in, d_out, context_length, num_heads, qkv_bias): one token, the whole context,
 # one head, head_dim = 2 with biases
-TOKEN_SHAPES = [(1, 1, 3, 4, 4, 2, False), (3, 5, 4, 6, 8, 3, False), (2, 6, 3, 8, 6, 4, False),
-                (4, 7, 6, 6, 7, 1, False), (2, 5, 5, 12, 9, 6, True)]
+TOKEN_SHAPES = [
+    (1, 1, 3, 4, 4, 2, False),
+    (3, 5, 4, 6, 8, 3, False),
+    (2, 6, 3, 8, 6, 4, False),
+    (4, 7, 6, 6, 7, 1, False),
+    (2, 5, 5, 12, 9, 6, True),
+]
 # (batch, d_in, d_out, context_length, num_heads, qkv_bias, chunk sizes): one chunk is the whole forward
-CHUNK_CASES = [(2, 4, 6, 8, 3, False, [3, 1, 2]), (3, 3, 8, 8, 2, False, [2, 2, 2, 1]), (1, 5, 4, 6, 2, True, [1, 4]),
-               (2, 6, 6, 7, 1, False, [4, 3]), (2, 4, 8, 9, 4, False, [5])]
+CHUNK_CASES = [
+    (2, 4, 6, 8, 3, False, [3, 1, 2]),
+    (3, 3, 8, 8, 2, False, [2, 2, 2, 1]),
+    (1, 5, 4, 6, 2, True, [1, 4]),
+    (2, 6, 6, 7, 1, False, [4, 3]),
+    (2, 4, 8, 9, 4, False, [5]),
+]
 
 
 # What a cache holds, and what its known mistakes compute ------------------------------------------
-
-
-def cached_keys_values(x: torch.Tensor, state: dict, num_heads: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """What cache_k and cache_v hold once all of x is fed: (b, num_heads, num_tokens, head_dim) each."""
-    return split_heads(linear(x, state, "W_key"), num_heads), split_heads(linear(x, state, "W_value"), num_heads)
 
 
 @check("document.MultiHeadAttentionKV", visible=True, target=CLS)
@@ -83,18 +78,24 @@ def test_document(learner):
         fail_if_example_fails(failed, lambda: expect_cached_example(learner))
         seeded = build(learner, STAGE, CLS, BOOK_ARGS, seed=123, return_state=True)["state"]
         if holds_weights(seeded, parameters_only(reference_state(documented.MultiHeadAttention, BOOK_ARGS, 123))):
-            raise CheckFailed(f"{failed.message}\nIts seeded weights are the book's, and with other weights put into "
-                              "it, it gives the right outputs on a small example fed in chunks of 2, 1 and 2 tokens: "
-                              "look at what differs when the tokens come one at a time")
-        raise CheckFailed(f"{failed.message}\nWith the same seed its weights are not the book's: they are stage 5's "
-                          "parameters (W_query, W_key, W_value, out_proj), created in that order",
-                          init_order_hint(learner, STAGE, CLS, BOOK_ARGS, 123, maths_checked=True))
+            raise CheckFailed(
+                f"{failed.message}\nIts seeded weights are the book's, and with other weights put into "
+                "it, it gives the right outputs on a small example fed in chunks of 2, 1 and 2 tokens: "
+                "look at what differs when the tokens come one at a time"
+            )
+        raise CheckFailed(
+            f"{failed.message}\nWith the same seed its weights are not the book's: they are stage 5's "
+            "parameters (W_query, W_key, W_value, out_proj), created in that order",
+            init_order_hint(learner, STAGE, CLS, BOOK_ARGS, 123, maths_checked=True),
+        )
     gpt2_small = build(learner, STAGE, CLS, [768, 768, 1024, 0.0, 12])["structure"]["parameters"]
     count = next(v for v in document_values(5) if v.id == "stage5.exercise_3_3_parameter_count")
     problem = count.check(torch.tensor(sum(torch.Size(size).numel() for _, size in gpt2_small)))
     if problem is not None:
-        raise CheckFailed(f"{count.citation}: MultiHeadAttentionKV(768, 768, 1024, 0.0, 12) holds stage 5's "
-                          f"parameters and no others, so the same count; {problem}")
+        raise CheckFailed(
+            f"{count.citation}: MultiHeadAttentionKV(768, 768, 1024, 0.0, 12) holds stage 5's "
+            f"parameters and no others, so the same count; {problem}"
+        )
 
 
 @check("example.MultiHeadAttentionKV", visible=True, target=CLS)
@@ -102,8 +103,9 @@ def test_example(learner):
     expect_cached_example(learner)
 
 
-def expect_like_full_forward(learner, reference, check_name: str,
-                             cases: list[tuple[list, tuple[int, ...], list[int]]]) -> None:
+def expect_like_full_forward(
+    learner, reference, check_name: str, cases: list[tuple[list, tuple[int, ...], list[int]]]
+) -> None:
     """Each case (args, x's shape, chunk sizes): the learner's module holding the reference's weights, fed a
     random x in chunks of those sizes, against the reference MultiHeadAttention's full forward of x."""
     rng, judged = generator(check_name), []
@@ -117,59 +119,28 @@ def expect_like_full_forward(learner, reference, check_name: str,
 
 @check("random.token_by_token", target=CLS)
 def test_random_token_by_token(learner, reference):
-    expect_like_full_forward(learner, reference, "random.token_by_token", [
-        ([d_in, d_out, context_length, 0.0, num_heads, bias], (b, n, d_in), [1] * n)
-        for b, n, d_in, d_out, context_length, num_heads, bias in TOKEN_SHAPES])
+    expect_like_full_forward(
+        learner,
+        reference,
+        "random.token_by_token",
+        [
+            ([d_in, d_out, context_length, 0.0, num_heads, bias], (b, n, d_in), [1] * n)
+            for b, n, d_in, d_out, context_length, num_heads, bias in TOKEN_SHAPES
+        ],
+    )
 
 
 @check("random.chunks", target=CLS)
 def test_random_chunks(learner, reference):
-    expect_like_full_forward(learner, reference, "random.chunks", [
-        ([d_in, d_out, context_length, 0.0, num_heads, bias], (b, sum(sizes), d_in), sizes)
-        for b, d_in, d_out, context_length, num_heads, bias, sizes in CHUNK_CASES])
-
-
-def expect_cache(cache: dict, keys: torch.Tensor, values: torch.Tensor, when: str, x: torch.Tensor | None = None,
-                 *others: tuple[torch.Tensor, torch.Tensor]) -> None:
-    """cache_k and cache_v (as cached_module read them) hold ``keys`` and ``values``.
-
-    A cache holding the right numbers in another layout is cache-layout, one holding the inputs
-    ``x`` is cache-holds-inputs. ``others``: the keys and values it may hold instead (the tokens up to
-    a step that raised, when it raised before or after growing the cache), named the same way.
-    """
-    for name, expected, other in (("cache_k", keys, [k for k, _ in others]),
-                                  ("cache_v", values, [v for _, v in others])):
-        held = cache[name]
-        shape = tuple(expected.shape)
-        if held == "missing":
-            raise CheckFailed(f"{when}, the module has no attribute {name}: it holds the cache, "
-                              f"(b, num_heads, tokens so far, head_dim), or None while the cache is empty")
-        if not isinstance(held, torch.Tensor):
-            raise CheckFailed(f"{when}, {name} is {describe_value(held)}, expected the {name[-1]} of the tokens so "
-                              f"far: a tensor of shape {shape} (b, num_heads, tokens so far, head_dim)")
-        if any(agrees(held, t) for t in (expected, *other)):
-            continue
-        if any(_same_numbers(held, t) for t in (expected, *other)):
-            raise CheckFailed(f"{when}, {name} holds the right numbers with shape {tuple(held.shape)}, laid out "
-                              f"otherwise than {shape} (b, num_heads, tokens so far, head_dim)", "cache-layout")
-        if x is not None and any(agrees(held, x[:, :t.shape[2]]) for t in (expected, *other)):
-            raise CheckFailed(f"{when}, {name} holds the inputs x themselves, shape {tuple(held.shape)}, not their "
-                              f"projections split into heads, {shape}", "cache-holds-inputs")
-        if tuple(held.shape) != shape:
-            raise CheckFailed(f"{when}, {name} has shape {tuple(held.shape)}, expected {shape} (b, num_heads, tokens "
-                              "so far, head_dim)")
-        expect_close(held, expected, f"{when}, {name} against W_{'key' if name == 'cache_k' else 'value'}(x) of the "
-                     "tokens so far, split into heads")
-
-
-def _same_numbers(held: torch.Tensor, expected: torch.Tensor) -> bool:
-    """The same values, in another order or shape: sorted, they agree."""
-    return (tuple(held.shape) != tuple(expected.shape) and held.numel() == expected.numel() > 1
-            and agrees(held.flatten().sort().values, expected.flatten().sort().values))
-
-
-def _is_none(value: object) -> bool:
-    return isinstance(value, Foreign) and value.type == "NoneType"
+    expect_like_full_forward(
+        learner,
+        reference,
+        "random.chunks",
+        [
+            ([d_in, d_out, context_length, 0.0, num_heads, bias], (b, sum(sizes), d_in), sizes)
+            for b, d_in, d_out, context_length, num_heads, bias, sizes in CHUNK_CASES
+        ],
+    )
 
 
 @check("property.use_cache_off", target=CLS)
@@ -179,27 +150,41 @@ def test_use_cache_off(learner, reference):
     state = parameters_only(reference_state(reference.name(CLS), args, 9300))
     x = torch.rand(2, 8, 4, generator=generator("property.use_cache_off"))
     # The last step may raise: a cache the calls before it grew has no room for 2 more tokens.
-    steps = [{"tokens": [0, 3], "use_cache": True}, {"tokens": [3, 8], "use_cache": None},
-             {"tokens": [3, 8], "use_cache": False}, {"tokens": [3, 5], "use_cache": True, "may_raise": True}]
+    steps = [
+        {"tokens": [0, 3], "use_cache": True},
+        {"tokens": [3, 8], "use_cache": None},
+        {"tokens": [3, 8], "use_cache": False},
+        {"tokens": [3, 5], "use_cache": True, "may_raise": True},
+    ]
     reply = feed(learner, args, x, steps, state)
     full = lambda tokens: reference_output(reference.name("MultiHeadAttention"), args, state, tokens)  # noqa: E731
     keys, values = cached_keys_values(x[:, :3], state, 3)
     expect_cache(reply["steps"][0]["cache"], keys, values, "after forward(x[:, 0:3], use_cache=True)", x)
     for done, call in zip(reply["steps"][1:3], ("forward(x[:, 3:8])", "forward(x[:, 3:8], use_cache=False)")):
-        expect_close(done["output"], full(x[:, 3:8]),
-                     f"{call} after 3 tokens were cached, against the causal forward of those 5 tokens alone",
-                     {"cache-without-use-cache": full(x)[:, 3:8]})
+        expect_close(
+            done["output"],
+            full(x[:, 3:8]),
+            f"{call} after 3 tokens were cached, against the causal forward of those 5 tokens alone",
+            {"cache-without-use-cache": full(x)[:, 3:8]},
+        )
         try:
             expect_cache(done["cache"], keys, values, f"after {call}", x)
         except CheckFailed as failed:
-            raise CheckFailed(f"{call} changed the cache that 3 tokens fed with use_cache=True left: "
-                              f"{failed.message}", "cache-without-use-cache") from None
+            raise CheckFailed(
+                f"{call} changed the cache that 3 tokens fed with use_cache=True left: {failed.message}",
+                "cache-without-use-cache",
+            ) from None
     if reply["steps"][3]["raised"]:
-        raise CheckFailed(f"forward(x[:, 3:5], use_cache=True) after the calls without the cache raised "
-                          f"{': '.join(reply['steps'][3]['raised'])}")
-    expect_close(reply["steps"][3]["output"], full(x[:, :5])[:, 3:5],
-                 "forward(x[:, 3:5], use_cache=True) after the calls without the cache, against rows 4-5 of the "
-                 "causal forward of x[:, 0:5]")
+        raise CheckFailed(
+            f"forward(x[:, 3:5], use_cache=True) after the calls without the cache raised "
+            f"{': '.join(reply['steps'][3]['raised'])}"
+        )
+    expect_close(
+        reply["steps"][3]["output"],
+        full(x[:, :5])[:, 3:5],
+        "forward(x[:, 3:5], use_cache=True) after the calls without the cache, against rows 4-5 of the "
+        "causal forward of x[:, 0:5]",
+    )
 
 
 @check("property.reset_cache", target=CLS)
@@ -208,23 +193,36 @@ def test_reset_cache(learner, reference):
     args = [5, 8, 8, 0.0, 2]
     state = parameters_only(reference_state(reference.name(CLS), args, 9400))
     x = torch.rand(3, 7, 5, generator=generator("property.reset_cache"))
-    steps = [{"reset": True}, {"tokens": [0, 4], "use_cache": True}, {"reset": True},
-             {"tokens": [4, 7], "use_cache": True}]
+    steps = [
+        {"reset": True},
+        {"tokens": [0, 4], "use_cache": True},
+        {"reset": True},
+        {"tokens": [4, 7], "use_cache": True},
+    ]
     reply = feed(learner, args, x, steps, state)
     for name in ("cache_k", "cache_v"):
         held = reply["steps"][2]["cache"][name]
         if held == "missing":
             raise CheckFailed(f"the module has no attribute {name}: it holds the cache, or None while it is empty")
-        if not _is_none(held):
+        if not is_none(held):
             shown = f"shape {tuple(held.shape)}" if isinstance(held, torch.Tensor) else describe_value(held)
-            raise CheckFailed(f"after 4 tokens fed with use_cache=True then reset_cache(), {name} is {shown}, "
-                              "expected None", "cache-not-reset")
+            raise CheckFailed(
+                f"after 4 tokens fed with use_cache=True then reset_cache(), {name} is {shown}, expected None",
+                "cache-not-reset",
+            )
     full = lambda tokens: reference_output(reference.name("MultiHeadAttention"), args, state, tokens)  # noqa: E731
-    expect_close(reply["steps"][3]["output"], full(x[:, 4:7]),
-                 "forward(x[:, 4:7], use_cache=True) after reset_cache(), against the causal forward of those 3 "
-                 "tokens alone", {"cache-not-reset": full(x)[:, 4:7]})
-    expect_cache(reply["steps"][3]["cache"], *cached_keys_values(x[:, 4:7], state, 2),
-                 "after reset_cache() and 3 tokens fed with use_cache=True", x[:, 4:])
+    expect_close(
+        reply["steps"][3]["output"],
+        full(x[:, 4:7]),
+        "forward(x[:, 4:7], use_cache=True) after reset_cache(), against the causal forward of those 3 tokens alone",
+        {"cache-not-reset": full(x)[:, 4:7]},
+    )
+    expect_cache(
+        reply["steps"][3]["cache"],
+        *cached_keys_values(x[:, 4:7], state, 2),
+        "after reset_cache() and 3 tokens fed with use_cache=True",
+        x[:, 4:],
+    )
 
 
 @check("property.context_length", target=CLS)
@@ -239,39 +237,49 @@ def test_context_length(learner):
         fed = "one token at a time" if len(sizes) == 7 else f"in chunks of {sizes} tokens"
         if raised is not None and raised < len(steps) - 1:
             kind, message = done[raised]["raised"]
-            raise CheckFailed(f"{CLS}(3, 4, context_length=6, ...) fed x {fed} with use_cache=True raised {kind}: "
-                              f"{message}, on the chunk that brings the cache to {steps[raised]['tokens'][1]} "
-                              "tokens: it is full at context_length tokens, and only a chunk that would grow it past "
-                              "that raises")
+            raise CheckFailed(
+                f"{CLS}(3, 4, context_length=6, ...) fed x {fed} with use_cache=True raised {kind}: "
+                f"{message}, on the chunk that brings the cache to {steps[raised]['tokens'][1]} "
+                "tokens: it is full at context_length tokens, and only a chunk that would grow it past "
+                "that raises"
+            )
         if raised is None:
             # The claim needs a full cache: one that never held six tokens' keys misses more than a check.
             before = done[-2]["cache"]["cache_k"] if len(done) > 1 else torch.empty(x.shape[0], 6, args[1])
             full = isinstance(before, torch.Tensor) and before.numel() == x.shape[0] * 6 * args[1]
-            held = f"; before the last chunk its cache_k held {tuple(before.shape)}" if isinstance(
-                before, torch.Tensor) and not full else "; before the last chunk its cache_k held no 6 tokens"
-            raise CheckFailed(f"{CLS}(3, 4, context_length=6, ...) fed 7 tokens {fed} with use_cache=True raised "
-                              "nothing: a cache that would grow past context_length must raise ValueError"
-                              + ("" if full else held), "cache-past-context" if full else None)
+            held = (
+                f"; before the last chunk its cache_k held {tuple(before.shape)}"
+                if isinstance(before, torch.Tensor) and not full
+                else "; before the last chunk its cache_k held no 6 tokens"
+            )
+            raise CheckFailed(
+                f"{CLS}(3, 4, context_length=6, ...) fed 7 tokens {fed} with use_cache=True raised "
+                "nothing: a cache that would grow past context_length must raise ValueError" + ("" if full else held),
+                "cache-past-context" if full else None,
+            )
         kind, message = done[raised]["raised"]
         after = done[raised]["cache"]["cache_k"]
         if kind == "ValueError" and isinstance(after, torch.Tensor) and after.numel() > x.shape[0] * 6 * args[1]:
-            raise CheckFailed(f"{CLS}(3, 4, context_length=6, ...) fed 7 tokens {fed} with use_cache=True raised "
-                              f"ValueError only after its cache grew past 6 tokens (cache_k {tuple(after.shape)}): "
-                              "check before the cache grows, so that a refused chunk leaves it as it was",
-                              "cache-past-context")
+            raise CheckFailed(
+                f"{CLS}(3, 4, context_length=6, ...) fed 7 tokens {fed} with use_cache=True raised "
+                f"ValueError only after its cache grew past 6 tokens (cache_k {tuple(after.shape)}): "
+                "check before the cache grows, so that a refused chunk leaves it as it was",
+                "cache-past-context",
+            )
         if kind != "ValueError":
-            raise CheckFailed(f"{CLS}(3, 4, context_length=6, ...) fed 7 tokens {fed} with use_cache=True raised "
-                              f"{kind}: {message}; a cache that would grow past context_length must raise ValueError, "
-                              "checked before it grows", "cache-past-context")
+            raise CheckFailed(
+                f"{CLS}(3, 4, context_length=6, ...) fed 7 tokens {fed} with use_cache=True raised "
+                f"{kind}: {message}; a cache that would grow past context_length must raise ValueError, "
+                "checked before it grows",
+                "cache-past-context",
+            )
 
 
 @check("property.dropout", target=CLS)
 def test_dropout(learner):
     """Dropout acts on the attention weights in training, as in stage 5 (forward without the cache)."""
     expect_dropout_on_weights(
-        learner, STAGE, CLS,
-        args_for=lambda n, d_out: [n, d_out, n, 0.5, 1],
-        state_for=one_head_state,
+        learner, STAGE, CLS, args_for=lambda n, d_out: [n, d_out, n, 0.5, 1], state_for=one_head_state
     )
 
 
@@ -293,23 +301,33 @@ def test_structure(learner, reference, device):
     linears = [[name.removesuffix(".weight"), s] for name, s in shape["parameters"] if name.endswith(".weight")]
     expect_documented_names(CLS, linears, expected_linears)
     if linears != expected_linears or [n for n, _ in shape["parameters"] if n.endswith(".bias")] != ["out_proj.bias"]:
-        raise CheckFailed(f"MultiHeadAttentionKV(4, 6, 5, 0.1, 3) should hold stage 5's parameters: W_query, W_key, "
-                          f"W_value (6 x 4, no bias), then out_proj (6 x 6, with bias), and no others; it holds "
-                          f"{[name for name, _ in shape['parameters']]}",
-                          "param-init-order" if sorted(linears) == sorted(expected_linears) and linears else None)
+        raise CheckFailed(
+            f"MultiHeadAttentionKV(4, 6, 5, 0.1, 3) should hold stage 5's parameters: W_query, W_key, "
+            f"W_value (6 x 4, no bias), then out_proj (6 x 6, with bias), and no others; it holds "
+            f"{[name for name, _ in shape['parameters']]}",
+            "param-init-order" if sorted(linears) == sorted(expected_linears) and linears else None,
+        )
     if ["mask", [5, 5]] not in shape["buffers"]:
-        raise CheckFailed(f"MultiHeadAttentionKV should register a (context_length, context_length) buffer named mask; "
-                          f"its buffers are {shape['buffers']}", "mask-not-buffer")
+        raise CheckFailed(
+            f"MultiHeadAttentionKV should register a (context_length, context_length) buffer named mask; "
+            f"its buffers are {shape['buffers']}",
+            "mask-not-buffer",
+        )
     for name in ("cache_k", "cache_v"):
         held = reply["cache_before"][name]
-        if not _is_none(held):
-            shown = "no such attribute" if held == "missing" else describe_value(held) if not isinstance(
-                held, torch.Tensor) else f"a tensor of shape {tuple(held.shape)}"
+        if not is_none(held):
+            shown = (
+                "no such attribute"
+                if held == "missing"
+                else describe_value(held)
+                if not isinstance(held, torch.Tensor)
+                else f"a tensor of shape {tuple(held.shape)}"
+            )
             raise CheckFailed(f"a new MultiHeadAttentionKV should have {name} = None (an empty cache); it has {shown}")
     keys, values = cached_keys_values(x, state, 3)
     for t, done in enumerate(reply["steps"], start=1):
         when = f"after {t} token{'s' if t > 1 else ''} fed one at a time with use_cache=True"
-        earlier = (keys[:, :, :t - 1], values[:, :, :t - 1])
+        earlier = (keys[:, :, : t - 1], values[:, :, : t - 1])
         if done["raised"]:  # the cache it left, grown or not, may still show how it grows
             when = f"when forward(x[:, {t - 1}:{t}], use_cache=True) raised {done['raised'][0]}"
             try:
@@ -317,13 +335,17 @@ def test_structure(learner, reference, device):
             except CheckFailed as failed:
                 if failed.hint is not None:
                     raise
-            raise CheckFailed(f"{CLS}(4, 6, 5, 0.1, 3) fed 5 tokens one at a time with use_cache=True: "
-                              f"forward(x[:, {t - 1}:{t}], use_cache=True) raised {': '.join(done['raised'])}")
+            raise CheckFailed(
+                f"{CLS}(4, 6, 5, 0.1, 3) fed 5 tokens one at a time with use_cache=True: "
+                f"forward(x[:, {t - 1}:{t}], use_cache=True) raised {': '.join(done['raised'])}"
+            )
         expect_cache(done["cache"], keys[:, :, :t], values[:, :, :t], when, x)
         cached = done["cache"]["cache_k"]
         if not str(getattr(cached, "learner_device", device)).startswith(device):
-            raise CheckFailed(f"{when}, cache_k is on {cached.learner_device} while the module is on {device}",
-                              "fixed-device" if reply["fixed_device_use"] else None)
+            raise CheckFailed(
+                f"{when}, cache_k is on {cached.learner_device} while the module is on {device}",
+                "fixed-device" if reply["fixed_device_use"] else None,
+            )
 
 
 @check("note.fixed_device", visible=True, target=CLS)

@@ -10,36 +10,45 @@ import math
 import zlib
 
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
 
-from grader.judge.checks.causal import expect_causal_and_independent, expect_dropout_on_weights, one_head_state, run_injected
+from grader.judge.checks.causal import (
+    expect_causal_and_independent,
+    expect_dropout_on_weights,
+    one_head_state,
+    run_injected,
+)
 from grader.judge.checks.delegation import expect_attention_by_hand_or_delegated
 from grader.judge.checks.examples import build_causal
+from grader.judge.checks.gqa_reference import (
+    CLS,
+    STAGE,
+    DocumentedGroupedQueryAttention,
+    creation_order_hint,
+    grouped_variants,
+    kv_projection_hint,
+    layout_hint,
+    qkv_biases,
+    torch_gqa,
+)
 from grader.judge.checks.support import (
-    expect_documented_names,
-    under_documented_names,
-    expect_book_signature,
-    expect_no_fixed_device,
     CheckFailed,
-    agrees,
     build,
     check,
     expect_all_close,
+    expect_book_signature,
     expect_close,
+    expect_documented_names,
+    expect_no_fixed_device,
     generator,
     holds_weights,
     parameters_only,
     reference_output,
     reference_state,
+    under_documented_names,
 )
-from grader.judge.diagnosis import attend, linear, weight_variants
-from grader.sandbox.workers import LearnerFailure
 from grader.runner.document_examples import journey_batch
+from grader.sandbox.workers import LearnerFailure
 
-STAGE = 8
-CLS = "GroupedQueryAttention"
-PROJECTIONS = ("W_query", "W_key", "W_value")
 # The guide's worked examples: a seeded module on stage 4's batch, and GPT-2 small's sizes with 4 groups.
 DOCUMENTED_ARGS = [3, 8, 6, 0.0, 4, 2]
 DOCUMENTED_SEED = 123
@@ -51,131 +60,36 @@ GPT2_CACHED = 2 * 4 * 64  # key and value features per token with 4 groups of he
 EXAMPLE_ARGS, EXAMPLE_SHAPE = [3, 12, 6, 0.0, 6, 2], (2, 5, 3)  # groups of 3 heads: 3 != num_kv_groups
 # (batch, num_tokens, d_in, d_out, context_length, num_heads, num_kv_groups, qkv_bias): one token and
 # one group (multi-query), groups of three, as many groups as heads, a bias, d_in > head_dim.
-RANDOM_SHAPES = [(1, 1, 3, 4, 4, 2, 1, False), (3, 5, 4, 12, 8, 6, 2, False), (2, 6, 3, 8, 6, 4, 4, False),
-                 (2, 7, 6, 8, 7, 4, 1, False), (2, 4, 5, 12, 6, 6, 3, False), (2, 5, 4, 8, 6, 4, 2, True)]
-
-
-class DocumentedGroupedQueryAttention(nn.Module):
-    """The documented weights of GroupedQueryAttention, created in the documented order; no forward."""
-
-    def __init__(self, d_in: int, d_out: int, context_length: int, dropout: float, num_heads: int,
-                 num_kv_groups: int, qkv_bias: bool = False):
-        super().__init__()
-        kv_width = num_kv_groups * (d_out // num_heads)
-        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_key = nn.Linear(d_in, kv_width, bias=qkv_bias)
-        self.W_value = nn.Linear(d_in, kv_width, bias=qkv_bias)
-        self.out_proj = nn.Linear(d_out, d_out)
-
-
-def torch_gqa(x: torch.Tensor, state: dict[str, torch.Tensor], num_heads: int, num_kv_groups: int) -> torch.Tensor:
-    """What GroupedQueryAttention holding ``state`` returns for x (b, n, d_in), by torch's own GQA."""
-    b, n, _ = x.shape
-    queries, keys, values = (linear(x, state, name) for name in PROJECTIONS)
-    head_dim = queries.shape[-1] // num_heads
-
-    def split(t: torch.Tensor, heads: int) -> torch.Tensor:  # (b, n, heads * head_dim) -> (b, heads, n, head_dim)
-        return t.reshape(b, n, heads, head_dim).transpose(1, 2)
-
-    context = F.scaled_dot_product_attention(split(queries, num_heads), split(keys, num_kv_groups),
-                                             split(values, num_kv_groups), is_causal=True, enable_gqa=True)
-    return linear(context.transpose(1, 2).reshape(b, n, -1), state, "out_proj")
-
-
-def grouped_variants(x: torch.Tensor, state: dict[str, torch.Tensor], num_heads: int,
-                     num_kv_groups: int) -> dict[str, torch.Tensor]:
-    """Outputs of the usual mistakes in GroupedQueryAttention, for x (b, n, d_in)."""
-    b, n, d_in = x.shape
-    q, k, v = (linear(x, state, name) for name in PROJECTIONS)
-    d_out = q.shape[-1]
-    head_dim, group_size = d_out // num_heads, num_heads // num_kv_groups
-
-    def split(t: torch.Tensor, heads: int) -> torch.Tensor:
-        return t.reshape(b, n, heads, head_dim).transpose(1, 2)
-
-    def output(context: torch.Tensor) -> torch.Tensor:  # (b, heads, n, head_dim) -> out_proj of the merged heads
-        return linear(context.transpose(1, 2).reshape(b, n, d_out), state, "out_proj")
-
-    queries = split(q, num_heads)
-    keys, values = (split(t, num_kv_groups).repeat_interleave(group_size, dim=1) for t in (k, v))
-    right = {"divisor": head_dim**0.5, "causal": True}
-    variants = {name: output(weights @ values)
-                for name, weights in weight_variants(queries, keys, causal=True, d_in=d_in).items()}
-    variants["missing-out-proj"] = attend(queries, keys, values, **right).transpose(1, 2).reshape(b, n, d_out)
-    if num_kv_groups > 1 and group_size > 1:  # head h reads group h % num_kv_groups: the groups repeated as a whole
-        tiled_keys, tiled_values = (split(t, num_kv_groups).repeat(1, group_size, 1, 1) for t in (k, v))
-        variants["kv-groups-tiled"] = output(attend(queries, tiled_keys, tiled_values, **right))
-    if num_heads > 1:
-        # Heads split with reshape(b, heads, n, head_dim), without the transpose; merged back the right way.
-        flat_queries, flat_keys, flat_values = (t.reshape(b, heads, n, head_dim) for t, heads in
-                                                ((q, num_heads), (k, num_kv_groups), (v, num_kv_groups)))
-        variants["heads-split-wrong"] = output(attend(flat_queries, flat_keys.repeat_interleave(group_size, dim=1),
-                                                      flat_values.repeat_interleave(group_size, dim=1), **right))
-        # Heads split the right way, merged back without transposing: tokens and heads mixed.
-        variants["heads-merged-wrong"] = linear(attend(queries, keys, values, **right).reshape(b, n, d_out), state,
-                                                "out_proj")
-    divisors = {f"sqrt(d_out) = sqrt({d_out})": d_out,
-                f"sqrt({num_kv_groups * head_dim}), the width of W_key's output": num_kv_groups * head_dim}
-    for label, divisor in divisors.items():
-        if divisor != head_dim:
-            variants[f"wrong-scaling:the scores are divided by {label}, not sqrt(head_dim)"] = output(
-                attend(queries, keys, values, divisor=divisor**0.5, causal=True))
-    return variants
-
-
-def _kv_projection_hint(parameters: list, args: list) -> str | None:
-    """kv-projection-size when a module's parameters ([name, shape] pairs) size W_key or W_value d_out,
-    as in MultiHeadAttention, where ``CLS(*args)`` has num_kv_groups * head_dim."""
-    d_in, d_out, heads, groups = args[0], args[1], args[4], args[5]
-    shapes = {name: list(shape) for name, shape in parameters}
-    sized_as_multihead = [d_out, d_in] in (shapes.get("W_key.weight"), shapes.get("W_value.weight"))
-    return "kv-projection-size" if groups != heads and sized_as_multihead else None
-
-
-def _layout_hint(parameters: list, args: list) -> str | None:
-    """What a module's parameters prove wrong for ``CLS(*args)``: the key/value projections' size, or
-    biases that qkv_bias did not ask for."""
-    qkv_bias = args[6] if len(args) > 6 else False
-    biased = not qkv_bias and _qkv_biases(parameters)
-    return _kv_projection_hint(parameters, args) or ("qkv-bias-ignored" if biased else None)
-
-
-def _qkv_biases(parameters: list) -> list[str]:
-    """The biases of W_query, W_key and W_value among a module's parameters ([name, shape] pairs)."""
-    return [name for name, _ in parameters if name.endswith(".bias") and name != "out_proj.bias"]
-
-
-def _creation_order_hint(learner, args: list, seed: int, learner_state: dict) -> str | None:
-    """param-init-order when proven: the learner's seeded weights have the documented names and
-    shapes but other numbers, while with the documented weights put in it computes torch's GQA."""
-    expected = parameters_only(reference_state(DocumentedGroupedQueryAttention, args, seed))
-    learned = {k: v for k, v in learner_state.items() if isinstance(v, torch.Tensor) and k.split(".")[-1] != "mask"}
-    if holds_weights(learned, expected):
-        return None
-    if learned.keys() != expected.keys() or any(learned[k].shape != v.shape for k, v in expected.items()):
-        return None
-    x = torch.rand(2, min(args[2], 5), args[0], generator=generator("maths"))
-    try:
-        reply = build(learner, STAGE, CLS, args, state=expected, inputs=[x])
-    except LearnerFailure:
-        return None
-    right = not reply["rejected"] and agrees(reply["outputs"][0], torch_gqa(x, expected, args[4], args[5]))
-    return "param-init-order" if right else None
+RANDOM_SHAPES = [
+    (1, 1, 3, 4, 4, 2, 1, False),
+    (3, 5, 4, 12, 8, 6, 2, False),
+    (2, 6, 3, 8, 6, 4, 4, False),
+    (2, 7, 6, 8, 7, 4, 1, False),
+    (2, 4, 5, 12, 6, 6, 3, False),
+    (2, 5, 4, 8, 6, 4, 2, True),
+]
 
 
 def _example(learner) -> None:
     """The small public example, with random documented weights put in: named mistakes where proven."""
-    state = parameters_only(reference_state(DocumentedGroupedQueryAttention, EXAMPLE_ARGS, seed=zlib.crc32(CLS.encode())))
+    state = parameters_only(
+        reference_state(DocumentedGroupedQueryAttention, EXAMPLE_ARGS, seed=zlib.crc32(CLS.encode()))
+    )
     x = torch.rand(*EXAMPLE_SHAPE, generator=generator(f"example.{CLS}"))
     heads, groups = EXAMPLE_ARGS[4], EXAMPLE_ARGS[5]
     try:
         actual = build_causal(learner, STAGE, CLS, EXAMPLE_ARGS, state, [x])["outputs"][0]
-        expect_close(actual, torch_gqa(x, state, heads, groups),
-                     f"{CLS}(3, {EXAMPLE_ARGS[1]}, 6, 0.0, num_heads={heads}, num_kv_groups={groups}) with random weights on a "
-                     f"{EXAMPLE_SHAPE} input", lambda: grouped_variants(x, state, heads, groups))
+        expect_close(
+            actual,
+            torch_gqa(x, state, heads, groups),
+            f"{CLS}(3, {EXAMPLE_ARGS[1]}, 6, 0.0, num_heads={heads}, num_kv_groups={groups}) with random weights on a "
+            f"{EXAMPLE_SHAPE} input",
+            lambda: grouped_variants(x, state, heads, groups),
+        )
     except CheckFailed as failed:  # weights of other shapes, or biases the documented weights do not replace
-        hint = failed.hint or _layout_hint(_parameters(build(learner, STAGE, CLS, EXAMPLE_ARGS), EXAMPLE_ARGS),
-                                           EXAMPLE_ARGS)
+        hint = failed.hint or layout_hint(
+            _parameters(build(learner, STAGE, CLS, EXAMPLE_ARGS), EXAMPLE_ARGS), EXAMPLE_ARGS
+        )
         raise CheckFailed(failed.message, hint, failed.evidence) from None
 
 
@@ -184,36 +98,51 @@ def test_document(learner):
     batch = journey_batch(torch.device("cpu"))
     reply = build(learner, STAGE, CLS, DOCUMENTED_ARGS, seed=DOCUMENTED_SEED, inputs=[batch], return_state=True)
     expected_state = parameters_only(reference_state(DocumentedGroupedQueryAttention, DOCUMENTED_ARGS, DOCUMENTED_SEED))
-    what = (f"torch.manual_seed({DOCUMENTED_SEED}); {CLS}(3, 8, 6, 0.0, num_heads=4, num_kv_groups=2) on stage 4's "
-            "batch (the guide's worked example)")
+    what = (
+        f"torch.manual_seed({DOCUMENTED_SEED}); {CLS}(3, 8, 6, 0.0, num_heads=4, num_kv_groups=2) on stage 4's "
+        "batch (the guide's worked example)"
+    )
     holds = holds_weights(reply["state"], expected_state)
     try:  # the mistakes' outputs are the learner's only with the guide's weights
-        expect_close(reply["outputs"][0], torch_gqa(batch, expected_state, 4, 2), what,
-                     (lambda: grouped_variants(batch, expected_state, 4, 2)) if holds else None)
+        expect_close(
+            reply["outputs"][0],
+            torch_gqa(batch, expected_state, 4, 2),
+            what,
+            (lambda: grouped_variants(batch, expected_state, 4, 2)) if holds else None,
+        )
     except CheckFailed as failed:
         if not holds:
-            hint = (_creation_order_hint(learner, DOCUMENTED_ARGS, DOCUMENTED_SEED, reply["state"])
-                    or _layout_hint(_parameters(reply, DOCUMENTED_ARGS), DOCUMENTED_ARGS))
-            raise CheckFailed(f"{failed.message}\nWith seed {DOCUMENTED_SEED} its weights are not the guide's: create "
-                              "W_query, W_key, W_value, then out_proj, as nn.Linear each", hint) from None
+            hint = creation_order_hint(learner, DOCUMENTED_ARGS, DOCUMENTED_SEED, reply["state"]) or layout_hint(
+                _parameters(reply, DOCUMENTED_ARGS), DOCUMENTED_ARGS
+            )
+            raise CheckFailed(
+                f"{failed.message}\nWith seed {DOCUMENTED_SEED} its weights are not the guide's: create "
+                "W_query, W_key, W_value, then out_proj, as nn.Linear each",
+                hint,
+            ) from None
         if failed.hint is not None:
             raise
         try:
             _example(learner)
         except CheckFailed as example:
             raise CheckFailed(f"{failed.message}\nOn a smaller example: {example.message}", example.hint) from None
-        raise CheckFailed(f"{failed.message}\nIts seeded weights are the guide's, and it computes the right output on "
-                          "a small example: look at what differs with these arguments") from None
+        raise CheckFailed(
+            f"{failed.message}\nIts seeded weights are the guide's, and it computes the right output on "
+            "a small example: look at what differs with these arguments"
+        ) from None
     parameters = _parameters(build(learner, STAGE, CLS, GPT2_ARGS), GPT2_ARGS)
     shapes = dict(parameters)
     count = sum(math.prod(shape) for shape in shapes.values())
     cached = sum(shapes.get(f"{name}.weight", [0])[0] for name in ("W_key", "W_value"))  # per token: a KV cache's share
     if (count, cached) != (GPT2_PARAMETERS, GPT2_CACHED):
-        raise CheckFailed(f"{CLS}(768, 768, 1024, 0.0, num_heads=12, num_kv_groups=4), GPT-2 small's sizes with 4 "
-                          f"key/value groups, has {count:,} parameters and computes {cached:,} key and value features "
-                          f"per token, what a KV cache keeps; the guide's worked example has {GPT2_PARAMETERS:,} and "
-                          f"2 x 4 x 64 = {GPT2_CACHED} (MultiHeadAttention: {GPT2_MULTIHEAD_PARAMETERS:,} and "
-                          f"2 x 768 = 1,536)", _layout_hint(parameters, GPT2_ARGS))
+        raise CheckFailed(
+            f"{CLS}(768, 768, 1024, 0.0, num_heads=12, num_kv_groups=4), GPT-2 small's sizes with 4 "
+            f"key/value groups, has {count:,} parameters and computes {cached:,} key and value features "
+            f"per token, what a KV cache keeps; the guide's worked example has {GPT2_PARAMETERS:,} and "
+            f"2 x 4 x 64 = {GPT2_CACHED} (MultiHeadAttention: {GPT2_MULTIHEAD_PARAMETERS:,} and "
+            f"2 x 768 = 1,536)",
+            layout_hint(parameters, GPT2_ARGS),
+        )
 
 
 @check("example.GroupedQueryAttention", visible=True, target=CLS)
@@ -228,8 +157,14 @@ def test_random(learner, reference):
         args = [d_in, d_out, context_length, 0.0, heads, groups, bias]
         x = torch.rand(b, n, d_in, generator=rng)
         actual, expected, state = run_injected(learner, reference, STAGE, CLS, args, 9800 + index, x)
-        cases.append((actual, expected, f"{CLS}{tuple(args)} on a {(b, n, d_in)} batch",
-                      lambda x=x, state=state, heads=heads, groups=groups: grouped_variants(x, state, heads, groups)))
+        cases.append(
+            (
+                actual,
+                expected,
+                f"{CLS}{tuple(args)} on a {(b, n, d_in)} batch",
+                lambda x=x, state=state, heads=heads, groups=groups: grouped_variants(x, state, heads, groups),
+            )
+        )
     expect_all_close(cases)
 
 
@@ -255,24 +190,35 @@ def _parameters(reply: dict, args: list) -> list:
 def test_matches_torch_gqa(learner):
     """With its own seeded weights, the module computes torch's GQA of its own projections."""
     rng = generator("property.torch_gqa")
-    for b, n, d_in, d_out, context_length, heads, groups, bias in [(2, 6, 4, 12, 8, 6, 2, True),
-                                                                   (3, 5, 6, 8, 5, 4, 1, False)]:
+    for b, n, d_in, d_out, context_length, heads, groups, bias in [
+        (2, 6, 4, 12, 8, 6, 2, True),
+        (3, 5, 6, 8, 5, 4, 1, False),
+    ]:
         args = [d_in, d_out, context_length, 0.0, heads, groups, bias]
         x = torch.rand(b, n, d_in, generator=rng)
         reply = build(learner, STAGE, CLS, args, seed=8200 + n, inputs=[x], return_state=True)
         state = under_documented_names(parameters_only(reply["state"]), _documented_shapes(args))
         shapes = {name: list(value.shape) for name, value in state.items() if isinstance(value, torch.Tensor)}
         kv_width = groups * (d_out // heads)
-        documented = {name: shape for name, shape in _documented_shapes(args).items()  # the weights, out_proj's bias
-                      if not name.endswith(".bias") or name == "out_proj.bias"}
+        documented = {
+            name: shape
+            for name, shape in _documented_shapes(args).items()  # the weights, out_proj's bias
+            if not name.endswith(".bias") or name == "out_proj.bias"
+        }
         if any(shapes.get(name) != shape for name, shape in documented.items()):
-            raise CheckFailed(f"{CLS}{tuple(args)} should hold W_query (d_out x d_in), W_key and W_value "
-                              f"(num_kv_groups * head_dim = {kv_width} x d_in) and out_proj (d_out x d_out) weights; "
-                              f"it holds {shapes}", _kv_projection_hint(list(shapes.items()), args))
-        expect_close(reply["outputs"][0], torch_gqa(x, state, heads, groups),
-                     f"{CLS}{tuple(args)} with its own weights, against torch's F.scaled_dot_product_attention("
-                     "..., is_causal=True, enable_gqa=True) of its own projections",
-                     lambda x=x, state=state, heads=heads, groups=groups: grouped_variants(x, state, heads, groups))
+            raise CheckFailed(
+                f"{CLS}{tuple(args)} should hold W_query (d_out x d_in), W_key and W_value "
+                f"(num_kv_groups * head_dim = {kv_width} x d_in) and out_proj (d_out x d_out) weights; "
+                f"it holds {shapes}",
+                kv_projection_hint(list(shapes.items()), args),
+            )
+        expect_close(
+            reply["outputs"][0],
+            torch_gqa(x, state, heads, groups),
+            f"{CLS}{tuple(args)} with its own weights, against torch's F.scaled_dot_product_attention("
+            "..., is_causal=True, enable_gqa=True) of its own projections",
+            lambda x=x, state=state, heads=heads, groups=groups: grouped_variants(x, state, heads, groups),
+        )
 
 
 @check("property.multihead", target=CLS)
@@ -291,28 +237,34 @@ def test_equals_multihead(learner, reference):
         what = f"torch.manual_seed({seed}); {CLS}{tuple(args)} against MultiHeadAttention{tuple(multihead_args)}"
         holds = holds_weights(reply["state"], expected_state)
         try:  # the mistakes' outputs are the learner's only with MultiHeadAttention's weights
-            expect_close(reply["outputs"][0], expected, what,
-                         (lambda: grouped_variants(x, expected_state, heads, heads)) if holds else None)
+            expect_close(
+                reply["outputs"][0],
+                expected,
+                what,
+                (lambda: grouped_variants(x, expected_state, heads, heads)) if holds else None,
+            )
         except CheckFailed as failed:
             if holds:
                 raise
-            raise CheckFailed(f"{failed.message}\nUnder the same seed its weights are not MultiHeadAttention's: with "
-                              "num_kv_groups == num_heads, W_key and W_value are d_in -> d_out, created after W_query "
-                              "and before out_proj", _creation_order_hint(learner, args, seed, reply["state"])) from None
+            raise CheckFailed(
+                f"{failed.message}\nUnder the same seed its weights are not MultiHeadAttention's: with "
+                "num_kv_groups == num_heads, W_key and W_value are d_in -> d_out, created after W_query "
+                "and before out_proj",
+                creation_order_hint(learner, args, seed, reply["state"]),
+            ) from None
 
 
 @check("property.causal", target=CLS)
 def test_causal(learner, reference):
-    expect_causal_and_independent(learner, reference, STAGE, CLS, [5, 8, 10, 0.5, 4, 2],
-                                  lambda x, state: grouped_variants(x, state, 4, 2))
+    expect_causal_and_independent(
+        learner, reference, STAGE, CLS, [5, 8, 10, 0.5, 4, 2], lambda x, state: grouped_variants(x, state, 4, 2)
+    )
 
 
 @check("property.dropout", target=CLS)
 def test_dropout(learner):
     expect_dropout_on_weights(
-        learner, STAGE, CLS,
-        args_for=lambda n, d_out: [n, d_out, n, 0.5, 1, 1],
-        state_for=one_head_state,
+        learner, STAGE, CLS, args_for=lambda n, d_out: [n, d_out, n, 0.5, 1, 1], state_for=one_head_state
     )
 
 
@@ -326,22 +278,35 @@ def test_structure(learner):
     expect_documented_names(CLS, linears, expected_linears)
     if linears != expected_linears:
         names = [n for n, _ in linears]
-        hint = ("missing-out-proj" if "out_proj" not in names else
-                _kv_projection_hint(shape["parameters"], args) or
-                ("param-init-order" if sorted(linears) == sorted(expected_linears) else None))
-        raise CheckFailed(f"{CLS}(4, 8, 5, 0.1, num_heads=4, num_kv_groups=2) should hold W_query (8 x 4), W_key and "
-                          f"W_value (num_kv_groups * head_dim = 4 x 4) and out_proj (8 x 8) weights, in that order; "
-                          f"it holds {linears}", hint)
-    biases = _qkv_biases(shape["parameters"])
+        hint = (
+            "missing-out-proj"
+            if "out_proj" not in names
+            else kv_projection_hint(shape["parameters"], args)
+            or ("param-init-order" if sorted(linears) == sorted(expected_linears) else None)
+        )
+        raise CheckFailed(
+            f"{CLS}(4, 8, 5, 0.1, num_heads=4, num_kv_groups=2) should hold W_query (8 x 4), W_key and "
+            f"W_value (num_kv_groups * head_dim = 4 x 4) and out_proj (8 x 8) weights, in that order; "
+            f"it holds {linears}",
+            hint,
+        )
+    biases = qkv_biases(shape["parameters"])
     if biases:
         raise CheckFailed(f"{CLS}(4, 8, 5, 0.1, 4, 2) (qkv_bias=False) holds the biases {biases}", "qkv-bias-ignored")
     if ["out_proj.bias", [8]] not in shape["parameters"]:
         raise CheckFailed("out_proj should have a bias, whatever qkv_bias says (nn.Linear(d_out, d_out))")
     if ["mask", [5, 5]] not in shape["buffers"]:
-        raise CheckFailed(f"{CLS} should register a (context_length, context_length) buffer named mask; its buffers "
-                          f"are {shape['buffers']}", "mask-not-buffer")
-    _expect_refused(learner, [4, 6, 5, 0.0, 4, 2], "d_out = 6 features cannot be split evenly into 4 heads: raise an "
-                                                   "error that says d_out must be divisible by num_heads")
+        raise CheckFailed(
+            f"{CLS} should register a (context_length, context_length) buffer named mask; its buffers "
+            f"are {shape['buffers']}",
+            "mask-not-buffer",
+        )
+    _expect_refused(
+        learner,
+        [4, 6, 5, 0.0, 4, 2],
+        "d_out = 6 features cannot be split evenly into 4 heads: raise an "
+        "error that says d_out must be divisible by num_heads",
+    )
 
 
 def _expect_refused(learner, args: list, why: str) -> None:
@@ -365,15 +330,20 @@ def test_no_fixed_device(learner):
 def test_groups_refused(learner):
     build(learner, STAGE, CLS, [4, 12, 5, 0.0, 6, 3])  # a right module builds: what follows is about the groups
     for args in ([4, 12, 5, 0.0, 6, 4], [4, 8, 5, 0.0, 4, 3]):
-        _expect_refused(learner, args, f"{args[4]} query heads cannot be shared evenly among {args[5]} key/value "
-                                       "groups: raise an error that says num_heads must be divisible by num_kv_groups")
+        _expect_refused(
+            learner,
+            args,
+            f"{args[4]} query heads cannot be shared evenly among {args[5]} key/value "
+            "groups: raise an error that says num_heads must be divisible by num_kv_groups",
+        )
 
 
 @check("shortcut.GroupedQueryAttention", target=CLS)
 def test_shortcut(learner, learner_source, reference):
     x = torch.rand(2, 6, 3, generator=generator(f"shortcut.{CLS}"))
-    reply = expect_attention_by_hand_or_delegated(learner, learner_source, reference, STAGE, CLS,
-                                                  [3, 8, 6, 0.0, 4, 2], x)
+    reply = expect_attention_by_hand_or_delegated(
+        learner, learner_source, reference, STAGE, CLS, [3, 8, 6, 0.0, 4, 2], x
+    )
     if any(kind == "MultiheadAttention" for _, kind in reply["structure"]["modules"]):
         raise CheckFailed(f"{CLS} holds a torch.nn.MultiheadAttention", "banned-api")
 
