@@ -19,6 +19,9 @@ PROVEN_BY_TESTS = {
 RUN_HERE = {"grade", "grade-all", "release", "gradescope", "nbgrader"}
 PROVEN_BY_CI = {"grade", "test"}
 STUDENT_REPOSITORY = {"submit"}  # the README describes the release's Makefile: tests/test_release.py runs it
+# target -> what its recipe runs: `make lint` runs first in `make test` (so in CI); `make test-fast` is that
+# suite on every core, which this suite cannot run inside itself
+DEVELOPMENT = {"lint": ["-m ruff check .", "-m ruff format --check .", "-m mypy"], "test-fast": ["-m pytest -n auto"]}
 
 
 def readme_targets() -> set[str]:
@@ -30,7 +33,7 @@ def make(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_every_readme_command_is_accounted_for():
-    assert readme_targets() == RUN_HERE | PROVEN_BY_CI | set(PROVEN_BY_TESTS) | STUDENT_REPOSITORY
+    assert readme_targets() == RUN_HERE | PROVEN_BY_CI | set(PROVEN_BY_TESTS) | STUDENT_REPOSITORY | set(DEVELOPMENT)
     release_tests = (REPO / "tests" / "test_release.py").read_text(encoding="utf-8")
     release_makefile = (REPO / "grader" / "authoring" / "release" / "Makefile").read_text(encoding="utf-8")
     for target in STUDENT_REPOSITORY:
@@ -76,3 +79,10 @@ def test_make_release_gradescope_and_nbgrader_build_what_they_say():
         done = make(target)
         assert done.returncode == 0, f"make {target}: {done.stderr}"
         assert (REPO / output).is_file(), f"make {target} did not write {output}"
+
+
+@pytest.mark.parametrize("target", sorted(DEVELOPMENT))
+def test_the_development_targets_run_the_tools_they_name(target):
+    dry_run = make("-n", target)
+    assert dry_run.returncode == 0 and all(command in dry_run.stdout for command in DEVELOPMENT[target])
+    assert all(command in make("-n", "test").stdout for command in DEVELOPMENT["lint"])  # CI runs `make test`

@@ -4,7 +4,7 @@
 
 Gradescope unpacks the zip into /autograder/source, runs setup.sh once to build its image and
 run_autograder for every submission, which grades /autograder/submission with --sandbox isolated
-and writes /autograder/results/results.json (what students see: grader.views.terminal.to_gradescope). The
+and writes /autograder/results/results.json (what students see: grader.views.platforms.to_gradescope). The
 zip holds what run_autograder runs and imports, the checks pytest collects and the solutions (the
 hidden checks compare against them; neither students nor their code ever read the zip), each with
 every module it imports and the data files they read (grader.authoring.shipping), a requirements.txt made from

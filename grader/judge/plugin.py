@@ -94,8 +94,8 @@ class GradingPlugin:
     """Registered as "grading"; the checks reach it through the fixtures below.
 
     ``sources``: the current student's stage files as the judge staged them (stage -> bytes, None
-    for a missing file), for the checks that must not take the worker's word; the session sets it
-    for each student, before the student's workers start.
+    for a missing file), for the checks that must not take the worker's word; begin_student sets it
+    for each student, with the student's workers.
     """
 
     def __init__(self, learner: LearnerWorkers | None, device: str, options: GradingOptions):
@@ -106,6 +106,12 @@ class GradingPlugin:
         self.results: list[CheckResult] = []
         self.planned: list[PlannedCheck] = []
         self.disrupted: str | None = None  # why the current student's grading did not complete, if it did not
+
+    def begin_student(self, learner: LearnerWorkers, staged: StagedSubmission) -> None:
+        """Grade ``staged`` next, through ``learner``: nothing of the student before stays."""
+        self.learner, self.results, self.disrupted = learner, [], None
+        # the judge's own copy of the stage files, for the checks that must not take the worker's word
+        self.sources = staged_sources(staged)
 
     def pytest_collection_modifyitems(self, config, items):
         kept, dropped = [], []

@@ -9,7 +9,7 @@ from grader.core.options import GradingOptions
 from grader.core.report import Flag, FlagKind, Report, build
 from grader.core.stages import STAGE_MODULES
 from grader.intake.staging import StagedSubmission
-from grader.judge.plugin import GradingPlugin, run_checks, staged_sources
+from grader.judge.plugin import GradingPlugin, run_checks
 from grader.judge.voiding import void_shortcut_targets
 from grader.runner.escaping import listing
 from grader.sandbox.workers import LearnerWorkers
@@ -68,10 +68,8 @@ class _StudentLoop:
         for staged in self.students:
             if not self.sandbox.alive:  # a failure of the grader's own: a fresh zygote for the next student
                 self.sandbox.restart()
-            self.grading.disrupted = None
-            self.grading.sources = staged_sources(staged)  # the judge's own copy, for the shortcut checks
             with LearnerWorkers(self.sandbox, staged.files, self.timeout, list(self.grading.options.stages)) as learner:
-                self.grading.learner, self.grading.results = learner, []
+                self.grading.begin_student(learner, staged)
                 # nextitem=None after the last check tears every fixture down: none outlives its student
                 for index, item in enumerate(items):
                     nextitem = items[index + 1] if index + 1 < len(items) else None

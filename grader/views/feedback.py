@@ -62,7 +62,7 @@ def student_view(report: Report) -> Report:
     expected values, which fixed seeds keep the same every term. Not even a message a visible check shares:
     the learner's code picks its own exception's words, and could pick them by what a hidden input holds.
     A hidden check without a hint says only its status and where to look instead."""
-    stages = []
+    stages: list[StageReport] = []
     for stage in report["stages"]:
         checks = [c if c["visibility"] == "visible" else _withheld(c) for c in stage["checks"]]
         stages.append({**stage, "checks": checks})

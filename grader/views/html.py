@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from grader.core.hints import catalog, docs_link
+from grader.core.report import Report
 from grader.core.stages import STAGE_MODULES
 from grader.runner.escaping import printable
 from grader.views.feedback import (
@@ -51,7 +52,7 @@ table.heat th { font-weight: normal; color: #777; padding: 0 .3rem; }
 """
 
 
-def render_html(report: dict, submission: str, page: Path, student_facing: bool = False) -> str:
+def render_html(report: Report, submission: str, page: Path, student_facing: bool = False) -> str:
     """The page for ``report`` of ``submission``; ``page`` is where it will be written (for links to the docs).
 
     ``student_facing``: hidden checks show their verdict and hint only (grader.views.feedback.student_view).
@@ -76,7 +77,7 @@ def render_html(report: dict, submission: str, page: Path, student_facing: bool 
     )
 
 
-def _stage_table(report: dict) -> str:
+def _stage_table(report: Report) -> str:
     rows = []
     for stage in report["stages"]:
         marks = "".join(
@@ -93,7 +94,7 @@ def _stage_table(report: dict) -> str:
     return f"<table class='stages'>{header}{''.join(rows)}</table>"
 
 
-def _what_to_fix(report: dict, folder: Path) -> str:
+def _what_to_fix(report: Report, folder: Path) -> str:
     sections = []
     for number, c, same_as in checks_to_fix(report):
         hidden = "" if c["visibility"] == "visible" else " (hidden check)"
@@ -110,7 +111,7 @@ def _what_to_fix(report: dict, folder: Path) -> str:
     return "<h2>What to fix</h2>" + "".join(sections) if sections else ""
 
 
-def _notes(report: dict, folder: Path) -> str:
+def _notes(report: Report, folder: Path) -> str:
     """The notes with something to say, apart from the checks to fix and in their own colour."""
     notes = notes_to_read(report)
     sections = []
@@ -193,7 +194,7 @@ def _rgb(rgb: tuple[int, int, int]) -> str:
     return f"rgb({rgb[0]},{rgb[1]},{rgb[2]})"
 
 
-def _next_step(report: dict, submission: str) -> str:
+def _next_step(report: Report, submission: str) -> str:
     step = next_step(report)
     if step is None:
         return ""

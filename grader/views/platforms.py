@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 from grader.core.hints import explain
 from grader.core.points import rounded
-from grader.core.report import CheckReport, Report, Status
+from grader.core.report import CheckReport, Report, StageReport, Status
 from grader.core.stages import is_note
 from grader.runner.escaping import printable
 from grader.views.feedback import (
@@ -79,7 +79,7 @@ def to_gradescope(report: Report) -> dict:
     )
 
 
-def _before_publishing(report: Report) -> dict:
+def _before_publishing(report: Report) -> Report:
     """``report`` with each visible check as its own inputs judged it (its ``visible_verdict``, where a
     shortcut seen on a hidden input voided it): what students may read before grades are published. The
     top-level score, hidden until then, stays the report's."""
@@ -87,7 +87,8 @@ def _before_publishing(report: Report) -> dict:
     def own(check: CheckReport) -> CheckReport:
         return {**check, **check["visible_verdict"]} if check.get("visible_verdict") else check
 
-    return {**report, "stages": [{**stage, "checks": [own(c) for c in stage["checks"]]} for stage in report["stages"]]}
+    stages: list[StageReport] = [{**stage, "checks": [own(c) for c in stage["checks"]]} for stage in report["stages"]]
+    return {**report, "stages": stages}
 
 
 def _visible_score(report: Report) -> str:

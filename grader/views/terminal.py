@@ -79,7 +79,7 @@ def _lines(report: Report, submission: str, folder: str) -> list[Line]:
 
 def _by_track(report: Report) -> str:
     """ " (core 100/100, bonus 45/60)" when bonus stages were graded beside core ones; else nothing."""
-    tracks = {}
+    tracks: dict[str, tuple[float, float]] = {}
     for stage in report["stages"]:
         score, max_score = tracks.get(stage.get("track", CORE), (0, 0))
         tracks[stage.get("track", CORE)] = (score + stage["score"], max_score + stage["max_score"])
