@@ -17,7 +17,8 @@ import jsonschema
 import pytest
 
 from grader.authoring.gradescope import NEVER_SHIPPED, build, entry_points
-from grader.authoring.shipping import closure, data_files
+from grader.authoring.layers import GRADING_LAYERS
+from grader.authoring.shipping import closure, data_files, layer_modules
 from grader.runner.confine import UNPRIVILEGED_UID, landlock_abi
 from grader.runner.zygote import _readable_as
 from grader.sandbox import confinement
@@ -190,7 +191,10 @@ def test_the_zip_holds_what_grading_imports(autograder_zip, tmp_path):
     with zipfile.ZipFile(autograder_zip) as archive:
         archive.extractall(tmp_path)
         names = {n for n in archive.namelist() if n.startswith(("grader/", "solutions/"))}
-    modules = closure(entry_points(), never=NEVER_SHIPPED, root=tmp_path)
+    modules = closure(
+        [*entry_points(), *layer_modules(GRADING_LAYERS, root=tmp_path)], never=NEVER_SHIPPED, root=tmp_path
+    )
+    assert set(layer_modules(GRADING_LAYERS)) <= set(modules)  # a new module of a grading layer is never left out
     files = [*modules.values(), *data_files(modules, root=tmp_path)]
     assert {path.relative_to(tmp_path).as_posix() for path in files} == names
     assert {
