@@ -148,7 +148,7 @@ def test_a_sandbox_that_dies_marks_its_student_incomplete_and_the_next_is_graded
 
     from grader.core.options import GradingOptions
     from grader.core.points import points_in_use
-    from grader.intake.staging import stage_submission
+    from grader.intake.submission import read_submission
     from grader.judge.session import grade_each
     from grader.sandbox.zygote import Sandbox
 
@@ -167,7 +167,7 @@ def test_a_sandbox_that_dies_marks_its_student_incomplete_and_the_next_is_graded
         threading.Timer(1.5, sandbox._zygote.kill).start()  # the grader's own failure, mid-student
         grade_each(
             sandbox,
-            iter([stage_submission(slow), stage_submission(honest)]),
+            iter([read_submission(slow), read_submission(honest)]),
             reports.append,
             GradingOptions((1,), points_in_use(), timeout=5.0),
         )

@@ -16,8 +16,8 @@ import pytest
 
 from grader.core.stages import STAGE_MODULES
 from grader.intake.layouts import detect_layout, list_students
-from grader.intake.staging import STAGE_FILES, SubmittedPart, stage_file_meant, stage_submission
 from grader.intake.students import Student
+from grader.intake.submission import STAGE_FILES, SubmittedPart, read_submission, stage_file_meant
 from grader.intake.times import parse_time
 from tests.grading import batch, learner_copy
 
@@ -100,7 +100,7 @@ def submit_zip(path: Path, files: dict[str, bytes]) -> Path:
 
 
 def staged(student: Student):
-    return stage_submission(student.source)
+    return read_submission(student.source)
 
 
 def by_id(students: list[Student]) -> dict[str, Student]:
@@ -509,7 +509,7 @@ def test_a_zip_whose_folders_are_written_with_backslashes_reads_them_as_folders(
             archive.writestr(f"attention\\{name}", data)
         archive.writestr(f"attention\\__MACOSX\\{STAGE2}", BROKEN)  # litter, as on any zip
         archive.writestr(f"..\\..\\old\\{stage1}", BROKEN)  # a name, never a path: deeper, so it loses
-    result = stage_submission(tmp_path / "ada.zip")
+    result = read_submission(tmp_path / "ada.zip")
     assert result.files == correct
     assert result.ignored == [f"attention/__MACOSX/{STAGE2}", f"../../old/{stage1}"]
     assert not (tmp_path.parent / "old").exists()
@@ -528,7 +528,7 @@ def test_a_py_file_at_a_notebooks_depth_or_shallower_wins_over_its_writefile_cel
         )
     )
     (work / "deeper" / STAGE2).write_bytes(b"# deeper than the notebook\n")
-    result = stage_submission(work)
+    result = read_submission(work)
     assert result.files == {stage1: b"# the file\n", STAGE2: b"first = 1\nsecond = 2\n"}
     assert result.ignored == [f"deeper/{STAGE2}"]
 
@@ -539,7 +539,7 @@ def test_ipythons_file_alias_writes_as_writefile_does(tmp_path):
     (work / STAGE2.replace(".py", ".ipynb")).write_text(
         notebook(f"%%file {STAGE2}\nfirst = 1\n", f"%%file --append {STAGE2}\nsecond = 2")
     )
-    assert stage_submission(work).files == {STAGE2: b"first = 1\nsecond = 2\n"}
+    assert read_submission(work).files == {STAGE2: b"first = 1\nsecond = 2\n"}
 
 
 def test_a_broken_notebook_or_zip_inside_a_submission_costs_only_itself_in_one_line(tmp_path, correct):
@@ -551,7 +551,7 @@ def test_a_broken_notebook_or_zip_inside_a_submission_costs_only_itself_in_one_l
     submit_zip(work / "outer.zip", {"inner.zip": (tmp_path / "inner.zip").read_bytes()})
     (work / ".ipynb_checkpoints").mkdir()
     (work / ".ipynb_checkpoints" / "answers-checkpoint.ipynb").write_text(notebook(f"%%writefile {STAGE2}\nx = 1"))
-    result = stage_submission(work)
+    result = read_submission(work)
     assert list(result.files) == [f"{STAGE_MODULES[1]}.py"]
     reasons = dict(match.groups() for line in result.ignored if (match := re.fullmatch(r"(.*?) \((.*)\)", line)))
     assert reasons["answers.ipynb"].startswith("not a notebook: ")
@@ -566,7 +566,7 @@ def test_the_zips_inside_a_submission_are_bounded_in_number_and_in_files_in_all(
     work = tmp_path / "work"
     for index, count in enumerate([6_000, 6_000, 1, 1, 1]):
         submit_zip(work / f"z{index}.zip", {f"note{n}.txt": b"" for n in range(count)})
-    result = stage_submission(work)
+    result = read_submission(work)
     assert result.files == {} and sum(line.startswith("z0.zip/") for line in result.ignored) == 6_000
     assert sorted(line for line in result.ignored if not line.startswith("z0.zip/")) == [
         "z1.zip (not opened: over 10000 files in the submission)",  # its listing counts as one of the four
@@ -587,7 +587,7 @@ def test_the_parts_of_a_flat_download_keep_every_defence(tmp_path, correct):
         SubmittedPart(STAGE2, tmp_path / "hard.py"),
         SubmittedPart("submission.zip", tmp_path / "linked.zip"),
     )
-    result = stage_submission(parts)
+    result = read_submission(parts)
     assert result.files == {}
     assert result.ignored == [
         f"{STAGE_MODULES[1]}.py (a symbolic link)",
@@ -669,7 +669,7 @@ def test_a_near_name_is_graded_as_its_stage_file_only_where_the_file_itself_is_m
     (submission / "stage1_softmax (1).py").write_bytes(BROKEN)  # the file itself is there, deeper: it wins
     (submission / "sub").mkdir()
     (submission / "sub" / "stage1_softmax.py").write_bytes(correct["stage1_softmax.py"])
-    staged = stage_submission(submission)
+    staged = read_submission(submission)
     assert staged.files == {
         name: correct[name] for name in ("stage1_softmax.py", "stage3_weight_transfer.py", "stage4_causal_attention.py")
     }

@@ -472,7 +472,7 @@ raise RuntimeError(f"REPORT{found}")
 def test_no_student_text_is_left_in_the_memory_workers_are_forked_from(tmp_path):
     from grader.core.options import GradingOptions
     from grader.core.points import points_in_use
-    from grader.intake.staging import stage_submission
+    from grader.intake.submission import read_submission
     from grader.judge.session import grade_each
     from grader.sandbox.zygote import Sandbox
 
@@ -483,7 +483,7 @@ def test_no_student_text_is_left_in_the_memory_workers_are_forked_from(tmp_path)
     with Sandbox(many_students=True) as sandbox:  # one lane: the honest student fully graded, then the scan
         grade_each(
             sandbox,
-            iter([stage_submission(honest), stage_submission(tmp_path / "scan")]),
+            iter([read_submission(honest), read_submission(tmp_path / "scan")]),
             reports.append,
             GradingOptions((1, 2, 3, 4, 5), points_in_use(), timeout=60.0),
         )

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader.intake.staging import stage_submission
+from grader.intake.submission import read_submission
 from grader.runner.protocol import Foreign, ProtocolError, decode, encode, receive
 from grader.sandbox.workers import LearnerFailure, LearnerWorkers
 from grader.sandbox.zygote import Sandbox
@@ -29,7 +29,7 @@ def workers_for():
 
     def open_workers(folder: Path, timeout: float = 10.0) -> LearnerWorkers:
         sandbox = Sandbox()
-        opened.append((sandbox, LearnerWorkers(sandbox, stage_submission(folder).files, timeout)))
+        opened.append((sandbox, LearnerWorkers(sandbox, read_submission(folder).files, timeout)))
         return opened[-1][1]
 
     yield open_workers
@@ -138,10 +138,10 @@ def test_the_next_student_starts_only_after_every_process_of_the_last_is_gone(tm
     with Sandbox() as sandbox:
         sandbox.device  # noqa: B018 - the zygote is up
         idle = len(descendants(sandbox._zygote.pid))
-        abandoned = LearnerWorkers(sandbox, stage_submission(first).files, 10.0, stages=[1, 2, 3, 4, 5])  # never closed
+        abandoned = LearnerWorkers(sandbox, read_submission(first).files, 10.0, stages=[1, 2, 3, 4, 5])  # never closed
         time.sleep(0.5)  # its workers have loaded the first student's file by now
         assert len(descendants(sandbox._zygote.pid)) == idle + 6  # the student's first process and five workers
-        with LearnerWorkers(sandbox, stage_submission(second).files, 10.0) as workers:
+        with LearnerWorkers(sandbox, read_submission(second).files, 10.0) as workers:
             with pytest.raises(LearnerFailure, match="second"):
                 scores(workers)  # a worker of the first student would have answered
             assert len(descendants(sandbox._zygote.pid)) == idle + 2

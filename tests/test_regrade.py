@@ -14,7 +14,7 @@ from grader.classroom import fingerprint
 from grader.classroom.fingerprint import RunFingerprint, grader_hash, points_hash, submission_hash, why_grade
 from grader.classroom.plan import close_ids
 from grader.core.points import points_file_text
-from grader.intake.staging import StagedSubmission
+from grader.intake.submission import SubmissionFiles
 from tests.conftest import REPO
 from tests.grading import MUTANTS, batch, learner_copy
 
@@ -189,7 +189,7 @@ def test_a_report_edited_by_hand_or_left_by_an_older_grader_is_graded_again(term
 
 def test_a_report_of_another_device_or_options_or_an_incomplete_one_is_not_current():
     run = RunFingerprint("sha256:g", "sha256:p", "cpu", {"visible_only": False, "timeout": 1.0, "sandboxed": True})
-    current = run.of(StagedSubmission(files={"stage1_softmax.py": b"x"}))
+    current = run.of(SubmissionFiles(files={"stage1_softmax.py": b"x"}))
     report = {"complete": True, "fingerprint": current}
     assert why_grade(report, True, current) is None
     assert why_grade(None, False, current) == "new" and why_grade(None, True, current) == "report unreadable"
@@ -203,17 +203,17 @@ def test_a_report_of_another_device_or_options_or_an_incomplete_one_is_not_curre
 
 
 def test_a_submission_hash_covers_names_bytes_and_what_staging_left_out():
-    base = StagedSubmission(files={"stage1_softmax.py": b"a", "stage2_self_attention.py": b"b"})
+    base = SubmissionFiles(files={"stage1_softmax.py": b"a", "stage2_self_attention.py": b"b"})
     variants = [
-        StagedSubmission(files={"stage1_softmax.py": b"a", "stage2_self_attention.py": b"c"}),
-        StagedSubmission(files={"stage1_softmax.py": b"a", "stage3_weight_transfer.py": b"b"}),
-        StagedSubmission(files={"stage1_softmax.py": b"ab", "stage2_self_attention.py": b""}),
-        StagedSubmission(files=dict(base.files), ignored=["notes.txt"]),
-        StagedSubmission(files=dict(base.files), problem="truncated or damaged zip"),
+        SubmissionFiles(files={"stage1_softmax.py": b"a", "stage2_self_attention.py": b"c"}),
+        SubmissionFiles(files={"stage1_softmax.py": b"a", "stage3_weight_transfer.py": b"b"}),
+        SubmissionFiles(files={"stage1_softmax.py": b"ab", "stage2_self_attention.py": b""}),
+        SubmissionFiles(files=dict(base.files), ignored=["notes.txt"]),
+        SubmissionFiles(files=dict(base.files), problem="truncated or damaged zip"),
     ]
     hashes = {submission_hash(staged) for staged in [base, *variants]}
     assert len(hashes) == 1 + len(variants)
-    assert submission_hash(StagedSubmission(files=dict(reversed(base.files.items())))) == submission_hash(base)
+    assert submission_hash(SubmissionFiles(files=dict(reversed(base.files.items())))) == submission_hash(base)
 
 
 def test_the_grader_hash_follows_the_grading_files_and_not_the_release_tools(monkeypatch, tmp_path):

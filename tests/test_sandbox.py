@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.intake.staging import stage_submission
+from grader.intake.submission import read_submission
 from grader.sandbox import confinement as confinement_module
 from grader.sandbox import zygote as sandbox_module
 from grader.sandbox.workers import LearnerFailure, LearnerWorkers
@@ -56,7 +56,7 @@ def sandbox():
 
 def import_report(sandbox: Sandbox, folder: Path) -> dict:
     with (
-        LearnerWorkers(sandbox, stage_submission(folder).files, timeout=10.0) as learner,
+        LearnerWorkers(sandbox, read_submission(folder).files, timeout=10.0) as learner,
         pytest.raises(LearnerFailure) as failure,
     ):
         learner.request(1, "call", function="softmax_naive", args=[])

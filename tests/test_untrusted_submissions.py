@@ -257,6 +257,6 @@ def test_staging_turns_any_failure_into_one_unreadable_flag_and_the_class_goes_o
     def failing(source: Path):
         raise ValueError("bad\nline\x1b[2J")
 
-    monkeypatch.setattr(plan, "stage_submission", failing)  # the judge stages every student itself
-    staged = [plan.stage_student(Student(name, Path("odd"))) for name in ("a", "b")]
+    monkeypatch.setattr(plan, "read_submission", failing)  # the judge stages every student itself
+    staged = [plan.read_student(Student(name, Path("odd"))) for name in ("a", "b")]
     assert [s.problem for s in staged] == ["ValueError: bad\\nline\\x1b[2J"] * 2

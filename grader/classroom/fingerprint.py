@@ -15,7 +15,7 @@ from pathlib import Path
 
 from grader.core.report import FlagKind
 from grader.core.stages import REGISTRY_FILE
-from grader.intake.staging import StagedSubmission
+from grader.intake.submission import SubmissionFiles
 
 GRADER_DIR = Path(__file__).parents[1]
 # Files of the grader that never shape a report (the release, Gradescope and nbgrader builders), and the
@@ -51,7 +51,7 @@ class RunFingerprint:
     device: str
     options: dict
 
-    def of(self, staged: StagedSubmission) -> dict:
+    def of(self, staged: SubmissionFiles) -> dict:
         """The fingerprint of a report graded from ``staged`` in this run (the report's ``fingerprint``)."""
         return {
             "submission": submission_hash(staged),
@@ -62,8 +62,8 @@ class RunFingerprint:
         }
 
 
-def submission_hash(staged: StagedSubmission) -> str:
-    """sha256 of the staged files (names and bytes) and of what staging left out or could not read."""
+def submission_hash(staged: SubmissionFiles) -> str:
+    """sha256 of the files read in (names and bytes) and of what intake left out or could not read."""
     digest = hashlib.sha256()
     for name, data in sorted(staged.files.items()):
         _feed(digest, name.encode(), data)

@@ -16,7 +16,7 @@ from typing import Any
 from grader.classroom.fingerprint import RunFingerprint
 from grader.classroom.gradebook import late_of
 from grader.classroom.outputs import write_feedback, write_report
-from grader.classroom.plan import stage_student
+from grader.classroom.plan import read_student
 from grader.classroom.progress import Progress
 from grader.core.late_policy import LatePolicy
 from grader.core.options import ClassOptions, GradingOptions
@@ -98,7 +98,7 @@ def grade_all(
     current: dict[str, dict],
     policy: LatePolicy,
 ) -> None:
-    """Grade ``todo``, staging each student again as a lane takes them: a report's fingerprint is that of
+    """Grade ``todo``, reading each student in again as a lane takes them: a report's fingerprint is that of
     the very files graded, which ``current`` then holds."""
     if not todo:
         return
@@ -132,7 +132,7 @@ def grade_all(
             for lane in lanes:
                 if lane.student is None and queue:
                     lane.student = queue.pop(0)
-                    staged = stage_student(lane.student)
+                    staged = read_student(lane.student)
                     lane.fingerprint = current[lane.student.id] = run.of(staged)
                     lane.started = time.monotonic()
                     lane.connection.send(staged)

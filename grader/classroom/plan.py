@@ -9,8 +9,8 @@ from pathlib import Path
 
 from grader.classroom.fingerprint import ASKED, FORCED, REASONS, RunFingerprint, why_grade
 from grader.classroom.outputs import saved_report
-from grader.intake.staging import COPY_MARK, StagedSubmission, SubmissionError, stage_submission
 from grader.intake.students import Student, canonical_id
+from grader.intake.submission import COPY_MARK, SubmissionError, SubmissionFiles, read_submission
 from grader.runner.escaping import listing, printable
 
 MAX_SUMMARY_IDS = 50  # ids the summary line names
@@ -35,7 +35,7 @@ def plan(
 ) -> tuple[dict[str, dict], list[Student]]:
     """Each student's current fingerprint (their files staged and hashed by the judge), and who is graded:
     the ``chosen`` ones, else everyone with --force, else those whose report is not current. Says so."""
-    current = {student.id: run.of(stage_student(student)) for student in students}
+    current = {student.id: run.of(read_student(student)) for student in students}
     reasons = {student.id: why_grade(*saved_report(out, student), current[student.id]) for student in students}
     if chosen is not None:
         todo = {student.id: ASKED for student in students if student.id in chosen}
@@ -93,17 +93,17 @@ def chosen_ids(students: list[Student], ids: list[str] | None, folder: Path) -> 
     return set(ids)
 
 
-def stage_student(student: Student) -> StagedSubmission:
+def read_student(student: Student) -> SubmissionFiles:
     """``student``'s stage files, read by the judge. Never raises: what cannot be read is graded as an
     empty submission flagged with why, and the class goes on."""
     if student.conflict:
-        return StagedSubmission(problem=student.conflict)
+        return SubmissionFiles(problem=student.conflict)
     try:
-        return stage_submission(student.source)
+        return read_submission(student.source)
     except SubmissionError as error:
-        return StagedSubmission(problem=str(error))
-    except Exception as error:  # staging raises only SubmissionError: this is the last line of defence
-        return StagedSubmission(problem=printable(f"{type(error).__name__}: {error}", keep_newlines=False))
+        return SubmissionFiles(problem=str(error))
+    except Exception as error:  # reading raises only SubmissionError: this is the last line of defence
+        return SubmissionFiles(problem=printable(f"{type(error).__name__}: {error}", keep_newlines=False))
 
 
 def plan_summary(total: int, todo_reasons: list[str], chosen: set[str] | None, reasons: dict[str, str | None]) -> str:

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from grader.core.output_files import inert
-from grader.intake.staging import SubmissionError, stage_submission
 from grader.intake.students import Student
+from grader.intake.submission import SubmissionError, read_submission
 
 REPO = Path(__file__).resolve().parents[2]
 CSV_COLUMNS = ["student_a", "student_b", "file", "similarity_a", "similarity_b", "tokens_overlap"]
@@ -23,7 +23,7 @@ FENCED_PYTHON = re.compile(
 
 
 def write_stage_files(students: list[Student], folder: Path) -> tuple[dict[str, str], list[str]]:
-    """Each student's stage files, as staging reads them, in a folder of ``folder`` named after them;
+    """Each student's stage files, as intake reads them, in a folder of ``folder`` named after them;
     the student id by folder name, and the files' paths relative to ``folder``, sorted. A student with
     nothing to compare costs one line on stderr.
 
@@ -32,7 +32,7 @@ def write_stage_files(students: list[Student], folder: Path) -> tuple[dict[str, 
     student_of, files = {}, []
     for student in students:
         try:
-            staged = stage_submission(student.source)
+            staged = read_submission(student.source)
         except SubmissionError as error:
             print(f"similarity: skipped {student.id} (unreadable: {error})", file=sys.stderr)
             continue

@@ -10,7 +10,7 @@ another grader, points table, device or options, or a report missing or incomple
 everyone again.
 
 This process is the judge of the class: it stages every submission, hashes it, decides who is
-graded, and sends the staged files (never a path) to the lanes; it alone writes what they report.
+graded, and sends the files read in (never a path) to the lanes; it alone writes what they report.
 
 Each lane is a judge process with its own sandbox (grader/classroom/lanes.py).
 """

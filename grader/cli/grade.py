@@ -14,7 +14,7 @@ from grader.cli.options import add_grading_options, grading_options
 from grader.core.course import CourseError
 from grader.core.options import GradingOptions
 from grader.core.stages import STAGES
-from grader.intake.staging import StagedSubmission, SubmissionError, stage_submission
+from grader.intake.submission import SubmissionError, SubmissionFiles, read_submission
 from grader.sandbox.zygote import Sandbox, SandboxError
 
 
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     with sandbox:
         try:
-            staged = stage_submission(args.submission)
+            staged = read_submission(args.submission)
         except SubmissionError as error:
             print(f"grader: unreadable: {error}", file=sys.stderr)
             return 2
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         return grade(args, sandbox, staged, options)
 
 
-def grade(args: argparse.Namespace, sandbox: Sandbox, staged: StagedSubmission, options: GradingOptions) -> int:
+def grade(args: argparse.Namespace, sandbox: Sandbox, staged: SubmissionFiles, options: GradingOptions) -> int:
     # torch, pytest and the judge are imported here, after the sandbox's zygote has started importing its own
     import json
 

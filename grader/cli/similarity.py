@@ -6,7 +6,7 @@ OUT/similarity.html, copydetect's report with the shared code highlighted, and
 OUT/similarity.csv, the pairs of files above the threshold. Code that every learner was given
 or shown is boilerplate and never counts: the stubs in exercises/, the reference in
 solutions/ (the book's listings) and the code blocks of docs/stage*.md, plus any --boilerplate
-folder. Only what the grader grades is compared: each student's stage files as staging reads
+folder. Only what the grader grades is compared: each student's stage files as intake reads
 them, never the rest of a submission.
 
 A high similarity is a reason to read two submissions side by side, not a verdict.

@@ -115,7 +115,7 @@ def _member_reader(archive: zipfile.ZipFile, member: zipfile.ZipInfo) -> Callabl
 def member_name(member: zipfile.ZipInfo) -> str:
     """``member``'s name with / between folders. Windows PowerShell 5's Compress-Archive writes \\
     (``attention\\stage1_softmax.py``), as the zip format forbids (APPNOTE 4.4.17) and every Windows tool
-    reads it: as a folder. The name is only ever a name (staging reads into memory, never to a path it
+    reads it: as a folder. The name is only ever a name (intake reads into memory, never to a path it
     builds), so ``..`` in it reaches nothing; litter folders and depth are judged on the / form."""
     return member.filename.replace("\\", "/")
 

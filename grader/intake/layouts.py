@@ -1,5 +1,5 @@
 """A class folder, exactly as it was downloaded, becomes a list of students: an id, where their work
-is (grader/intake/staging.py reads it) and when the LMS says it was handed in.
+is (grader/intake/submission.py reads it) and when the LMS says it was handed in.
 
 Layouts (``--layout``; ``auto`` tells them apart by the names in the folder, in this order):
   gradescope  Gradescope's export: a folder (or .zip) per submission and ``submission_metadata.yml``;
@@ -15,7 +15,7 @@ Layouts (``--layout``; ``auto`` tells them apart by the names in the folder, in 
   folders     each sub-folder or .zip is one student, named after it (``make submit`` zips, clones)
 
 What a tool or an operating system leaves in a folder (``__MACOSX/``, ``.DS_Store``, ``Thumbs.db``:
-grader.intake.staging.is_litter) is skipped in every layout and never decides which layout a folder is.
+grader.intake.submission.is_litter) is skipped in every layout and never decides which layout a folder is.
 A folder holding nothing but one LMS download (the folder a double-click unzip makes around it) or an
 nbgrader course's ``submitted/`` and ``autograded/`` is refused with the folder to give instead:
 graded as it stands, a whole class would be one student.
@@ -31,8 +31,8 @@ from pathlib import Path
 from grader.intake.gradescope_layout import GRADESCOPE_METADATA, list_gradescope
 from grader.intake.lms_names import MOODLE_ENTRY, canvas_match, canvas_upload_name
 from grader.intake.nbgrader_layout import NBGRADER_STEPS, holds_nbgrader_work, list_nbgrader
-from grader.intake.staging import SubmittedPart
 from grader.intake.students import Found, Student, entries_of, student_id, suffix_of
+from grader.intake.submission import SubmittedPart
 from grader.runner.escaping import printable
 
 LAYOUTS = ("auto", "folders", "canvas", "moodle", "gradescope", "nbgrader")

@@ -23,7 +23,7 @@ _CANVAS_PREFIX = (
 CANVAS_ATTACHMENT = re.compile(_CANVAS_PREFIX + rf"_(?P<number>{CANVAS_NUMBER})_(?P<file>.+)", re.DOTALL)
 CANVAS_FILE = re.compile(_CANVAS_PREFIX + rf"(?:_(?P<number>{CANVAS_NUMBER}))?_(?P<file>.+)", re.DOTALL)
 CANVAS_COPY = re.compile(r"(?P<stem>.+)-(?P<copy>\d+)(?P<suffix>\.[^.]*)", re.DOTALL)
-READ_SUFFIXES = {".py", ".ipynb", ".zip"}  # the files staging reads: their Canvas copy numbers are taken off
+READ_SUFFIXES = {".py", ".ipynb", ".zip"}  # the files intake reads: their Canvas copy numbers are taken off
 # The first prefix is the one Moodle wrote: a file's own name may hold another (saved from an earlier download).
 MOODLE_PARTICIPANT = r"\d+"  # a participant number
 MOODLE_SUBMISSION = "_assignsubmission_"  # between the participant number and the submission plugin's name

@@ -6,8 +6,8 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
-from grader.intake.staging import STAGE_FILES
 from grader.intake.students import Found, Student, entries_of, read_text_bounded, student_id, suffix_of
+from grader.intake.submission import STAGE_FILES
 from grader.intake.times import not_a_time, parse_time
 from grader.runner.escaping import printable
 
@@ -44,7 +44,7 @@ def _nbgrader_assignment(student: Path) -> Path | str:
     try:
         inside = entries_of(student, [])  # a link is listed, and not followed, when the work is staged
     except OSError:
-        return student  # staging says why it cannot be listed
+        return student  # intake says why it cannot be listed
     if any(
         not is_folder and (entry.name == NBGRADER_TIMESTAMP or suffix_of(entry) == ".ipynb")
         for entry, is_folder in inside
@@ -61,7 +61,7 @@ def _nbgrader_assignment(student: Path) -> Path | str:
 
 
 def _holds_stage_file(folder: Path) -> bool:
-    """``folder`` holds a stage's notebook or file (in any case: staging reads it so)."""
+    """``folder`` holds a stage's notebook or file (in any case: intake reads it so)."""
     try:
         return any(
             not is_folder and entry.name.lower() in STAGE_NOTEBOOK_NAMES for entry, is_folder in entries_of(folder, [])

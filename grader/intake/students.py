@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from grader.intake.staging import Source, is_litter
+from grader.intake.submission import Source, is_litter
 from grader.runner.escaping import printable
 
 # An id names files (OUT/.<id>.json.partial and the like): bounded well under the 255 bytes a file name may take.
@@ -62,7 +62,7 @@ def canonical_id(text: str) -> str:
 
 def entries_of(folder: Path, skipped: list[tuple[str, str]]) -> list[tuple[Path, bool]]:
     """The entries of ``folder`` a layout may take, each with whether it is a folder. Litter
-    (grader.intake.staging.is_litter) and other names starting with a dot (hidden: no student's id) are
+    (grader.intake.submission.is_litter) and other names starting with a dot (hidden: no student's id) are
     skipped; a symbolic link is skipped, never followed: it could lead to another student's submission
     or to any file the grader can read."""
     kept = []

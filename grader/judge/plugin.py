@@ -14,7 +14,7 @@ from grader.core.options import GradingOptions
 from grader.core.points import Points
 from grader.core.report import CheckResult, Status
 from grader.core.stages import STAGE_MODULES
-from grader.intake.staging import StagedSubmission
+from grader.intake.submission import SubmissionFiles
 from grader.judge.evidence import bounded_evidence
 from grader.judge.verdict import CheckFailed
 from grader.runner.implementation import Implementation, load_package
@@ -107,11 +107,11 @@ class GradingPlugin:
         self.planned: list[PlannedCheck] = []
         self.disrupted: str | None = None  # why the current student's grading did not complete, if it did not
 
-    def begin_student(self, learner: LearnerWorkers, staged: StagedSubmission) -> None:
+    def begin_student(self, learner: LearnerWorkers, staged: SubmissionFiles) -> None:
         """Grade ``staged`` next, through ``learner``: nothing of the student before stays."""
         self.learner, self.results, self.disrupted = learner, [], None
         # the judge's own copy of the stage files, for the checks that must not take the worker's word
-        self.sources = staged_sources(staged)
+        self.sources = source_files(staged)
 
     def pytest_collection_modifyitems(self, config, items):
         kept, dropped = [], []
@@ -206,7 +206,7 @@ def run_checks(plugin: GradingPlugin, *extra_args: str, plugins: tuple | list = 
     return exit_code, output.getvalue()
 
 
-def staged_sources(staged: StagedSubmission) -> dict[int, bytes | None]:
+def source_files(staged: SubmissionFiles) -> dict[int, bytes | None]:
     """Each stage file of ``staged`` as the judge staged it (None where it is missing): GradingPlugin.sources."""
     return {stage: staged.files.get(f"{module}.py") for stage, module in STAGE_MODULES.items()}
 

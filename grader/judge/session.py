@@ -8,7 +8,7 @@ import torch
 from grader.core.options import GradingOptions
 from grader.core.report import Flag, FlagKind, Report, build
 from grader.core.stages import STAGE_MODULES
-from grader.intake.staging import StagedSubmission
+from grader.intake.submission import SubmissionFiles
 from grader.judge.plugin import GradingPlugin, run_checks
 from grader.judge.voiding import void_shortcut_targets
 from grader.runner.escaping import listing
@@ -22,7 +22,7 @@ class GradingError(RuntimeError):
     """The checks themselves could not run: a fault of the grader, not of the submission."""
 
 
-def grade_staged(sandbox: Sandbox, staged: StagedSubmission, options: GradingOptions) -> Report:
+def grade_staged(sandbox: Sandbox, staged: SubmissionFiles, options: GradingOptions) -> Report:
     """The report (grader/core/schemas/report.schema.json) for the student staged in ``sandbox``."""
     reports: list[Report] = []
     grade_each(sandbox, iter([staged]), reports.append, options)
@@ -30,7 +30,7 @@ def grade_staged(sandbox: Sandbox, staged: StagedSubmission, options: GradingOpt
 
 
 def grade_each(
-    sandbox: Sandbox, students: Iterator[StagedSubmission], deliver: Callable[[Report], None], options: GradingOptions
+    sandbox: Sandbox, students: Iterator[SubmissionFiles], deliver: Callable[[Report], None], options: GradingOptions
 ) -> None:
     """Grade ``options.stages`` of each of ``students`` in ``sandbox``, one after another, in one pytest
     session, and ``deliver`` each report as soon as it is ready."""
@@ -51,7 +51,7 @@ class _StudentLoop:
         self,
         grading: GradingPlugin,
         sandbox: Sandbox,
-        students: Iterator[StagedSubmission],
+        students: Iterator[SubmissionFiles],
         deliver: Callable[[Report], None],
         timeout: float,
     ):
@@ -92,7 +92,7 @@ class _StudentLoop:
 
 
 def flags(
-    sandbox: Sandbox, staged: StagedSubmission, stages: list[int], visible_only: bool, disrupted: str | None = None
+    sandbox: Sandbox, staged: SubmissionFiles, stages: list[int], visible_only: bool, disrupted: str | None = None
 ) -> list[Flag]:
     """What a reader of the score must know: never a silently weaker grade."""
     found = [] if sandbox.confinement.confined else [Flag(FlagKind.UNSANDBOXED)]

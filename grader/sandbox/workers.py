@@ -72,7 +72,7 @@ class LearnerWorkers:
     close() ends them all."""
 
     def __init__(self, sandbox: Sandbox, files: dict[str, bytes], timeout: float, stages: list[int] | tuple = ()):
-        """``files``: the student's stage files by name (grader.intake.staging.StagedSubmission.files)."""
+        """``files``: the student's stage files by name (grader.intake.submission.SubmissionFiles.files)."""
         self.sandbox = sandbox
         self.timeout = timeout
         self._files = files

@@ -28,7 +28,7 @@ in a sub-folder, or in a .zip nbgrader extracted, is the student's too.
 
 In both, a notebook uploaded under a near name (``Stage1_Softmax.ipynb``, ``stage2 self-attention
 copy.ipynb``) is filed under the course notebook's name it stands for, by the rule the grade-all
-intake uses for stage files (grader.intake.staging.stage_file_meant); autograde grades only
+intake uses for stage files (grader.intake.submission.stage_file_meant); autograde grades only
 notebooks under their own names ("Skipping unknown notebook").
 
 One student's download can hold two copies of a notebook (handed in twice, or once at the top
@@ -49,7 +49,7 @@ from nbgrader.plugins import FileNameCollectorPlugin
 from traitlets import Unicode
 
 from grader.intake.lms_names import NBGRADER_CANVAS_NAME, NBGRADER_MOODLE_NAME
-from grader.intake.staging import stage_file_meant
+from grader.intake.submission import stage_file_meant
 
 # The download's names, from the grammar the class intake reads them with
 CANVAS_NAME, MOODLE_NAME = NBGRADER_CANVAS_NAME, NBGRADER_MOODLE_NAME

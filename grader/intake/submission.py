@@ -10,7 +10,7 @@ any of them a stage file is found:
   * in a notebook's ``%%writefile <stage file>`` cell (grader/intake/notebook_files.py), read only while
     a stage file is still missing; a .py file of that name at the notebook's depth or shallower wins.
 
-A submission is untrusted input. Staging ends with the stage files in memory, or with
+A submission is untrusted input. Reading it ends with the stage files in memory, or with
 SubmissionError and a one-line reason, whatever the submission holds: an encrypted or damaged
 zip, a member that unpacks to more than it declares, folders nested thousands deep, more files
 than anyone submits, a symbolic link loop. Links are never followed, a file with a second hard
@@ -73,20 +73,20 @@ Source = Path | tuple[SubmittedPart, ...]
 
 
 @dataclass
-class StagedSubmission:
+class SubmissionFiles:
     files: dict[str, bytes] = field(default_factory=dict)  # stage file name -> its bytes, held by the judge
     ignored: list[str] = field(default_factory=list)
     renamed: list[str] = field(default_factory=list)  # "<name as found> as <stage file>", for each near name taken
     problem: str | None = None  # why nothing could be read, when the batch grades it as empty
 
 
-def stage_submission(source: Source) -> StagedSubmission:
+def read_submission(source: Source) -> SubmissionFiles:
     """Read the stage files of ``source`` (a folder, a .zip, or a tuple of SubmittedPart) into
     memory; list what was left out.
 
     Any failure to read ``source`` is a SubmissionError whose message is one printable line.
     """
-    staged = StagedSubmission()
+    staged = SubmissionFiles()
     ignored: list[str] = []
     renamed: list[str] = []
     try:
