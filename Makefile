@@ -25,7 +25,7 @@ DOCS_STAMP := $(VENV)/.docs-installed
 SIMILARITY_STAMP := $(VENV)/.similarity-installed
 
 .DEFAULT_GOAL := help
-.PHONY: help grade grade-all gradescope nbgrader nbgrader-demo nbgrader-reconcile figures release test test-fast lint stubs bench-grade bench-batch bench-kv-cache clean
+.PHONY: help grade grade-all gradescope nbgrader nbgrader-demo nbgrader-reconcile figures release test test-fast lint stubs bench-grade bench-batch bench-against bench-kv-cache clean
 .PHONY: similarity canvas-export moodle-export
 
 help:
@@ -46,6 +46,7 @@ help:
 	@echo "make stubs         regenerate exercises/ from solutions/ (overwrites your work!)"
 	@echo "make bench-grade   time make grade against a bare 'import torch'"
 	@echo "make bench-batch   time grading 100 submissions against a process per submission"
+	@echo "make bench-against REF=commit  time this tree's batch grader against another commit's, same class, one run"
 	@echo "make bench-kv-cache  time greedy decoding of 256 tokens with stage 7's KV cache against without it"
 	@echo "make clean         remove .venv and caches"
 
@@ -136,6 +137,10 @@ bench-grade: $(RUNTIME_STAMP)
 
 bench-batch: $(INSTRUCTOR_STAMP) $(NBGRADER_STAMP)
 	@$(PY) -m tests.benchmarks.bench_batch
+
+bench-against: $(INSTRUCTOR_STAMP)
+	@test -n "$(REF)" || { echo "usage: make bench-against REF=commit"; exit 2; }
+	@$(PY) -m tests.benchmarks.bench_against $(REF)
 
 bench-kv-cache: $(RUNTIME_STAMP)
 	@$(PY) -m tests.benchmarks.bench_kv_cache
