@@ -103,7 +103,22 @@ def test_a_new_points_table_regrades_everyone_and_the_gradebook_never_mixes_tabl
     assert "2 of 3 to grade (2 points table changed); 1 unchanged" in result.stderr
     assert {row["max_score"] for row in rows(out).values()} == {"102"}
 
-    result = batch(submissions, out, "--workers", "2")  # back to the registry's points
+    gradebook = (out / "grades.csv").read_bytes()
+    forgot = subprocess.run(
+        [sys.executable, "-m", "grader", "batch", str(submissions), "--out", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert forgot.returncode == 2 and forgot.stderr.count("\n") == 1, forgot.stderr
+    assert f"{out} was last graded with --points {points.resolve()}: give --points" in forgot.stderr
+    assert "graded again with the registry's points" in forgot.stderr
+    assert (out / "grades.csv").read_bytes() == gradebook  # nothing regraded with points nobody chose
+
+    registry = tmp_path / "registry-points.toml"  # back to the registry's points, said in so many words
+    registry.write_text(default)
+    result = batch(submissions, out, "--points", str(registry), "--workers", "2")
     assert "3 of 3 to grade (points table changed: all 3)" in result.stderr
     assert {row["max_score"] for row in rows(out).values()} == {"100"}
 

@@ -11,16 +11,27 @@ from grader.runner.escaping import printable
 # In OUT: which class its reports are of (a file no student's report or feedback can be named)
 CLASS_RECORD = "class.toml"
 
-# The files of a run whose loss would change other students' rows: class.toml key -> the option that gives it
-INPUT_FILE_OPTIONS = {"times": "--times", "course": "--course"}
+# The files of a run whose loss would change other students' rows: class.toml key -> the option that gives
+# it, and what a run without it would do
+_LATE_LOST = "every student's submission time and late penalty there is lost"
+INPUT_FILE_OPTIONS = {
+    "times": ("--times", _LATE_LOST),
+    "course": ("--course", _LATE_LOST),
+    "points": (
+        "--points",
+        "the whole class is graded again with the registry's points (python -m grader.cli.points "
+        "writes them as a file, to give if that is what you mean)",
+    ),
+}
 
 
 def check_class_record(out: Path, layout: str, submissions: Path, files: dict[str, Path | None]) -> str | None:
     """Refuse (ValueError, one line) to grade a ``layout`` class into an ``out`` that holds the reports of a
     class of another layout: ids of two LMSs can meet (a Gradescope SID that is a Canvas user id), and one
-    report would replace the other's. Refuse too a run that omits a file of ``files`` (--times, --course)
-    the last run into ``out`` gave: every student's time and penalty would be wiped from grades.csv and the
-    reports (another file is taken: a due date moves). The folder ``out`` was last graded from, when that
+    report would replace the other's. Refuse too a run that omits a file of ``files`` (--times, --course,
+    --points) the last run into ``out`` gave: every student's time and penalty would be wiped from grades.csv
+    and the reports, or the class silently graded with other points (another file is taken: a due date
+    moves, a table changes). The folder ``out`` was last graded from, when that
     was another one (a fresh download of the same class is graded into the same ``out``: a regrade)."""
     _check_out(out, submissions)
     if not (out / CLASS_RECORD).exists():
@@ -37,13 +48,12 @@ def check_class_record(out: Path, layout: str, submissions: Path, files: dict[st
             f"class (graded from {printable(str(record.get('folder')), keep_newlines=False)}), and "
             f"{submissions} is a {layout} class: give each class its own --out"
         )
-    for key, option in INPUT_FILE_OPTIONS.items():
+    for key, (option, lost) in INPUT_FILE_OPTIONS.items():
         if files[key] is None and key in record:
             earlier_file = printable(str(record[key]), keep_newlines=False)
             raise ValueError(
                 f"{out} was last graded with {option} {earlier_file}: give {option} {earlier_file} "
-                "again (or the file that replaces it), or every student's submission time and late "
-                "penalty there is lost"
+                f"again (or the file that replaces it), or {lost}"
             )
     earlier = printable(str(record.get("folder")), keep_newlines=False)
     return earlier if earlier != _path_text(submissions) else None
