@@ -21,7 +21,7 @@ from grader.intake.submission import STAGE_FILES, SubmittedPart, read_submission
 from grader.intake.times import parse_time
 from tests.grading import batch, learner_copy
 
-STAGE2 = f"{STAGE_MODULES[2]}.py"
+STAGE1, STAGE2 = f"{STAGE_MODULES[1]}.py", f"{STAGE_MODULES[2]}.py"
 BROKEN = b"raise SystemExit('an earlier upload')\n"
 GRADESCOPE_METADATA = """\
 submission_1001:
@@ -146,6 +146,22 @@ def test_a_canvas_download_is_one_student_per_user_id_with_their_files_under_the
             f"an earlier upload of {STAGE2} than smithjane_12345_67890_{STAGE2[:-3]}-1.py",
         )
     ]
+
+
+def test_a_canvas_file_whose_name_reads_as_two_users_is_no_ones(tmp_path, correct):
+    """Canvas keeps a name's digits and underscores: a student named `eve_5002` (user 101) has files that read
+    as user 5002's too. They are graded as no one's, with both readings named; user 5002 keeps their own."""
+    for name, data in correct.items():
+        (tmp_path / f"bobsmith_5002_900_{name}").write_bytes(data)
+        (tmp_path / f"eve_5002_101_901_{name}").write_bytes(BROKEN)
+    students, skipped = list_students(tmp_path)
+    assert detect_layout(tmp_path) == "canvas" and [s.id for s in students] == ["5002"]
+    assert staged(students[0]).files == correct
+    assert sorted(name for name, _ in skipped) == sorted(f"eve_5002_101_901_{name}" for name in correct)
+    assert {why for _, why in skipped} == {
+        "its name reads as the work of Canvas user 5002 or Canvas user 101 (a display name can spell another's "
+        "id): graded as no one's; rename it for the student whose work it is and grade again"
+    }
 
 
 def test_canvas_anonymous_grading_is_one_student_per_anonymous_id_and_keeps_late(tmp_path, correct):
@@ -316,18 +332,37 @@ def test_a_moodle_download_without_folders_has_the_prefix_on_each_file(tmp_path,
     assert result.files == correct and result.ignored == ["onlinetext.html"]
 
 
-def test_a_flat_moodle_file_belongs_to_the_prefix_moodle_wrote_first(tmp_path, correct):
-    """A file whose own name holds another Moodle prefix (one saved from an earlier download) is the
-    uploader's: Moodle writes its prefix before the name the student gave."""
+def test_a_flat_moodle_file_whose_name_reads_as_two_participants_is_no_ones(tmp_path, correct):
+    """A display name can spell a prefix: Eve (101) named `Eve_102_assignsubmission_file` uploads a file that
+    reads as participant 102's too. Nothing says which reading Moodle wrote (a file saved from another's
+    download reads alike), so the file is graded as no one's, with both readings named; the other
+    participant's work is graded as it is alone."""
     for name, data in correct.items():
         (tmp_path / f"Bob Smith_102_assignsubmission_file_{name}").write_bytes(data)
-    saved = f"Ada Lovelace_101_assignsubmission_file_Bob Smith_102_assignsubmission_file_{STAGE2}"
-    (tmp_path / saved).write_bytes(BROKEN)
-    students = by_id(list_students(tmp_path)[0])
+    forged = f"Eve_102_assignsubmission_file_101_assignsubmission_file_{STAGE2}"
+    (tmp_path / forged).write_bytes(BROKEN)
+    own = f"Eve Moss_101_assignsubmission_file_Eve Moss_101_assignsubmission_file_{STAGE1}"  # saved from her own
+    (tmp_path / own).write_bytes(correct[STAGE1])
+    students, skipped = list_students(tmp_path)
+    students = by_id(students)
     assert sorted(students) == ["101", "102"]
-    assert [part.path.name for part in students["101"].source] == [saved]
-    assert [part.name for part in students["101"].source] == [f"Bob Smith_102_assignsubmission_file_{STAGE2}"]
-    assert staged(students["102"]).files == correct
+    assert staged(students["102"]).files == correct  # Bob's stage 2 is his, not the forged one
+    assert [part.path.name for part in students["101"].source] == [own]  # both readings are hers: hers
+    assert skipped == [
+        (
+            forged,
+            "its name reads as the work of Moodle participant 102 or Moodle participant 101 (a display name "
+            "can spell another's id): graded as no one's; rename it for the student whose work it is and grade again",
+        )
+    ]
+
+
+def test_a_moodle_folder_named_by_such_a_display_name_is_the_uploaders(tmp_path, correct):
+    """A folder's name ends at the plugin: only one reading of it can, so it is never ambiguous."""
+    learner_copy(tmp_path / "Eve_102_assignsubmission_file_101_assignsubmission_file_" / "attention")
+    learner_copy(tmp_path / "Bob Smith_102_assignsubmission_file_" / "attention")
+    students, skipped = list_students(tmp_path)
+    assert sorted(by_id(students)) == ["101", "102"] and skipped == []
 
 
 # Gradescope ---------------------------------------------------------------------------------

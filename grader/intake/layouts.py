@@ -29,7 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from grader.intake.gradescope_layout import GRADESCOPE_METADATA, list_gradescope
-from grader.intake.lms_names import MOODLE_ENTRY, canvas_match, canvas_upload_name
+from grader.intake.lms_names import MOODLE_ENTRY, canvas_match, canvas_upload_name, canvas_users, moodle_readings
 from grader.intake.nbgrader_layout import NBGRADER_STEPS, holds_nbgrader_work, list_nbgrader
 from grader.intake.students import Found, Student, entries_of, student_id, suffix_of
 from grader.intake.submission import SubmittedPart
@@ -132,6 +132,9 @@ def _canvas(folder: Path, skipped: list[tuple[str, str]]) -> Found:
         if match is None:
             skipped.append((entry.name, "not named as Canvas names a submitted file"))
             continue
+        if len(users := canvas_users(entry.name)) > 1:
+            skipped.append((entry.name, _two_readings("Canvas user", users)))
+            continue
         name, copy = canvas_upload_name(match["file"])
         recency = (int(match["number"] or 0), copy)
         user = match["anon"] or match["user"]  # an anonymous id keeps its anon_: it is never a user id
@@ -157,17 +160,31 @@ def _canvas(folder: Path, skipped: list[tuple[str, str]]) -> Found:
     ]
 
 
+def _two_readings(who: str, ids: list[str]) -> str:
+    """Why an entry whose name reads as the work of more than one student is graded as no one's: a display
+    name can spell another student's id (a Moodle full name ``Eve_102_assignsubmission_file``)."""
+    readings = " or ".join(f"{who} {printable(id, keep_newlines=False)}" for id in ids)
+    return (
+        f"its name reads as the work of {readings} (a display name can spell another's id): graded as no "
+        "one's; rename it for the student whose work it is and grade again"
+    )
+
+
 def _moodle(folder: Path, skipped: list[tuple[str, str]]) -> Found:
     """One student per Moodle participant number; a student with a folder per submission plugin
     (files and online text) has them all."""
     parts: dict[str, list[SubmittedPart]] = {}
     for entry, is_folder in entries_of(folder, skipped):
-        match = MOODLE_ENTRY.fullmatch(entry.name)
-        if match is None or is_folder == bool(match["file"]):  # a folder's name ends at the plugin, a file's goes on
+        readings = moodle_readings(entry.name, folder=is_folder)  # a folder's name ends at the plugin
+        if not readings:
             skipped.append((entry.name, "not named as Moodle names a submission's folder or file"))
             continue
-        name = f"assignsubmission_{match['plugin']}" if is_folder else match["file"]
-        parts.setdefault(match["id"], []).append(SubmittedPart(name, entry))
+        if len(participants := list(dict.fromkeys(id for id, _, _ in readings))) > 1:
+            skipped.append((entry.name, _two_readings("Moodle participant", participants)))
+            continue
+        participant, plugin, file = readings[0]
+        name = f"assignsubmission_{plugin}" if is_folder else file
+        parts.setdefault(participant, []).append(SubmittedPart(name, entry))
     found = []
     for participant, own in sorted(parts.items()):
         single_folder = len(own) == 1 and own[0].path.is_dir()

@@ -24,11 +24,18 @@ CANVAS_ATTACHMENT = re.compile(_CANVAS_PREFIX + rf"_(?P<number>{CANVAS_NUMBER})_
 CANVAS_FILE = re.compile(_CANVAS_PREFIX + rf"(?:_(?P<number>{CANVAS_NUMBER}))?_(?P<file>.+)", re.DOTALL)
 CANVAS_COPY = re.compile(r"(?P<stem>.+)-(?P<copy>\d+)(?P<suffix>\.[^.]*)", re.DOTALL)
 READ_SUFFIXES = {".py", ".ipynb", ".zip"}  # the files intake reads: their Canvas copy numbers are taken off
-# The first prefix is the one Moodle wrote: a file's own name may hold another (saved from an earlier download).
 MOODLE_PARTICIPANT = r"\d+"  # a participant number
 MOODLE_SUBMISSION = "_assignsubmission_"  # between the participant number and the submission plugin's name
 MOODLE_ENTRY = re.compile(
     rf"(?P<name>.*?)_(?P<id>{MOODLE_PARTICIPANT}){MOODLE_SUBMISSION}(?P<plugin>[a-z0-9]+)_(?P<file>.*)", re.DOTALL
+)
+# What follows the name in a reading of either LMS's entry names: tried after each underscore of a name, it
+# finds every way the name can be read (a display name may hold digits and underscores of its own).
+_MOODLE_AFTER_NAME = re.compile(
+    rf"(?P<id>{MOODLE_PARTICIPANT}){MOODLE_SUBMISSION}(?P<plugin>[a-z0-9]+)_(?P<file>.*)", re.DOTALL
+)
+_CANVAS_AFTER_NAME = re.compile(
+    rf"(?:(?i:late)_)?(?P<user>{CANVAS_USER})_(?P<number>{CANVAS_NUMBER})_(?P<file>.+)", re.DOTALL
 )
 
 # The same names as nbgrader's ZipCollectApp reads them: a notebook's whole path in the download, with the
@@ -46,6 +53,31 @@ NBGRADER_MOODLE_NAME = (
 def canvas_match(name: str) -> re.Match[str] | None:
     """``name`` read as Canvas names a submitted file, with its attachment number where a reading has one."""
     return CANVAS_ATTACHMENT.fullmatch(name) or CANVAS_FILE.fullmatch(name)
+
+
+def moodle_readings(name: str, folder: bool) -> list[tuple[str, str, str]]:
+    """Every way ``name`` reads as Moodle names a submission's folder (it ends at the plugin) or file:
+    (participant number, plugin, file), the first the shortest display name. A display name can spell a
+    prefix itself (``Eve_102_assignsubmission_file``): more than one participant among the readings is a
+    name no one can attribute."""
+    readings = []
+    for at, character in enumerate(name):
+        if character == "_" and (match := _MOODLE_AFTER_NAME.fullmatch(name, at + 1)) and bool(match["file"]) != folder:
+            readings.append((match["id"], match["plugin"], match["file"]))
+    return readings
+
+
+def canvas_users(name: str) -> list[str]:
+    """The Canvas users (or anonymous ids) ``name`` can be the file of, first the one canvas_match reads: a
+    display name of digits and underscores (``eve_5002``) can make the name read as another user's file too."""
+    first = canvas_match(name)
+    if first is None:
+        return []
+    users = [first["anon"] or first["user"]]
+    for at, character in enumerate(name):
+        if character == "_" and (match := _CANVAS_AFTER_NAME.fullmatch(name, at + 1)) and match["user"] not in users:
+            users.append(match["user"])
+    return users
 
 
 def canvas_upload_name(file: str) -> tuple[str, int]:
