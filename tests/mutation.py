@@ -17,6 +17,10 @@ import torch
 
 from tests.grading import ALTERNATIVES, BONUS_ON, MUTANTS, batch, learner_copy  # noqa: F401 - for test_mutants
 
+# Hints that name no mistake but say what the report itself shows (results-first: every result check of the
+# function failed, so how it computes earns nothing yet): true wherever they appear, and naming nothing.
+ABOUT_THE_REPORT = {"results-first"}
+
 
 def truthful(mutant: dict) -> set[str]:
     """The hint ids true of ``mutant``: listed, or (older entries) the one hint it must carry."""
@@ -73,7 +77,7 @@ class Verdict:
             for c in s["checks"]
             if c["status"] != "passed" and c["hint"]
         }
-        return (self.hints - truthful(self.mutant)) | others
+        return (self.hints - truthful(self.mutant) - ABOUT_THE_REPORT) | (others - ABOUT_THE_REPORT)
 
     @property
     def named(self) -> bool:

@@ -16,7 +16,7 @@ from grader.sandbox.printed import PrintedOutput
 from grader.sandbox.workers import LearnerFailure
 from tests.conftest import REPO
 from tests.grading import MUTANTS, grade, learner_copy, stage_scores
-from tests.mutation import truthful
+from tests.mutation import ABOUT_THE_REPORT, truthful
 
 SCHEMAS = REPO / "grader" / "core" / "schemas"
 
@@ -126,7 +126,7 @@ def test_grader_refuses_what_it_cannot_run_in_one_line(arguments):
     assert result.stderr.strip() and "Traceback" not in result.stderr
 
 
-CODE_HINTS = set(catalog()) - {"not-implemented", "forbidden-import"}
+CODE_HINTS = set(catalog()) - {"not-implemented", "forbidden-import"} - ABOUT_THE_REPORT  # tests/test_credit.py
 
 
 def test_every_code_hint_is_true_of_some_mutant():

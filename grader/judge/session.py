@@ -10,7 +10,7 @@ from grader.core.report import Flag, FlagKind, Report, build
 from grader.core.stages import STAGE_MODULES
 from grader.intake.submission import SubmissionFiles
 from grader.judge.plugin import GradingPlugin, run_checks
-from grader.judge.voiding import void_shortcut_targets
+from grader.judge.voiding import void_shortcut_targets, void_without_results
 from grader.runner.escaping import listing
 from grader.sandbox.workers import LearnerWorkers
 from grader.sandbox.zygote import Sandbox
@@ -78,6 +78,7 @@ class _StudentLoop:
             stages = list(grading.options.stages)
             for stage in stages:
                 void_shortcut_targets([result for result in grading.results if result.stage == stage])
+                void_without_results([result for result in grading.results if result.stage == stage])
             self.deliver(
                 build(
                     grading.results,

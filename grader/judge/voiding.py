@@ -30,3 +30,36 @@ def void_shortcut_targets(checks: list[CheckResult]) -> None:
             c.visible_verdict = {"status": c.status, "score": rounded(c.score), "message": c.message, "hint": c.hint}
         c.score, c.status, c.hint = 0, Status.FAILED, hint
         c.message = VOIDED_BECAUSE[hint].format(target=c.target)
+
+
+# A check of these kinds judges how a function computes (its properties, its structure, no shortcut, the
+# book's advice), never what: it earns points only beside a right result of the same function.
+JUDGES_HOW = ("property", "structure", "shortcut", "note")
+JUDGES_WHAT = ("document", "example", "random")
+NOTHING_RIGHT = (
+    "no credit: {target} gives a wrong result in every check of its results ({checks}); a {kind} check "
+    "earns points only for code whose results are right"
+)
+
+
+def void_without_results(checks: list[CheckResult]) -> None:
+    """Code that computes nothing right earns nothing for how it computes it: a property, structure,
+    shortcut or priced note check of a function whose own result checks all failed scores 0 (a check
+    without a target goes with the stage's result checks). A visible check looks at the visible result
+    checks alone: students read it before the hidden ones are published, and it must not move with them."""
+    for check in checks:
+        kind = check.id.split(".", 1)[0]
+        if kind not in JUDGES_HOW or not check.score:
+            continue
+        results = [
+            c
+            for c in checks
+            if c.id.split(".", 1)[0] in JUDGES_WHAT
+            and (check.target is None or c.target == check.target)
+            and (c.visibility == "visible" or check.visibility != "visible")
+        ]
+        if results and not any(c.status == Status.PASSED for c in results):
+            check.score, check.status, check.hint = 0, Status.FAILED, "results-first"
+            check.message = NOTHING_RIGHT.format(
+                target=check.target or "this stage's code", checks=", ".join(c.id for c in results), kind=kind
+            )

@@ -180,13 +180,23 @@ def expect_function_values_explained(learner, stage: int, ids: list[str], functi
     """The documents' values of a function (judged on its own inputs: see expect_document_values);
     when they differ, its small example names the mistake it proves."""
     try:
-        expect_document_values(learner, stage, ids, device, target=function)
+        excused = expect_document_values(learner, stage, ids, device, target=function)
     except CheckFailed as failed:
         fail_if_example_fails(failed, lambda: expect_function_example(learner, stage, function))
         raise CheckFailed(
             f"{failed.message}\n{function} gives the right result on a small example: compare your "
             "code with the worked example's steps"
         ) from None
+    if excused:  # the worked examples ran it on another function's wrong results: they prove nothing of it
+        try:
+            expect_function_example(learner, stage, function)
+        except CheckFailed as failed:
+            raise CheckFailed(
+                f"the worked examples run {function} on the results of another function, which are wrong, so "
+                f"{function} is judged on its own small example: {failed.message}",
+                failed.hint,
+                failed.evidence,
+            ) from None
 
 
 def expect_seeded_values_explained(learner, stage: int, ids: list[str], cls: str, args: list, seed: int) -> None:

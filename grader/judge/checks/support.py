@@ -33,21 +33,25 @@ SHOWN_VALUES = 3
 
 def expect_document_values(
     learner: LearnerWorkers, stage: int, ids: list[str], device: str = "cpu", target: str | None = None
-) -> None:
+) -> list[str]:
     """Run each document value's recipe in the learner's worker; fail listing the first mismatches.
 
     With ``target``, the function or class the check judges: a value that is also computed with
     another of the stage's names does not count against the target when a value computed from
     those names without it is wrong too (a wrong attention_scores makes softmax_naive's values
-    wrong). Dropout values are skipped off the CPU: CUDA draws other masks from the same seed.
+    wrong). Such a value proves nothing of the target either way: the ids of those excused are
+    returned, for the caller to judge the target another way. Dropout values are skipped off the
+    CPU: CUDA draws other masks from the same seed.
     """
     values = {v.id: v for v in document_values()}
     chosen = [values[i] for i in ids if device == "cpu" or not values[i].cpu_only]
     results = learner.request(stage, "recipes", names=[value.recipe for value in chosen])
-    problems = []
+    problems, excused = [], []
     for value, result in zip(chosen, results):
         problem = value.check(result)
-        if problem is not None and not (target and _inherited(learner, stage, value, target, device)):
+        if problem is not None and target and _inherited(learner, stage, value, target, device):
+            excused.append(value.id)
+        elif problem is not None:
             problems.append(f"{value.citation}: {problem}")
     if problems:
         more = len(problems) - SHOWN_VALUES
@@ -56,6 +60,7 @@ def expect_document_values(
             + "\n".join(problems[:SHOWN_VALUES])
             + (f"\n(and {more} more value{'s' if more > 1 else ''} of the worked examples)" if more > 0 else "")
         )
+    return excused
 
 
 def _inherited(learner: LearnerWorkers, stage: int, value, target: str, device: str) -> bool:

@@ -1,0 +1,87 @@
+"""Code that computes nothing right earns nothing for how it computes it (grader/judge/voiding.py).
+
+A property, structure, shortcut or priced note check judges how a function computes; it earns points only
+beside a right result of that function. The worked examples run a function on an earlier function's
+results: where those are wrong, the function is judged on its own small example instead of passing."""
+
+from pathlib import Path
+
+import pytest
+
+from grader.core.report import CheckResult, Status
+from grader.judge.voiding import void_without_results
+from tests.grading import grade, learner_copy
+
+ZEROS = Path(__file__).with_name("credit") / "zeros"  # every function returns zeros of the right shape
+
+
+def result(
+    id: str, status: Status, visibility: str = "hidden", target: str | None = "f", score: float = 2
+) -> CheckResult:
+    passed = status == Status.PASSED
+    return CheckResult(1, id, visibility, target, status, score if passed else 0, score, "", None, None, "")
+
+
+def test_a_skeleton_of_zeros_earns_nothing_and_says_why(tmp_path):
+    submission = tmp_path / "zeros"
+    submission.mkdir()
+    for file in ZEROS.glob("*.py"):
+        (submission / file.name).write_text(file.read_text())
+    _, report = grade(submission)
+    assert report["score"] == 0, [(c["id"], c["score"]) for s in report["stages"] for c in s["checks"] if c["score"]]
+    voided = [c for s in report["stages"] for c in s["checks"] if c["hint"] == "results-first"]
+    # the checks that passed on their own: its parameters are the book's, its shapes right, no shortcut taken
+    assert {c["id"].split(".")[0] for c in voided} >= {"structure", "shortcut", "property"}
+    assert all(c["message"].startswith("no credit: ") for c in voided if c["visibility"] == "visible")
+
+
+def test_a_right_function_after_a_wrong_one_is_judged_on_its_own_example(tmp_path):
+    """attention_scores returns zeros: the worked example's softmax_naive values (taken from its scores) are
+    wrong, and softmax_naive is judged on its own example, where it is right and earns its document check."""
+    submission = learner_copy(tmp_path / "first-wrong", stages=[1])
+    path = submission / "stage1_softmax.py"
+    text = path.read_text().replace("    return inputs @ query", "    return torch.zeros(inputs.shape[0])  #", 1)
+    path.write_text(text)
+    _, report = grade(submission, "--stage", "1")
+    checks = {c["id"]: c for c in report["stages"][0]["checks"]}
+    assert checks["document.attention_scores"]["status"] == "failed"
+    assert checks["document.softmax_naive"]["status"] == "passed"
+
+
+@pytest.mark.parametrize(
+    ("results", "voided"),
+    [
+        ([result("random.f", Status.FAILED), result("document.f", Status.FAILED, "visible")], True),
+        ([result("random.f", Status.PASSED), result("document.f", Status.FAILED, "visible")], False),
+        ([result("random.g", Status.FAILED, target="g")], False),  # another function's results
+        ([], False),  # nothing to judge it by
+    ],
+)
+def test_a_check_of_how_earns_nothing_when_every_result_of_its_function_failed(results, voided):
+    how = result("structure.f", Status.PASSED)
+    void_without_results([*results, how])
+    assert (how.score == 0 and how.status == Status.FAILED and how.hint == "results-first") == voided
+    assert how.score == (0 if voided else 2)
+
+
+def test_a_visible_check_looks_at_the_visible_results_alone():
+    """Students read visible checks before the hidden ones are published: a hidden result must not move one."""
+    visible_how = result("note.priced", Status.PASSED, "visible")
+    hidden_how = result("property.f", Status.PASSED)
+    checks = [
+        result("document.f", Status.PASSED, "visible"),
+        result("random.f", Status.FAILED),
+        visible_how,
+        hidden_how,
+    ]
+    void_without_results(checks)
+    assert visible_how.score == 2 and hidden_how.score == 2  # a visible result passed: both keep their points
+    only_hidden_failed = [result("random.f", Status.FAILED), visible_how]
+    void_without_results(only_hidden_failed)
+    assert visible_how.score == 2  # no visible result to judge it by
+
+
+def test_a_stage_wide_check_goes_with_the_stages_results():
+    stage_wide = result("property.inputs_kept", Status.PASSED, target=None)
+    void_without_results([result("random.f", Status.FAILED), result("random.g", Status.FAILED, target="g"), stage_wide])
+    assert stage_wide.score == 0 and "this stage's code" in stage_wide.message
