@@ -64,24 +64,70 @@ def test_a_check_of_how_earns_nothing_when_every_result_of_its_function_failed(r
     assert how.score == (0 if voided else 2)
 
 
-def test_a_visible_check_looks_at_the_visible_results_alone():
-    """Students read visible checks before the hidden ones are published: a hidden result must not move one."""
+def test_a_visible_check_rests_on_visible_results_and_a_hidden_one_on_the_judges_own_inputs():
+    """Students read visible checks before the hidden ones are published, so a hidden result must not move
+    one; and the book's printed values can be held as a table, so a hidden check needs a right result on
+    inputs the judge drew (random) to earn its points."""
     visible_how = result("note.priced", Status.PASSED, "visible")
     hidden_how = result("property.f", Status.PASSED)
-    checks = [
-        result("document.f", Status.PASSED, "visible"),
-        result("random.f", Status.FAILED),
-        visible_how,
-        hidden_how,
-    ]
-    void_without_results(checks)
-    assert visible_how.score == 2 and hidden_how.score == 2  # a visible result passed: both keep their points
-    only_hidden_failed = [result("random.f", Status.FAILED), visible_how]
-    void_without_results(only_hidden_failed)
-    assert visible_how.score == 2  # no visible result to judge it by
+    table = [result("document.f", Status.PASSED, "visible"), result("random.f", Status.FAILED), visible_how, hidden_how]
+    void_without_results(table)
+    assert visible_how.score == 2 and hidden_how.score == 0
+    computed = result("property.f", Status.PASSED)
+    void_without_results([result("document.f", Status.FAILED, "visible"), result("random.f", Status.PASSED), computed])
+    assert computed.score == 2
 
 
 def test_a_stage_wide_check_goes_with_the_stages_results():
     stage_wide = result("property.inputs_kept", Status.PASSED, target=None)
     void_without_results([result("random.f", Status.FAILED), result("random.g", Status.FAILED, target="g"), stage_wide])
     assert stage_wide.score == 0 and "this stage's code" in stage_wide.message
+
+
+def lookup_table_stage1() -> str:
+    """Stage 1 as a table of the book's values: each function answers the worked example's inputs with the
+    printed result, and anything else with zeros. It computes nothing."""
+    import torch
+
+    from grader.runner.document_examples import journey
+    from solutions import stage1_softmax as book
+
+    inputs = journey(torch.device("cpu"))
+    table = []
+    for row in range(len(inputs)):
+        scores = book.attention_scores(inputs, inputs[row])
+        weights = book.softmax_naive(scores)
+        table += [("attention_scores", [inputs, inputs[row]], scores), ("softmax_naive", [scores], weights)]
+        table += [("context_vector", [inputs, weights], book.context_vector(inputs, weights))]
+    table.append(("simple_self_attention", [inputs], book.simple_self_attention(inputs)))
+    entries = ",\n".join(
+        f"    ({name!r}, {[a.tolist() for a in args]!r}, {out.tolist()!r})" for name, args, out in table
+    )
+    functions = "".join(
+        f"def {name}(*args):\n    return _look_up({name!r}, args, {shape})\n\n\n"
+        for name, shape in [
+            ("attention_scores", "args[0].shape[:1]"),
+            ("softmax_naive", "args[0].shape"),
+            ("context_vector", "args[0].shape[1:]"),
+            ("simple_self_attention", "args[0].shape"),
+        ]
+    )
+    return (
+        "import torch\n\nTABLE = [\n" + entries + ",\n]\n\n\n"
+        "def _look_up(name, args, shape):\n"
+        "    for function, known, out in TABLE:\n"
+        "        if function == name and all(torch.is_tensor(a) and a.shape == torch.Size(torch.tensor(k).shape)\n"
+        "                                    and torch.allclose(a, torch.tensor(k), atol=1e-4) for a, k in zip(args, known)):\n"
+        "            return torch.tensor(out)\n"
+        "    return torch.zeros(shape)\n\n\n" + functions
+    )
+
+
+def test_a_table_of_the_books_values_earns_no_hidden_point(tmp_path):
+    submission = tmp_path / "table"
+    submission.mkdir()
+    (submission / "stage1_softmax.py").write_text(lookup_table_stage1())
+    _, report = grade(submission, "--stage", "1")
+    checks = report["stages"][0]["checks"]
+    assert sum(c["score"] for c in checks if c["visibility"] == "visible") > 0  # the table does answer the book
+    assert [(c["id"], c["score"]) for c in checks if c["visibility"] != "visible" and c["score"]] == []

@@ -36,6 +36,9 @@ def void_shortcut_targets(checks: list[CheckResult]) -> None:
 # book's advice), never what: it earns points only beside a right result of the same function.
 JUDGES_HOW = ("property", "structure", "shortcut", "note")
 JUDGES_WHAT = ("document", "example", "random")
+# The results no learner can know in advance: inputs drawn by the judge. The worked examples' values are
+# printed in the book, so code can hold them as a table without computing anything.
+UNFORESEEN = ("random",)
 NOTHING_RIGHT = (
     "no credit: {target} gives a wrong result in every check of its results ({checks}); a {kind} check "
     "earns points only for code whose results are right"
@@ -44,20 +47,24 @@ NOTHING_RIGHT = (
 
 def void_without_results(checks: list[CheckResult]) -> None:
     """Code that computes nothing right earns nothing for how it computes it: a property, structure,
-    shortcut or priced note check of a function whose own result checks all failed scores 0 (a check
-    without a target goes with the stage's result checks). A visible check looks at the visible result
-    checks alone: students read it before the hidden ones are published, and it must not move with them."""
+    shortcut or priced note check scores 0 when every result check it rests on failed. A check without a
+    target rests on the stage's result checks. A hidden check rests on the results on the judge's own
+    inputs (random), where the function has them, so that a table of the book's printed values earns no
+    hidden point; a visible check rests on the visible results alone, since students read it before the
+    hidden ones are published and it must not move with them."""
     for check in checks:
         kind = check.id.split(".", 1)[0]
         if kind not in JUDGES_HOW or not check.score:
             continue
-        results = [
+        own = [
             c
             for c in checks
-            if c.id.split(".", 1)[0] in JUDGES_WHAT
-            and (check.target is None or c.target == check.target)
-            and (c.visibility == "visible" or check.visibility != "visible")
+            if c.id.split(".", 1)[0] in JUDGES_WHAT and (check.target is None or c.target == check.target)
         ]
+        if check.visibility == "visible":
+            results = [c for c in own if c.visibility == "visible"]
+        else:
+            results = [c for c in own if c.id.split(".", 1)[0] in UNFORESEEN] or own
         if results and not any(c.status == Status.PASSED for c in results):
             check.score, check.status, check.hint = 0, Status.FAILED, "results-first"
             check.message = NOTHING_RIGHT.format(
