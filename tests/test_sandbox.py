@@ -35,7 +35,7 @@ def _try(name, action):
         _seen[name] = type(error).__name__
 _try("read_solutions", lambda: open(REPO + "/solutions/stage1_softmax.py").read())
 _try("read_checks", lambda: os.listdir(REPO + "/grader/judge/checks"))
-_try("read_document_values", lambda: open(REPO + "/grader/document_values.toml").read())
+_try("read_document_values", lambda: open(REPO + "/grader/judge/document_values.toml").read())
 _try("write_repository", lambda: open(REPO + "/written.txt", "w").write("x"))
 _try("write_system", lambda: open("/usr/written.txt", "w").write("x"))
 _try("write_submission", lambda: open("/grading/submission/written.txt", "w").write("x"))
@@ -94,6 +94,35 @@ def test_scratch_is_emptied_between_students(tmp_path, sandbox):
     (reader / STAGE1).write_text("import json, os\nraise RuntimeError(json.dumps({'seen': os.listdir('.')}))\n")
     import_report(sandbox, writer)
     assert import_report(sandbox, reader) == {"seen": []}
+
+
+# Files carrying 64 KiB user.* extended attributes, in the scratch folder and /dev/shm, until the kernel
+# refuses: the values sit in kernel memory that no size= or per-process limit counts.
+XATTR_FLOOD = """
+import json, os
+CAP = 64 * 1024 * 1024  # far beyond the bound: without one, the flood stops here
+held = {}
+for folder in (".", "/dev/shm"):
+    held[folder] = 0
+    try:
+        for n in range(CAP // 65536):
+            path = os.path.join(folder, f"x{n}")
+            open(path, "w").close()
+            os.setxattr(path, "user.fill", b"x" * 65536)
+            held[folder] += 65536
+    except OSError:
+        pass
+raise RuntimeError(json.dumps(held))
+"""
+
+
+@needs_bubblewrap
+def test_extended_attributes_cannot_fill_the_kernels_memory(tmp_path, sandbox):
+    (tmp_path / STAGE1).write_text(XATTR_FLOOD)
+    held = import_report(sandbox, tmp_path)
+    assert set(held) == {".", "/dev/shm"}
+    assert all(value <= 8 * 1024 * 1024 for value in held.values()), held  # 4096 inodes of 1 KiB each
+    assert sandbox.alive
 
 
 @pytest.fixture(scope="module")

@@ -39,6 +39,9 @@ CLONE_NEWPID, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNS = 0x20000000, 0x08000000,
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT = 1, 2, 4, 32
 SUBMISSION_BYTES = 16 * 1024**2
 SHARED_MEMORY = Path("/dev/shm")
+# Files in a student's scratch or /dev/shm (a few are ever used): each costs 1 KiB of the kernel's memory,
+# which their extended attributes share, so 4096 bound both to 4 MiB a folder.
+SCRATCH_INODES = 4096
 _libc = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
 
 
@@ -312,9 +315,12 @@ def _private_mounts(zygote: Zygote) -> bool:
         return False
     try:
         _mount(None, Path("/"), None, MS_REC | MS_PRIVATE, None)
-        _mount("tmpfs", zygote.scratch, "tmpfs", MS_NOSUID | MS_NODEV, f"size={zygote.scratch_bytes},mode=1777")
+        # nr_inodes bounds what no size= counts: the files themselves, and their extended attributes, which
+        # the kernel keeps in its own memory and charges to the same budget
+        scratch = f"size={zygote.scratch_bytes},nr_inodes={SCRATCH_INODES},mode=1777"
+        _mount("tmpfs", zygote.scratch, "tmpfs", MS_NOSUID | MS_NODEV, scratch)
         if SHARED_MEMORY.is_dir():
-            _mount("tmpfs", SHARED_MEMORY, "tmpfs", MS_NOSUID | MS_NODEV, f"size={zygote.scratch_bytes},mode=1777")
+            _mount("tmpfs", SHARED_MEMORY, "tmpfs", MS_NOSUID | MS_NODEV, scratch)
         # Bound onto themselves with what is mounted below them (/dev/null…), then made read-only.
         for folder in (zygote.submission, *([Path("/dev")] if zygote.sandboxed else [])):
             _mount(str(folder), folder, None, MS_BIND | MS_REC, None)
