@@ -77,8 +77,9 @@ class _StudentLoop:
             grading = self.grading
             stages = list(grading.options.stages)
             for stage in stages:
-                void_shortcut_targets([result for result in grading.results if result.stage == stage])
-                void_without_results([result for result in grading.results if result.stage == stage])
+                own = [result for result in grading.results if result.stage == stage]
+                void_shortcut_targets(own)
+                void_without_results(own)
             self.deliver(
                 build(
                     grading.results,
