@@ -11,20 +11,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from tests.benchmarks.bench_batch import CLASS_SIZE, LANES, make_class
+from tests.benchmarks.bench_batch import CLASS_SIZE, LANES, make_class, time_batch
 
 REPO = Path(__file__).resolve().parents[2]
 ROUNDS = 5
-
-
-def grade(tree: Path, submissions: Path, out: Path) -> float:
-    started = time.perf_counter()
-    command = [sys.executable, "-m", "grader", "batch", str(submissions), "--out", str(out), "--workers", str(LANES)]
-    subprocess.run(command, cwd=tree, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - started
 
 
 def main() -> None:
@@ -43,7 +35,7 @@ def main() -> None:
             times: dict[str, list[float]] = {name: [] for name in trees}
             for n in range(ROUNDS):
                 for index, (name, tree) in enumerate(trees.items()):
-                    times[name].append(grade(tree, submissions, root / f"out-{index}-{n}"))
+                    times[name].append(time_batch(submissions, root / f"out-{index}-{n}", tree))
             medians = {name: statistics.median(seconds) for name, seconds in times.items()}
             for name, seconds in times.items():
                 print(

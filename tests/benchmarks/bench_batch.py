@@ -57,11 +57,12 @@ def make_class(root: Path) -> Path:
     return submissions
 
 
-def time_batch(submissions: Path, out: Path) -> float:
+def time_batch(submissions: Path, out: Path, tree: Path = REPO) -> float:
+    """Seconds `python -m grader batch` takes, with the grader of ``tree`` (a checkout of this repository)."""
     started = time.perf_counter()
     subprocess.run(
         [sys.executable, "-m", "grader", "batch", str(submissions), "--out", str(out), "--workers", str(LANES)],
-        cwd=REPO,
+        cwd=tree,
         check=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
