@@ -73,6 +73,8 @@ SOFTMAX_OUT_OF_SIGHT = {
 MODES_OFF_BY_BUILT_NAMES = {
     "what": "MultiHeadAttention switches the modes off by names it builds at run time",
     "stage": 5,
+    # the modes off hide the call, but torch's attention is switched off where the shortcut check runs it
+    "hint": "banned-api",
     "voided": ".MultiHeadAttention",
     "file": "stage5_multihead_attention.py",
     "find": MODES_SWITCHED_OFF["find"],
@@ -88,4 +90,63 @@ MODES_OFF_BY_BUILT_NAMES = {
         context = context.transpose(1, 2)""",
 }
 
-ATTACKS = [CLEARED_RECORD, MODES_SWITCHED_OFF, FORGED_V2_RECORD, SOFTMAX_OUT_OF_SIGHT, MODES_OFF_BY_BUILT_NAMES]
+# A helper, appended after the function it serves, that rewrites every set in its callers' frames (the
+# recorder's among them) to show ``shown``, by names built at run time: Python folds "a" + "b" into one
+# constant, which the judge reads; a join it cannot.
+FORGE_RECORD = """
+
+
+def _forge_record(shown):
+    import sys
+    join = "".join
+    frame = getattr(sys, join(["_get", "frame"]))(2)
+    while frame is not None:
+        for value in list(getattr(frame, join(["f_", "locals"])).values()):
+            if isinstance(value, set):
+                value.clear()
+                value.update(shown)
+        frame = getattr(frame, join(["f_", "back"]))"""
+
+# What learner code in the worker can do to anything the worker reports, spelled so that the file names
+# none of it: torch.softmax called, then the record rewritten to show the work by hand. Only the answer
+# given where torch's softmax is switched off (grader.runner.routes) tells.
+FORGED_RECORD_BY_BUILT_NAMES = {
+    "what": "softmax_naive calls torch.softmax and forges the record, all by names built at run time",
+    "stage": 1,
+    "voided": ".softmax_naive",
+    "hint": "banned-api",
+    "file": "stage1_softmax.py",
+    "find": SOFTMAX_NAIVE_BODY,
+    "replace": """    weights = getattr(torch, "".join(["soft", "max"]))(x, dim=0)
+    _forge_record({"exp", "sum", "div"})
+    return weights"""
+    + FORGE_RECORD,
+}
+
+# Fits v1 to v2's outputs with a least-squares solver named at run time, and forges the record too.
+FITTED_BY_BUILT_NAMES = {
+    "what": "transfer_weights_v2_to_v1 fits the weights with a solver named at run time",
+    "stage": 3,
+    "voided": "",
+    "hint": "banned-api",
+    "file": "stage3_weight_transfer.py",
+    "find": """            matrix.copy_(linear.weight.T)  # (d_out, d_in) -> (d_in, d_out)
+    return sa_v1""",
+    "replace": """            inputs = torch.eye(matrix.shape[0])
+            matrix.copy_(getattr(torch.linalg, "".join(["l", "st", "sq"]))(inputs, linear(inputs)).solution)
+    _forge_record({"copy_", "t"})
+    return sa_v1"""
+    + FORGE_RECORD,
+}
+
+# Those whose file spells none of what they reach: the source scan cannot tell, the routes switched off do.
+BUILT_NAMES = [MODES_OFF_BY_BUILT_NAMES, FORGED_RECORD_BY_BUILT_NAMES, FITTED_BY_BUILT_NAMES]
+ATTACKS = [
+    CLEARED_RECORD,
+    MODES_SWITCHED_OFF,
+    FORGED_V2_RECORD,
+    SOFTMAX_OUT_OF_SIGHT,
+    MODES_OFF_BY_BUILT_NAMES,
+    FORGED_RECORD_BY_BUILT_NAMES,
+    FITTED_BY_BUILT_NAMES,
+]

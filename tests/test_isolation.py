@@ -89,6 +89,23 @@ for command in (fcntl.F_SETOWN, 10, 15):  # F_SETSIG, F_SETOWN_EX: the kernel si
     os.close(r), os.close(w)
 for path in ("/grading/submission/leak", "/dev/leak", "/tmp/leak", "/var/tmp/leak", "/leak"):  # /dev/shm: the student's own
     attempt(f"write {path}", lambda: open(path, "w").write("x") and None)
+# Re-plumbing the channel to the judge: a pair to relay through, or another descriptor in its place.
+import stat
+attempt("socketpair", lambda: [end.close() for end in socket.socketpair()] and None)
+def is_socket(fd):
+    try:
+        return stat.S_ISSOCK(os.fstat(fd).st_mode)
+    except OSError:
+        return False
+
+spare = os.open("/dev/null", os.O_RDONLY)
+for channel in [fd for fd in range(3, 1024) if is_socket(fd)]:
+    attempt("dup2 onto the channel", lambda: os.dup2(spare, channel))
+    attempt("dup3 onto the channel", lambda: need(syscall(292, spare, channel, 0)))
+    attempt("close_range over the channel", lambda: need(syscall(436, channel, channel, 4)))  # CLOSE_RANGE_CLOEXEC
+    attempt("close_range from below it", lambda: need(syscall(436, min(spare, channel), 0xFFFFFFFF, 4)))
+    attempt("close the channel", lambda: need(libc.close(channel)))  # had it worked, no report would arrive
+os.close(spare)
 for fd in range(3, 1024):
     try:
         os.fstat(fd)

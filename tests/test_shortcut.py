@@ -50,15 +50,17 @@ def test_without_a_copy_of_the_file_the_other_lines_judge_alone():
         (SOFTMAX_BY_HAND, ["_softmax", "softmax"], True, "banned-api"),
         (SOFTMAX_BY_HAND, [], True, "recorder-tampered"),  # a right softmax, and no exponential seen
         (SOFTMAX_BY_HAND, ["tolist", "tensor"], True, "recorder-tampered"),  # math.exp on single numbers
-        (SOFTMAX_BY_HAND, ["div", "sum"], False, None),  # x / x.sum(): a mistake of its own, not hiding
-        (SOFTMAX_BY_HAND, [], False, None),
+        # x / x.sum(): no shortcut, and no right answer to credit (the judge's, not the worker's, verdict)
+        (SOFTMAX_BY_HAND, ["div", "sum"], False, "results-first"),
+        (SOFTMAX_BY_HAND, [], False, "results-first"),
         (ATTENTION_BY_HAND, ["linear", "matmul", "softmax"], True, None),
         (ATTENTION_BY_HAND, ["linear", "addmm", "view", "transpose"], True, "recorder-tampered"),
         (ATTENTION_BY_HAND, ["scaled_dot_product_attention"], True, "banned-api"),
         (TRANSFER_BY_COPY, ["copy_", "permute"], True, None),
         (TRANSFER_BY_COPY, ["linalg_lstsq"], True, "banned-api"),
         (TRANSFER_BY_COPY, [], True, "recorder-tampered"),
-        (TRANSFER_BY_COPY, [], False, None),
+        (TRANSFER_BY_COPY, [], False, "results-first"),
+        (TRANSFER_BY_COPY, ["linalg_lstsq"], False, "banned-api"),
     ],
 )
 def test_what_the_recorder_saw_and_did_not_see(shortcut, ops, right, hint):

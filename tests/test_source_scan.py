@@ -9,7 +9,7 @@ from grader.judge.checks.shortcut import ATTENTION_BY_HAND, SOFTMAX_BY_HAND, TRA
 from grader.judge.source_scan import MODULE_LEVEL, SourceScan
 from tests.grading import ALTERNATIVES, BONUS_ON, MUTANTS, batch, learner_copy
 from tests.mutation import truthful
-from tests.tampering import ATTACKS, MODES_OFF_BY_BUILT_NAMES
+from tests.tampering import ATTACKS, BUILT_NAMES
 
 # The functions the shortcut checks watch, stage by stage, and the shortcut each must not take.
 WATCHED = {
@@ -227,9 +227,7 @@ def test_a_mutant_is_found_only_when_it_takes_a_shortcut_or_hides(mutant, tmp_pa
     assert bool(scan.tampering) == ("recorder-tampered" in truthful(mutant))
 
 
-@pytest.mark.parametrize(
-    "attack", [a for a in ATTACKS if a is not MODES_OFF_BY_BUILT_NAMES], ids=lambda attack: attack["what"]
-)
+@pytest.mark.parametrize("attack", [a for a in ATTACKS if a not in BUILT_NAMES], ids=lambda attack: attack["what"])
 def test_every_attack_that_spells_its_names_is_found(attack, tmp_path):
     assert stage_file(tmp_path, attack["stage"], attack).tampering
 
@@ -247,3 +245,10 @@ def test_right_answers_written_otherwise_score_full_marks(tmp_path):
     rows = (tmp_path / "out" / "grades.csv").read_text().splitlines()[1:]
     assert len(rows) == len(ALTERNATIVES) >= 10
     assert all(row.split(",")[1] == row.split(",")[2] for row in rows), rows
+
+
+@pytest.mark.parametrize("attack", BUILT_NAMES, ids=lambda attack: attack["what"])
+def test_an_attack_by_names_built_at_run_time_shows_the_scan_nothing(attack, tmp_path):
+    # What catches these is the route switched off where the shortcut check runs (tests/test_tampering.py).
+    scan = stage_file(tmp_path, attack["stage"], attack)
+    assert scan.tampering == [] and shortcuts_taken(scan, attack["stage"]) == {}

@@ -17,8 +17,10 @@ def test_hiding_from_the_grader_voids_the_function_that_hides(attack, tmp_path):
     result, report = grade(folder, "--stage", str(stage))
     targeted = [c for c in checks_of(report, stage) if c["id"].endswith(attack["voided"])]
     assert targeted and all(c["score"] == 0 for c in targeted), result.stdout
-    assert {c["hint"] for c in targeted if c["id"].startswith("shortcut.")} == {"recorder-tampered"}, result.stdout
-    assert "the grader could not see the operations" in result.stdout
+    hint = attack.get("hint", "recorder-tampered")
+    assert {c["hint"] for c in targeted if c["id"].startswith("shortcut.")} == {hint}, result.stdout
+    told = "which this check switches off" if hint == "banned-api" else "the grader could not see the operations"
+    assert told in result.stdout
     others = [c for c in checks_of(report, stage) if c not in targeted]
     assert all(c["score"] == c["max_score"] for c in others), result.stdout
 

@@ -4,7 +4,10 @@ A classic BPF program over struct seccomp_data {int nr; u32 arch; u64 ip; u64 ar
 A deny-list: what learner code must never do is to make processes (threads stay allowed: torch
 needs them; root would ignore RLIMIT_NPROC), reach another process (signals, ptrace, pidfds,
 its memory, its scheduling), or change what the kernel shows every process (namespaces,
-mounts, modules, keys, BPF, io_uring, which runs system calls this filter would not see).
+mounts, modules, keys, BPF, io_uring, which runs system calls this filter would not see), or
+re-plumb its channel to the judge: the descriptor may not be closed, nor another put in its place
+(close, close_range, dup2, dup3 onto its number), and without a GPU no socket or socket pair can be
+made, so no other end exists to relay the judge's requests through.
 """
 
 import ctypes
@@ -161,6 +164,11 @@ _SYSCALLS = {
             "fcntl": 72,
             "ioctl": 16,
             "socket": 41,
+            "socketpair": 53,
+            "close": 3,
+            "close_range": 436,
+            "dup2": 33,
+            "dup3": 292,
         },
     ),
     "aarch64": (
@@ -233,10 +241,14 @@ _SYSCALLS = {
             "fcntl": 25,
             "ioctl": 29,
             "socket": 198,
+            "socketpair": 199,
+            "close": 57,
+            "close_range": 436,
+            "dup3": 24,
         },
     ),
 }
-_LD_W_ABS, _JEQ, _JSET, _JGE, _RET = 0x20, 0x15, 0x45, 0x35, 0x06
+_LD_W_ABS, _JEQ, _JSET, _JGE, _JGT, _RET = 0x20, 0x15, 0x45, 0x35, 0x25, 0x06
 _ALLOW, _ERRNO = 0x7FFF0000, 0x00050000
 _EPERM, _ENOSYS = 1, 38
 _CLONE_THREAD = 0x00010000
@@ -244,11 +256,12 @@ _X32_BIT = 0x40000000
 _ARG0, _ARG1 = 16, 24  # offsets of args[0] and args[1] (their low words on little-endian machines)
 
 
-def forbid_new_processes(own_pid: int, sockets: bool = False) -> bool:
+def forbid_new_processes(own_pid: int, channel: int, sockets: bool = False) -> bool:
     """Install the filter above; False where seccomp is not available (not Linux, an unknown CPU).
 
-    ``sockets``: whether new sockets are allowed (a GPU's driver may want one); a worker's one
-    socket is made before it starts, and without bubblewrap a new one could reach the machine.
+    ``channel``: the descriptor of the socket to the judge, which stays what it is; ``sockets``: whether
+    new sockets and socket pairs are allowed (a GPU's driver may want one); a worker's one socket is made
+    before it starts, and without bubblewrap a new one could reach the machine.
     """
     arch = _SYSCALLS.get(platform.machine())
     if sys.platform != "linux" or arch is None:
@@ -273,7 +286,23 @@ def forbid_new_processes(own_pid: int, sockets: bool = False) -> bool:
         return [step for name in sorted(names) for step in when(name, block_for(name))]
 
     refuse, allow = _ERRNO | _EPERM, _ALLOW
-    denied = (_DENIED | (set() if sockets else {"socket"})) & numbers.keys()
+    denied = (_DENIED | (set() if sockets else {"socket", "socketpair"})) & numbers.keys()
+    channel_kept = [
+        *when("close", on_arg(_ARG0, (channel,), refuse, allow)),
+        *each({"dup2", "dup3"} & numbers.keys(), lambda name: on_arg(_ARG1, (channel,), refuse, allow)),
+        # close_range(first, last, flags) refuses when first <= channel <= last
+        *when(
+            "close_range",
+            [
+                (_LD_W_ABS, 0, 0, _ARG0),
+                (_JGT, 3, 0, channel),
+                (_LD_W_ABS, 0, 0, _ARG1),
+                (_JGE, 0, 1, channel),
+                *ret(refuse),
+                *ret(allow),
+            ],
+        ),
+    ]
     # Instructions run in order; jumps count forward from the next instruction.
     program = [
         (_LD_W_ABS, 0, 0, 4),
@@ -283,6 +312,7 @@ def forbid_new_processes(own_pid: int, sockets: bool = False) -> bool:
         (_JGE, 0, 1, _X32_BIT),
         *ret(refuse),  # A = syscall number; x32: refuse
         *each(denied, lambda name: ret(refuse)),
+        *channel_kept,
         *each(_DENIED_COMMANDS, lambda name: on_arg(_ARG1, _DENIED_COMMANDS[name], refuse, allow)),
         *when("clone3", ret(_ERRNO | _ENOSYS)),  # glibc falls back to clone
         *when("clone", [(_LD_W_ABS, 0, 0, _ARG0), (_JSET, 1, 0, _CLONE_THREAD), *ret(refuse), *ret(allow)]),

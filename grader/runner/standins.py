@@ -96,6 +96,9 @@ class StandInMultiHeadAttention(nn.Module):
         )
 
 
+_attention_off = False  # set once, before learner code loads (install_stand_ins)
+
+
 def stand_in_scaled_dot_product_attention(
     query: torch.Tensor,
     key: torch.Tensor,
@@ -106,7 +109,18 @@ def stand_in_scaled_dot_product_attention(
     scale: float | None = None,
     enable_gqa: bool = False,
 ) -> torch.Tensor:
-    """Stage 6's scaled_dot_product_attention while another stage is graded: torch's own, which it reproduces."""
+    """Stage 6's scaled_dot_product_attention while another stage is graded: torch's own, which it reproduces.
+
+    Where torch's attention is switched off (grader.runner.routes), the kernel torch's own computes with,
+    which is left on for this stand-in to call.
+    """
+    if _attention_off:
+        if attn_mask is not None and attn_mask.dtype == torch.bool:  # as torch's own makes it a bias first
+            attn_mask = torch.zeros_like(attn_mask, dtype=query.dtype).masked_fill(~attn_mask, -torch.inf)
+        output, _ = torch.ops.aten._scaled_dot_product_attention_math(
+            query, key, value, attn_mask, dropout_p, is_causal, None, scale=scale, enable_gqa=enable_gqa
+        )
+        return output
     return F.scaled_dot_product_attention(
         query,
         key,
@@ -136,10 +150,12 @@ def stand_in_names(number: int, stage: dict) -> dict[str, object]:
     }
 
 
-def install_stand_ins(graded_stage: int, stages: dict[int, dict]) -> None:
+def install_stand_ins(graded_stage: int, stages: dict[int, dict], attention_off: bool = False) -> None:
     """Make every stage but ``graded_stage`` importable as stand-ins under the submission package.
     ``stages``: stage -> {"module", "names", "stand_ins"}, as the judge sends them
-    (grader.core.stages.runner_stages)."""
+    (grader.core.stages.runner_stages); ``attention_off``: torch's attention is switched off in this worker."""
+    global _attention_off
+    _attention_off = attention_off
     for number, stage in stages.items():
         if number == graded_stage:
             continue

@@ -14,6 +14,7 @@ from grader.runner.commands import ISOLATION_PROBE, receive_command, send_comman
 from grader.runner.implementation import load_stage
 from grader.runner.probes import PROBES
 from grader.runner.protocol import receive, send
+from grader.runner.routes import SwitchedOff, switch_off
 from grader.runner.standins import install_stand_ins
 
 REACHABLE_SHOWN = 20  # of the files the isolation probe could open, those it names (its answer is one datagram)
@@ -29,6 +30,7 @@ def run(
     uid: int | None,
     landlock: dict | None,
     stages: dict[int, dict],
+    switched_off: dict | None = None,
 ) -> None:
     """Confine this process (grader.runner.confine), say "ready", import the stage, then serve; for the
     stage ISOLATION_PROBE, confine it just the same, then answer which of the paths the judge names it can
@@ -37,7 +39,8 @@ def run(
     ``channel``: the socket the judge made for this worker; ``parent``: the student's first process;
     ``uid``: the one to become (from root), or None; ``landlock``: without bubblewrap, the paths this
     worker keeps ({"readable": [...], "devices": [...]}), or None; ``stages``: every stage's module, public
-    names and stand-ins, as the judge sent them (the registry itself stays out of reach).
+    names and stand-ins, as the judge sent them (the registry itself stays out of reach); ``switched_off``:
+    torch's routes this worker runs without (grader.runner.routes), for a shortcut check.
     """
     confine.die_with_parent(parent)
     confine.close_descriptors(keep=[channel])  # fd 1 and 2 are /dev/null: print at the C level goes nowhere
@@ -59,7 +62,7 @@ def run(
         confine.restrict_files(
             [*map(Path, landlock["readable"]), submission], [scratch], [*map(Path, landlock["devices"])]
         )
-    seccomp.forbid_new_processes(os.getpid(), sockets=device != "cpu")
+    seccomp.forbid_new_processes(os.getpid(), channel, sockets=device != "cpu")
     if stage == ISOLATION_PROBE:  # confined as every worker is, and no learner code will run here
         request, _ = receive_command(sock)
         opened = confine.reachable(request["paths"]) if request else []
@@ -67,7 +70,9 @@ def run(
         return
     # Sent before any learner code runs in this process: the judge times the import from here.
     send(sock, {"ready": True})
-    install_stand_ins(stage, stages)
+    off = SwitchedOff(tuple((switched_off or {}).get("routes", ())), tuple((switched_off or {}).get("kept", ())))
+    install_stand_ins(stage, stages, attention_off="attention" in off.routes)
+    switch_off(off)
     guard = confine.guard_imports()
     capture = PrintCapture(sock)
     capture.start()

@@ -13,9 +13,10 @@ The judge sends commands as datagrams (grader.runner.commands):
 
 The student init is PID 1 of its namespace: when it is killed, the kernel kills everything else
 in the namespace, and the zygote's wait for it returns only after the last one has gone. On its
-channel the judge sends {"fork": stage} with the worker's socket attached (the worker is forked
-with it; nothing else links a worker to the judge, so identity never rests on a worker's word),
-and {"kill": stage}, which ends that worker (the pid recorded here, never one a worker named).
+channel the judge sends {"fork": stage, "worker": n, "switched_off": {...}} with the worker's socket
+attached (the worker is forked with it; nothing else links a worker to the judge, so identity never
+rests on a worker's word), and {"kill": n}, which ends worker n (the pid recorded here, never one a
+worker named).
 
 Neither the zygote nor a student init can be reached from learner code: workers hold no
 descriptor that leads to them, run as another uid where the grader is root, can neither signal
@@ -267,7 +268,7 @@ def _run_student_init(channel: int, parent: Zygote, zygote_is_parent: bool, zygo
         )
         commands = socket.socket(fileno=channel)
         me = os.getpid()
-        workers: dict[int, int] = {}
+        workers: dict[int, int] = {}  # the judge's number for each worker -> its pid
         while True:
             command, fds = receive_command(commands)
             if command is None:
@@ -286,10 +287,11 @@ def _run_student_init(channel: int, parent: Zygote, zygote_is_parent: bool, zygo
                             parent.worker_uid,
                             parent.landlock,
                             parent.stages,
+                            command.get("switched_off") or {},
                         )
                     finally:
                         os._exit(0)
-                workers[int(command["fork"])] = pid
+                workers[int(command["worker"])] = pid
             elif "kill" in command and int(command["kill"]) in workers:
                 try:
                     os.kill(workers.pop(int(command["kill"])), signal.SIGKILL)

@@ -11,13 +11,15 @@ before each answer and is kept in ``printed`` for the report, never for a verdic
 """
 
 import codecs
+import itertools
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from grader.core.stages import STAGE_MODULES
 from grader.runner.commands import send_command
 from grader.runner.protocol import ProtocolError, receive, send
+from grader.runner.routes import SwitchedOff
 from grader.sandbox.printed import PrintedOutput
 from grader.sandbox.zygote import Sandbox, SandboxError
 
@@ -28,6 +30,9 @@ WORKER_READY_SECONDS = 60.0
 # milliseconds, so a function that hangs everywhere costs seconds, not minutes, and a stage's
 # other functions still earn their points.
 REPEAT_HANG_SECONDS = 0.25
+
+
+Worker = tuple[int, SwitchedOff]  # a stage, and the routes its worker runs without
 
 
 LEARNER_FAILURE_KINDS = (
@@ -77,41 +82,48 @@ class LearnerWorkers:
         self.timeout = timeout
         self._files = files
         self._student = sandbox.start_student(files)
-        self._workers: dict[int, socket.socket] = {}  # loaded (or failed to)
-        self._forked: dict[int, socket.socket] = {}  # not yet asked for
+        # A worker is a stage, run with some of torch's routes switched off or none (grader.runner.routes).
+        self._workers: dict[Worker, socket.socket] = {}  # loaded (or failed to)
+        self._forked: dict[Worker, socket.socket] = {}  # not yet asked for
+        self._numbers: dict[Worker, int] = {}  # how the student's first process knows each
+        self._count = itertools.count(1)
         self._hung_stages: set[int] = set()
-        self._hung_at_import: set[int] = set()
+        self._hung_at_import: set[Worker] = set()
         self.printed = PrintedOutput()  # what the current check's calls printed: the plugin resets it
         for stage in stages:
-            self._start(stage)
+            self._start((stage, SwitchedOff()))
 
-    def request(self, stage: int, op: str, timeout: float | None = None, **params) -> object:
-        """Run probe ``op`` in the worker of ``stage``; its result, or LearnerFailure."""
+    def request(
+        self, stage: int, op: str, timeout: float | None = None, switched_off: SwitchedOff = SwitchedOff(), **params
+    ) -> object:
+        """Run probe ``op`` in the worker of ``stage``, one that runs without the routes ``switched_off``
+        if any (grader.runner.routes); its result, or LearnerFailure."""
         limit = timeout or self.timeout
         if stage in self._hung_stages:
             limit = min(limit, REPEAT_HANG_SECONDS)
-        sock = self._worker(stage)
+        worker = (stage, switched_off)
+        sock = self._worker(worker)
         try:
             send(sock, {"op": op, "params": params})
             reply = self._answer(sock, limit)
         except TimeoutError:
-            self._discard(stage)
+            self._discard(worker)
             self._hung_stages.add(stage)
             raise LearnerFailure("timeout", f"your code gave no answer within {limit:g} s") from None
         except ProtocolError as error:
-            self._discard(stage)
+            self._discard(worker)
             raise LearnerFailure(
                 "crash", f"the process running your code sent an answer the grader refuses ({error})"
             ) from None
         except (ConnectionError, OSError):
-            self._discard(stage)
+            self._discard(worker)
             raise LearnerFailure(
                 "crash",
                 "the process running your code stopped without answering "
                 "(os._exit, a segfault or the memory limit can do that)",
             ) from None
         if not isinstance(reply, dict) or not ({"ok", "error"} & reply.keys()):
-            self._discard(stage)
+            self._discard(worker)
             raise LearnerFailure("crash", "the process running your code sent a malformed answer")
         if "error" in reply:
             told = reply["error"] if isinstance(reply["error"], dict) else {}
@@ -171,54 +183,61 @@ class LearnerWorkers:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _worker(self, stage: int) -> socket.socket:
-        return self._workers[stage] if stage in self._workers else self._fork(stage)
+    def _worker(self, worker: "Worker") -> socket.socket:
+        return self._workers[worker] if worker in self._workers else self._fork(worker)
 
-    def _start(self, stage: int) -> None:
-        """Have the student's first process fork the worker of ``stage``, without waiting for it."""
+    def _start(self, worker: "Worker") -> None:
+        """Have the student's first process fork ``worker``, without waiting for it."""
+        stage, switched_off = worker
+        number = self._numbers[worker] = next(self._count)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        command = {"fork": stage, "worker": number, "switched_off": asdict(switched_off)}
         try:
-            send_command(self._student, {"fork": stage}, [theirs.fileno()])
+            send_command(self._student, command, [theirs.fileno()])
         except OSError:
             ours.close()
             raise SandboxError("the grader lost the process that runs your code") from None
         finally:
             theirs.close()
-        self._forked[stage] = ours
+        self._forked[worker] = ours
 
-    def _fork(self, stage: int) -> socket.socket:
+    def _fork(self, worker: "Worker") -> socket.socket:
         """A worker that has imported the stage, or LearnerFailure when importing it crashed or hung."""
-        if stage in self._hung_at_import:
+        if worker in self._hung_at_import:
             raise LearnerFailure("timeout", f"not run: importing your file took longer than {self.timeout:g} s")
-        if stage not in self._forked:
-            self._start(stage)
-        sock = self._workers[stage] = self._forked.pop(stage)
+        if worker not in self._forked:
+            self._start(worker)
+        sock = self._workers[worker] = self._forked.pop(worker)
         try:  # "ready" is sent before any learner code runs there: its absence is the grader's failure
             ready = receive(sock, WORKER_READY_SECONDS)
         except (TimeoutError, ConnectionError, ProtocolError, OSError):
             ready = None
         if ready != {"ready": True}:
-            self._discard(stage)
-            raise SandboxError(f"the grader could not start a process for stage {stage}")
+            self._discard(worker)
+            raise SandboxError(f"the grader could not start a process for stage {worker[0]}")
+        # What a worker with routes switched off prints on import, the stage's own worker printed already.
+        shown, self.printed = self.printed, PrintedOutput() if worker[1] else self.printed
         try:
             self._answer(sock, self.timeout)  # {"loaded": ...}: an import error is answered per request
         except TimeoutError:
-            self._discard(stage)
-            self._hung_at_import.add(stage)
+            self._discard(worker)
+            self._hung_at_import.add(worker)
             raise LearnerFailure("timeout", f"importing your file did not finish within {self.timeout:g} s") from None
         except (ConnectionError, ProtocolError, OSError):
-            self._discard(stage)
+            self._discard(worker)
             raise LearnerFailure(
                 "crash",
                 "the process running your code stopped while importing your file "
                 "(os._exit, a segfault or the memory limit can do that)",
             ) from None
+        finally:
+            self.printed = shown
         return sock
 
-    def _discard(self, stage: int) -> None:
+    def _discard(self, worker: "Worker") -> None:
         """Close the worker's socket and have the student's first process kill it (by the pid it keeps)."""
-        self._workers.pop(stage).close()
+        self._workers.pop(worker).close()
         try:
-            send_command(self._student, {"kill": stage})
+            send_command(self._student, {"kill": self._numbers[worker]})
         except OSError:
             pass  # the student's processes are gone already

@@ -154,7 +154,7 @@ class Sandbox:
         student = self._start_student({})
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            send_command(student, {"fork": ISOLATION_PROBE}, [theirs.fileno()])
+            send_command(student, {"fork": ISOLATION_PROBE, "worker": 0}, [theirs.fileno()])
             theirs.close()
             send_command(ours, {"paths": paths})
             ours.settimeout(PROBE_SECONDS)

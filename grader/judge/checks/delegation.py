@@ -21,11 +21,13 @@ from grader.judge.checks.shortcut import (
     Shortcut,
     expect_not_spelled,
     expect_work_recorded,
+    switched_off_reply,
 )
 from grader.judge.checks.support import CheckFailed, build, parameters_only, reference_output, reference_state
 from grader.judge.source_scan import Use, scan_source
 from grader.judge.verdict import agrees
 from grader.runner.implementation import SUBMISSION_PACKAGE, Implementation
+from grader.runner.routes import STAND_IN_KERNEL, SwitchedOff
 from grader.runner.shortcuts import ATTENTION
 from grader.sandbox.workers import LearnerWorkers
 
@@ -134,7 +136,11 @@ def expect_attention_by_hand_or_delegated(
     """
     shortcut = delegated_shortcut(sources, stage, cls)
     state = parameters_only(reference_state(reference.name(cls), args, SHORTCUT_SEED))
-    reply = build(learner, stage, cls, args, state=state, inputs=[x], record=True)
+    reply = switched_off_reply(
+        shortcut,
+        f"{cls}.forward",
+        lambda off: build(learner, stage, cls, args, state=state, inputs=[x], record=True, switched_off=off),
+    )
     right = not reply["rejected"] and agrees(reply["outputs"][0], reference_output(reference.name(cls), args, state, x))
     expect_work_recorded(reply["ops"], shortcut, right, f"{cls}.forward")
     return reply
@@ -167,5 +173,9 @@ def delegated_shortcut(sources: dict[int, bytes | None], stage: int, cls: str) -
             recorded=ATTENTION_BY_HAND.recorded - SDPA_OPS,
             work=ATTENTION_BY_HAND.work | SDPA_OPS,
             work_in_words="softmax, exponential or call of your stage 6 function",
+            # the stand-in of stage 6 computes with this kernel: what calling torch's own would gain, the
+            # import of stage 6 gives already
+            switched_off=SwitchedOff(ATTENTION_BY_HAND.switched_off.routes, kept=(STAND_IN_KERNEL,)),
+            switched_off_in_words="torch's attention (but for your stage 6 function)",
         )
     return shortcut

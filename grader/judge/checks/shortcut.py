@@ -1,4 +1,8 @@
-"""Whether a function takes a torch shortcut around what its exercise builds by hand: three lines of evidence.
+"""Whether a function takes a torch shortcut around what its exercise builds by hand.
+
+What grants the check: the function gives the right answer, as the judge computes it, in a worker
+where torch's own route is switched off before the learner's file loads (grader.runner.routes).
+Nothing the worker says about itself can stand in for that answer. What vetoes it:
 
 1. The stage file as the judge staged it (grader.judge.source_scan): the names the function and the
    helpers it refers to spell, and any reach into what the grader records, anywhere in the file.
@@ -7,11 +11,11 @@
    recorder the work every right answer does (an exponential, for a softmax) ran where the
    recorder could not see it.
 
-Learner code runs beside the recorder and can switch it off or rewrite what it saw, so the
-second line alone proves nothing; the first and third do not take the worker's word.
+Learner code runs beside the recorder and can switch it off or rewrite what it saw: the second and
+third lines may only take credit away.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -21,8 +25,9 @@ from grader.judge.checks.support import CheckFailed, build, parameters_only, ref
 from grader.judge.source_scan import MODULE_LEVEL, Use, scan_source
 from grader.judge.verdict import agrees
 from grader.runner.implementation import Implementation
+from grader.runner.routes import RouteSwitchedOff, SwitchedOff
 from grader.runner.shortcuts import ATTENTION, SOFTMAX
-from grader.sandbox.workers import LearnerWorkers
+from grader.sandbox.workers import LearnerFailure, LearnerWorkers
 
 # Every exponential a softmax written by hand may run, as the recorder names it (function and aten names).
 EXPONENTIALS = frozenset(
@@ -77,6 +82,8 @@ class Shortcut:
     why: str  # why the route earns nothing, in the learner's words
     work: frozenset[str] | None  # operations, one of which every right answer runs; None: any operation at all
     work_in_words: str
+    switched_off: SwitchedOff  # what the check's worker runs without
+    switched_off_in_words: str
 
 
 SOFTMAX_BY_HAND = Shortcut(
@@ -85,6 +92,9 @@ SOFTMAX_BY_HAND = Shortcut(
     why="softmax_naive is the softmax written by hand",
     work=EXPONENTIALS,
     work_in_words="exponential (torch.exp)",
+    # torch's attention computes a softmax inside (of scores x against a key of ones)
+    switched_off=SwitchedOff(("softmax", "attention")),
+    switched_off_in_words="torch's softmax and attention",
 )
 ATTENTION_BY_HAND = Shortcut(
     recorded=frozenset(ATTENTION),
@@ -92,6 +102,8 @@ ATTENTION_BY_HAND = Shortcut(
     why="the attention is yours to compute",
     work=EXPONENTIALS | SOFTMAX | {"softmin"},
     work_in_words="softmax or exponential",
+    switched_off=SwitchedOff(("attention",)),
+    switched_off_in_words="torch's attention",
 )
 TRANSFER_BY_COPY = Shortcut(
     recorded=SOLVERS | ATTENTION,
@@ -99,6 +111,8 @@ TRANSFER_BY_COPY = Shortcut(
     why="the weights are copied, not fitted",
     work=None,
     work_in_words="operation at all",
+    switched_off=SwitchedOff(("solvers", "attention")),
+    switched_off_in_words="torch's solvers, inverses and attention",
 )
 
 
@@ -135,8 +149,32 @@ def expect_not_spelled(sources: dict[int, bytes | None], stage: int, target: str
         )
 
 
+def switched_off_reply(shortcut: Shortcut, what: str, ask: Callable[[SwitchedOff], dict]) -> dict:
+    """``ask(switched_off)``'s reply: the learner's code run where ``shortcut``'s route is switched off.
+    Code that called the route fails (banned-api), whether the error reached the judge or the probe caught it."""
+    try:
+        reply = ask(shortcut.switched_off)
+    except LearnerFailure as failure:
+        if failure.type == RouteSwitchedOff.__name__:
+            raise _called_route(shortcut, what, failure.message) from None
+        raise
+    caught = [reply.get("raised"), *(step.get("raised") for step in reply.get("steps") or [])]
+    for raised in caught:
+        if raised and raised[0] == RouteSwitchedOff.__name__:
+            raise _called_route(shortcut, what, raised[1])
+    return reply
+
+
+def _called_route(shortcut: Shortcut, what: str, message: str) -> CheckFailed:
+    called = message.partition(" is switched off")[0]
+    return CheckFailed(
+        f"{what} calls torch's own {called}, which this check switches off: {shortcut.why}", "banned-api"
+    )
+
+
 def expect_work_recorded(ops: Sequence[str], shortcut: Shortcut, right: bool, what: str) -> None:
-    """Fail when the recorder saw the shortcut, or saw none of the work behind an answer that is ``right``."""
+    """Fail unless the answer, given with ``shortcut``'s route switched off, is ``right``; fail when the
+    recorder saw the shortcut, or saw none of the work behind a right answer."""
     used = sorted(set(ops) & shortcut.recorded)
     if used:
         raise CheckFailed(f"{what} reaches torch's own {', '.join(used)}: {shortcut.why}", "banned-api")
@@ -147,6 +185,12 @@ def expect_work_recorded(ops: Sequence[str], shortcut: Shortcut, right: bool, wh
             f"saw no {shortcut.work_in_words}). Switching off PyTorch's function or dispatch modes is "
             "not allowed; compute with PyTorch's own operations on the tensors",
             "recorder-tampered",
+        )
+    if not right:
+        raise CheckFailed(
+            f"{what} gave no right answer here, with {shortcut.switched_off_in_words} switched off: this check "
+            "credits a right answer computed by hand",
+            "results-first",
         )
 
 
@@ -165,7 +209,11 @@ def expect_attention_by_hand(
     """
     expect_not_spelled(sources, stage, cls, ATTENTION_BY_HAND)
     state = parameters_only(reference_state(reference.name(cls), args, SHORTCUT_SEED))
-    reply = build(learner, stage, cls, args, state=state, inputs=[x], record=True)
+    reply = switched_off_reply(
+        ATTENTION_BY_HAND,
+        f"{cls}.forward",
+        lambda off: build(learner, stage, cls, args, state=state, inputs=[x], record=True, switched_off=off),
+    )
     right = not reply["rejected"] and agrees(reply["outputs"][0], reference_output(reference.name(cls), args, state, x))
     expect_work_recorded(reply["ops"], ATTENTION_BY_HAND, right, f"{cls}.forward")
     return reply

@@ -9,7 +9,7 @@ records beside it), and so is what v1's weights compute, with torch's own attent
 import torch
 
 from grader.judge.checks import documented
-from grader.judge.checks.shortcut import TRANSFER_BY_COPY, expect_not_spelled, expect_work_recorded
+from grader.judge.checks.shortcut import TRANSFER_BY_COPY, expect_not_spelled, expect_work_recorded, switched_off_reply
 from grader.judge.checks.support import CheckFailed, check, expect_close
 from grader.judge.document_values import document_values
 from grader.judge.tensor_diff import describe_value
@@ -24,8 +24,11 @@ SHAPES = [(3, 2), (4, 4), (2, 5), (6, 3)]  # (d_in, d_out): the book's, square, 
 
 def transfer(learner, d_in: int, d_out: int, seed: int, **options) -> dict:
     reply = learner.request(STAGE, "transfer", d_in=d_in, d_out=d_out, seed=seed, **options)
-    if options.get("qkv_bias"):
-        return reply
+    return reply if options.get("qkv_bias") else transferred(learner, reply, d_in, d_out, seed)
+
+
+def transferred(learner, reply: dict, d_in: int, d_out: int, seed: int) -> dict:
+    """The reply of a transfer without bias, once it has transferred tensors (else CheckFailed)."""
     if reply["raised"]:
         kind, message = reply["raised"]
         raise CheckFailed(
@@ -181,7 +184,12 @@ def test_bias_is_refused(learner):
 @check("shortcut.transfer", target="transfer_weights_v2_to_v1")
 def test_transfer_copies_rather_than_fits(learner, learner_source):
     expect_not_spelled(learner_source, STAGE, "transfer_weights_v2_to_v1", TRANSFER_BY_COPY)
-    reply = transfer(learner, 3, 2, seed=6000, record=True)
+    reply = switched_off_reply(
+        TRANSFER_BY_COPY,
+        "transfer_weights_v2_to_v1",
+        lambda off: learner.request(STAGE, "transfer", d_in=3, d_out=2, seed=6000, record=True, switched_off=off),
+    )
+    reply = transferred(learner, reply, 3, 2, seed=6000)
     v2 = v2_weights(3, 2, seed=6000)
     right = all(agrees(reply["v1"][name], v2[name].T) for name in NAMES)
     expect_work_recorded(reply["ops"], TRANSFER_BY_COPY, right, "transfer_weights_v2_to_v1")

@@ -11,7 +11,7 @@ import torch
 from grader.judge.checks.documented import DOCUMENTED
 from grader.judge.checks.examples import fail_if_example_fails
 from grader.judge.checks.sdpa_cases import FUNCTION, STAGE, Case, expect_cases, mixed_mask, qkv
-from grader.judge.checks.shortcut import ATTENTION_BY_HAND, expect_not_spelled, expect_work_recorded
+from grader.judge.checks.shortcut import ATTENTION_BY_HAND, expect_not_spelled, expect_work_recorded, switched_off_reply
 from grader.judge.checks.support import (
     CheckFailed,
     call,
@@ -346,7 +346,17 @@ def test_sdpa_is_written_by_hand(learner, learner_source):
     expect_not_spelled(learner_source, STAGE, FUNCTION, ATTENTION_BY_HAND)
     rng = generator(f"shortcut.{FUNCTION}")
     case = Case(*qkv(rng, (2,), 4, 6, 8, 3), {"attn_mask": mixed_mask(rng, (4, 6))})
-    reply = learner.request(
-        STAGE, "call", function=FUNCTION, args=[case.query, case.key, case.value], kwargs=case.options, record=True
+    reply = switched_off_reply(
+        ATTENTION_BY_HAND,
+        FUNCTION,
+        lambda off: learner.request(
+            STAGE,
+            "call",
+            function=FUNCTION,
+            args=[case.query, case.key, case.value],
+            kwargs=case.options,
+            record=True,
+            switched_off=off,
+        ),
     )
     expect_work_recorded(reply["ops"], ATTENTION_BY_HAND, agrees(reply["result"], case.expected()), FUNCTION)

@@ -19,7 +19,7 @@ from grader.judge.checks.delegation import delegated_shortcut
 from grader.judge.checks.examples import fail_if_example_fails
 from grader.judge.checks.kv_cache_held import cached_keys_values, expect_cache, is_none
 from grader.judge.checks.kv_feeding import CLS, STAGE, chunk_steps, expect_cached_example, fed_case, feed, joined
-from grader.judge.checks.shortcut import SHORTCUT_SEED, expect_work_recorded
+from grader.judge.checks.shortcut import SHORTCUT_SEED, expect_work_recorded, switched_off_reply
 from grader.judge.checks.support import (
     CheckFailed,
     agrees,
@@ -362,7 +362,11 @@ def test_shortcut(learner, learner_source, reference):
     args, sizes = [3, 4, 6, 0.0, 2], [3, 2, 1]
     state = parameters_only(reference_state(reference.name(CLS), args, SHORTCUT_SEED))
     x = torch.rand(2, 6, 3, generator=generator("shortcut.MultiHeadAttentionKV"))
-    reply = feed(learner, args, x, chunk_steps(sizes), state, record=True)
+    reply = switched_off_reply(
+        shortcut,
+        f"{CLS}.forward",
+        lambda off: feed(learner, args, x, chunk_steps(sizes), state, record=True, switched_off=off),
+    )
     try:
         output = joined(reply, x, chunk_steps(sizes), args[1], CLS)
     except CheckFailed:
