@@ -21,6 +21,8 @@ import pytest
 from grader.sandbox.zygote import confinement
 from tests.conftest import REPO
 from tests.grading import batch, learner_copy, stage_scores
+from tests.relay import COURSE as RELAY_COURSE
+from tests.relay import relayed
 from tests.tampering import ATTACKS
 
 STAGE1 = "stage1_softmax.py"
@@ -567,3 +569,30 @@ def test_a_judge_killed_while_its_zygote_starts_leaves_no_folder(tmp_path):
     while list(temporary.iterdir()) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert list(temporary.iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def relay_class(tmp_path_factory):
+    """The relay of the security review first, honest students after it, and the same code without the relay."""
+    root = tmp_path_factory.mktemp("relay")
+    submissions = root / "class"
+    relayed(submissions / "a1-relay", on=True)
+    _honest(submissions / "a2-honest")
+    relayed(submissions / "b1-same-code-without-relay", on=False)
+    _honest(submissions / "b2-honest")
+    out = root / "out"
+    batch(submissions, out, "--workers", "1", "--course", str(RELAY_COURSE))
+    return out
+
+
+@needs_bubblewrap
+@needs_x86_64_linux
+def test_a_relay_on_the_channel_gains_nothing_and_costs_no_one_else(relay_class):
+    students = ("a1-relay", "a2-honest", "b1-same-code-without-relay", "b2-honest")
+    reports = {student: json.loads((relay_class / f"{student}.json").read_text()) for student in students}
+    relay, alone = reports["a1-relay"], reports["b1-same-code-without-relay"]
+    assert stage_scores(relay) == stage_scores(alone), (stage_scores(relay), stage_scores(alone))
+    assert relay["score"] < relay["max_score"]  # torch's softmax and attention earn nothing, relay or not
+    for honest in ("a2-honest", "b2-honest"):
+        assert reports[honest]["score"] == reports[honest]["max_score"] and reports[honest]["complete"]
+    assert SECRET not in (relay_class / "a1-relay.json").read_text()
