@@ -596,3 +596,30 @@ def test_a_relay_on_the_channel_gains_nothing_and_costs_no_one_else(relay_class)
     for honest in ("a2-honest", "b2-honest"):
         assert reports[honest]["score"] == reports[honest]["max_score"] and reports[honest]["complete"]
     assert SECRET not in (relay_class / "a1-relay.json").read_text()
+
+
+# Every product of two tensors takes 0.9 s, just under the call limit, with right answers.
+SLOW_EVERYWHERE = """
+import time as _time
+import torch as _torch
+_matmul = _torch.Tensor.__matmul__
+_torch.Tensor.__matmul__ = lambda a, b: (_time.sleep(0.9), _matmul(a, b))[1]
+"""
+BUDGET = 4.0
+
+
+@needs_bubblewrap
+def test_a_student_who_stalls_every_call_costs_the_class_their_budget(tmp_path):
+    submissions = tmp_path / "class"
+    _attacker(submissions / "a1-slow", SLOW_EVERYWHERE)
+    _honest(submissions / "a2-honest")
+    started = time.monotonic()
+    batch(submissions, tmp_path / "out", "--workers", "1", "--budget", str(BUDGET))
+    elapsed = time.monotonic() - started
+    slow = json.loads((tmp_path / "out" / "a1-slow.json").read_text())
+    honest = json.loads((tmp_path / "out" / "a2-honest.json").read_text())
+    assert any(flag.startswith(f"out-of-time: your code used all of its {BUDGET:g} s") for flag in slow["flags"])
+    assert slow["complete"] and slow["score"] < slow["max_score"]
+    assert honest["score"] == honest["max_score"] and not any("out-of-time" in f for f in honest["flags"])
+    # Stalled without a budget, its few hundred calls would take minutes; with it, seconds past the budget.
+    assert elapsed < 60, elapsed

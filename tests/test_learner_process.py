@@ -11,7 +11,7 @@ import torch
 
 from grader.intake.submission import read_submission
 from grader.runner.protocol import Foreign, ProtocolError, decode, encode, receive
-from grader.sandbox.workers import LearnerFailure, LearnerWorkers
+from grader.sandbox.workers import REPEAT_HANG_SECONDS, LearnerFailure, LearnerWorkers
 from grader.sandbox.zygote import Sandbox
 from tests.conftest import REPO
 
@@ -27,9 +27,9 @@ def submission(tmp_path: Path, stage1_prefix: str = "", stage1_body: str = STAGE
 def workers_for():
     opened = []
 
-    def open_workers(folder: Path, timeout: float = 10.0) -> LearnerWorkers:
+    def open_workers(folder: Path, timeout: float = 10.0, budget: float = 30.0) -> LearnerWorkers:
         sandbox = Sandbox()
-        opened.append((sandbox, LearnerWorkers(sandbox, read_submission(folder).files, timeout)))
+        opened.append((sandbox, LearnerWorkers(sandbox, read_submission(folder).files, timeout, budget=budget)))
         return opened[-1][1]
 
     yield open_workers
@@ -103,6 +103,32 @@ def test_a_hang_costs_its_time_limit_not_more(tmp_path, workers_for):
     assert time.monotonic() - started < 5
     # Other functions of the stage still answer from a fresh worker.
     assert workers.request(1, "call", function="softmax_naive", args=[torch.zeros(2)])["result"].tolist() == [0.5, 0.5]
+
+
+def test_after_a_hang_only_the_function_that_hung_gets_the_short_limit(tmp_path, workers_for):
+    slow = "    import time\n    time.sleep(0.5)\n    exp_x = torch.exp(x)"  # slower than REPEAT_HANG_SECONDS
+    body = STAGE1.replace("    return inputs @ query  #", "    while True:\n        pass\n    return inputs @ query  #")
+    workers = workers_for(submission(tmp_path, stage1_body=body.replace("    exp_x = torch.exp(x)", slow)), timeout=1.0)
+    with pytest.raises(LearnerFailure, match="no answer within 1 s"):
+        scores(workers)
+    with pytest.raises(LearnerFailure, match=f"no answer within {REPEAT_HANG_SECONDS:g} s"):
+        scores(workers)  # the function that hung, again: the short limit
+    assert workers.request(1, "call", function="softmax_naive", args=[torch.zeros(2)])["result"].tolist() == [0.5, 0.5]
+
+
+def test_all_calls_of_a_student_share_one_budget(tmp_path, workers_for):
+    slow = "    import time\n    time.sleep(0.6)\n    exp_x = torch.exp(x)"
+    workers = workers_for(
+        submission(tmp_path, stage1_body=STAGE1.replace("    exp_x = torch.exp(x)", slow)), timeout=1.0, budget=1.6
+    )
+    for _ in range(2):  # the import and two calls: about 1.2 s of 1.6
+        workers.request(1, "call", function="softmax_naive", args=[torch.zeros(2)])
+    assert not workers.out_of_time
+    with pytest.raises(LearnerFailure, match="all that was left of its 1.6 s for all calls"):
+        workers.request(1, "call", function="softmax_naive", args=[torch.zeros(2)])
+    with pytest.raises(LearnerFailure, match="not run: your code has used up its 1.6 s"):
+        workers.request(1, "call", function="attention_scores", args=[torch.zeros(2, 3), torch.zeros(3)])
+    assert workers.out_of_time and workers.not_run == 1 and 1.6 <= workers.spent < 2.5
 
 
 def test_printing_fake_results_changes_nothing(tmp_path, workers_for):

@@ -130,6 +130,10 @@ FILE_FLAGS = {
         "had a stage file under a near name, graded as the file it stands for",
         "had stage files under near names, graded as the files they stand for",
     ),
+    FlagKind.OUT_OF_TIME: (
+        "used up its time for all calls (--budget), and scores nothing for the calls left",
+        "used up their time for all calls (--budget), and score nothing for the calls left",
+    ),
 }
 
 

@@ -166,6 +166,7 @@ def main(argv: list[str]) -> int:
         {
             "visible_only": grading.visible_only,
             "timeout": grading.timeout,
+            "budget": grading.budget,
             "sandboxed": sandbox.confined,
             "stages": list(grading.stages),
         },

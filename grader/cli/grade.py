@@ -1,6 +1,6 @@
 """python -m grader SUBMISSION [--device cpu|cuda|auto] [--json FILE] [--student-json FILE] [--html FILE]
                             [--gradescope FILE] [--classroom FILE] [--for-students] [--visible-only] [--stage N]
-                            [--course FILE] [--timeout S] [--sandbox auto|bwrap|isolated|none]
+                            [--course FILE] [--timeout S] [--budget S] [--sandbox auto|bwrap|isolated|none]
 
 Grades a folder or .zip of stage files. Exit status 0 whenever grading ran, whatever the score;
 2 with a one-line reason when the grader itself cannot run.

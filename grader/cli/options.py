@@ -20,6 +20,13 @@ def add_grading_options(parser: argparse.ArgumentParser) -> None:
         "(raise it on a very slow machine)",
     )
     parser.add_argument(
+        "--budget",
+        type=float,
+        default=GradingOptions.budget,
+        help=f"seconds all calls into one student's code may take together (default {GradingOptions.budget:g}; a "
+        "correct submission takes a few): each call's limit shrinks to what is left, and later calls are not run",
+    )
+    parser.add_argument(
         "--sandbox",
         choices=SANDBOX_MODES,
         default="auto",
@@ -41,6 +48,7 @@ def grading_options(
         points=points,
         visible_only=args.visible_only,
         timeout=args.timeout,
+        budget=args.budget,
         device=args.device,
         sandbox=args.sandbox,
     )

@@ -15,6 +15,7 @@ class GradingOptions:
     points: Points
     visible_only: bool = False  # the visible checks alone: a provisional score
     timeout: float = 1.0  # seconds one call into learner code may take
+    budget: float = 30.0  # seconds all calls into one student's code may take together, imports included
     device: str = "cpu"  # "cpu" or "cuda"; "auto" until a sandbox has resolved it
     sandbox: str = "auto"  # one of SANDBOX_MODES
 

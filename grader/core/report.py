@@ -37,6 +37,7 @@ class FlagKind(StrEnum):
     MISSING = "missing"  # some graded stages have no file
     RENAMED = "renamed"  # a stage file under a near name, graded as the file it stands for
     IGNORED = "ignored"  # files that are no stage file
+    OUT_OF_TIME = "out-of-time"  # the student's code used up its time for all calls: later ones got less or none
 
 
 class Flag(str):

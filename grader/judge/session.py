@@ -38,7 +38,7 @@ def grade_each(
     # workers and from the other lanes of a batch (more than half of the judge's CPU time).
     torch.set_num_threads(1)
     grading = GradingPlugin(None, sandbox.device, options)
-    loop = _StudentLoop(grading, sandbox, students, deliver, options.timeout)
+    loop = _StudentLoop(grading, sandbox, students, deliver, options)
     exit_code, pytest_output = run_checks(grading, plugins=[loop])
     if exit_code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or not loop.ran:
         raise GradingError(f"the checks could not run (pytest exit {int(exit_code)}):\n{pytest_output[-2000:]}")
@@ -53,10 +53,10 @@ class _StudentLoop:
         sandbox: Sandbox,
         students: Iterator[SubmissionFiles],
         deliver: Callable[[Report], None],
-        timeout: float,
+        options: GradingOptions,
     ):
         self.grading, self.sandbox, self.students = grading, sandbox, students
-        self.deliver, self.timeout = deliver, timeout
+        self.deliver, self.options = deliver, options
         self.ran = False
 
     @pytest.hookimpl(tryfirst=True)
@@ -68,12 +68,16 @@ class _StudentLoop:
         for staged in self.students:
             if not self.sandbox.alive:  # a failure of the grader's own: a fresh zygote for the next student
                 self.sandbox.restart()
-            with LearnerWorkers(self.sandbox, staged.files, self.timeout, list(self.grading.options.stages)) as learner:
+            options = self.options
+            with LearnerWorkers(
+                self.sandbox, staged.files, options.timeout, list(options.stages), options.budget
+            ) as learner:
                 self.grading.begin_student(learner, staged)
                 # nextitem=None after the last check tears every fixture down: none outlives its student
                 for index, item in enumerate(items):
                     nextitem = items[index + 1] if index + 1 < len(items) else None
                     item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+            out_of_time = [_out_of_time(learner)] if learner.out_of_time else []
             grading = self.grading
             stages = list(grading.options.stages)
             for stage in stages:
@@ -86,11 +90,16 @@ class _StudentLoop:
                     stages,
                     self.sandbox.device,
                     torch.__version__,
-                    flags(self.sandbox, staged, stages, grading.options.visible_only, grading.disrupted),
+                    flags(self.sandbox, staged, stages, grading.options.visible_only, grading.disrupted) + out_of_time,
                     self.sandbox.isolation,
                 )
             )
         return True
+
+
+def _out_of_time(learner: LearnerWorkers) -> Flag:
+    not_run = f"; {learner.not_run} calls were not run" if learner.not_run else ""
+    return Flag(FlagKind.OUT_OF_TIME, f"your code used all of its {learner.budget:g} s for all calls{not_run}")
 
 
 def flags(

@@ -12,6 +12,7 @@ before each answer and is kept in ``printed`` for the report, never for a verdic
 
 import codecs
 import itertools
+import math
 import socket
 import time
 from dataclasses import asdict, dataclass
@@ -26,9 +27,9 @@ from grader.sandbox.zygote import Sandbox, SandboxError
 # From fork to "ready" (before any learner code runs): the fork and the worker's own set-up, on
 # a busy machine. The import of the learner's file then has the per-call limit.
 WORKER_READY_SECONDS = 60.0
-# After a hang in a stage, its later calls get a short limit: a correct call takes
-# milliseconds, so a function that hangs everywhere costs seconds, not minutes, and a stage's
-# other functions still earn their points.
+# After a hang, later calls of the same function (or class) get a short limit: a correct call takes
+# milliseconds, so a function that hangs everywhere costs seconds, not minutes, and the stage's other
+# functions keep the full limit.
 REPEAT_HANG_SECONDS = 0.25
 
 
@@ -76,10 +77,22 @@ class LearnerWorkers:
     """One student's workers in ``sandbox``: those of ``stages`` forked at once, any other on first use;
     close() ends them all."""
 
-    def __init__(self, sandbox: Sandbox, files: dict[str, bytes], timeout: float, stages: list[int] | tuple = ()):
-        """``files``: the student's stage files by name (grader.intake.submission.SubmissionFiles.files)."""
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        files: dict[str, bytes],
+        timeout: float,
+        stages: list[int] | tuple = (),
+        budget: float = math.inf,
+    ):
+        """``files``: the student's stage files by name (grader.intake.submission.SubmissionFiles.files);
+        ``timeout``: seconds one call may take; ``budget``: seconds all of them, imports included, may take
+        together: each call's limit shrinks to what is left, and once none is, calls are not run."""
         self.sandbox = sandbox
         self.timeout = timeout
+        self.budget = budget
+        self.spent = 0.0  # seconds of the budget used, from request sent to answer received
+        self.not_run = 0  # calls refused for want of budget
         self._files = files
         self._student = sandbox.start_student(files)
         # A worker is a stage, run with some of torch's routes switched off or none (grader.runner.routes).
@@ -87,7 +100,7 @@ class LearnerWorkers:
         self._forked: dict[Worker, socket.socket] = {}  # not yet asked for
         self._numbers: dict[Worker, int] = {}  # how the student's first process knows each
         self._count = itertools.count(1)
-        self._hung_stages: set[int] = set()
+        self._hung: set[tuple[int, object]] = set()  # (stage, function or class) that hung
         self._hung_at_import: set[Worker] = set()
         self.printed = PrintedOutput()  # what the current check's calls printed: the plugin resets it
         for stage in stages:
@@ -98,18 +111,21 @@ class LearnerWorkers:
     ) -> object:
         """Run probe ``op`` in the worker of ``stage``, one that runs without the routes ``switched_off``
         if any (grader.runner.routes); its result, or LearnerFailure."""
-        limit = timeout or self.timeout
-        if stage in self._hung_stages:
-            limit = min(limit, REPEAT_HANG_SECONDS)
+        called = (stage, params.get("function", params.get("cls")))
+        limit = min(timeout or self.timeout, REPEAT_HANG_SECONDS if called in self._hung else math.inf)
         worker = (stage, switched_off)
         sock = self._worker(worker)
+        limit = self._within_budget(limit)
+        started = time.monotonic()
         try:
             send(sock, {"op": op, "params": params})
             reply = self._answer(sock, limit)
         except TimeoutError:
             self._discard(worker)
-            self._hung_stages.add(stage)
-            raise LearnerFailure("timeout", f"your code gave no answer within {limit:g} s") from None
+            self._hung.add(called)
+            raise LearnerFailure(
+                "timeout", f"your code gave no answer within {limit:g} s{self._cut_short(limit)}"
+            ) from None
         except ProtocolError as error:
             self._discard(worker)
             raise LearnerFailure(
@@ -122,6 +138,8 @@ class LearnerWorkers:
                 "the process running your code stopped without answering "
                 "(os._exit, a segfault or the memory limit can do that)",
             ) from None
+        finally:
+            self.spent += time.monotonic() - started
         if not isinstance(reply, dict) or not ({"ok", "error"} & reply.keys()):
             self._discard(worker)
             raise LearnerFailure("crash", "the process running your code sent a malformed answer")
@@ -138,6 +156,26 @@ class LearnerWorkers:
             )
             raise self._encoding_told(failure, stage) if kind == "import_error" else failure
         return reply["ok"]
+
+    @property
+    def out_of_time(self) -> bool:
+        """Whether the budget ran out: some calls got less than their limit, or were not run."""
+        return self.spent >= self.budget
+
+    def _within_budget(self, limit: float) -> float:
+        """``limit``, cut to the budget left; LearnerFailure when none is."""
+        left = self.budget - self.spent
+        if left <= 0:
+            self.not_run += 1
+            raise LearnerFailure("timeout", f"not run: your code has used up its {self.budget:g} s for all calls")
+        return min(limit, left)
+
+    def _cut_short(self, limit: float) -> str:
+        return (
+            f", all that was left of its {self.budget:g} s for all calls"
+            if limit < self.timeout and (self.spent + limit >= self.budget)
+            else ""
+        )
 
     def _encoding_told(self, failure: LearnerFailure, stage: int) -> LearnerFailure:
         """``failure`` to import, said in plain words where the file it names (else the stage's own),
@@ -205,6 +243,7 @@ class LearnerWorkers:
         """A worker that has imported the stage, or LearnerFailure when importing it crashed or hung."""
         if worker in self._hung_at_import:
             raise LearnerFailure("timeout", f"not run: importing your file took longer than {self.timeout:g} s")
+        limit = self._within_budget(self.timeout)
         if worker not in self._forked:
             self._start(worker)
         sock = self._workers[worker] = self._forked.pop(worker)
@@ -217,12 +256,15 @@ class LearnerWorkers:
             raise SandboxError(f"the grader could not start a process for stage {worker[0]}")
         # What a worker with routes switched off prints on import, the stage's own worker printed already.
         shown, self.printed = self.printed, PrintedOutput() if worker[1] else self.printed
+        started = time.monotonic()
         try:
-            self._answer(sock, self.timeout)  # {"loaded": ...}: an import error is answered per request
+            self._answer(sock, limit)  # {"loaded": ...}: an import error is answered per request
         except TimeoutError:
             self._discard(worker)
             self._hung_at_import.add(worker)
-            raise LearnerFailure("timeout", f"importing your file did not finish within {self.timeout:g} s") from None
+            raise LearnerFailure(
+                "timeout", f"importing your file did not finish within {limit:g} s{self._cut_short(limit)}"
+            ) from None
         except (ConnectionError, ProtocolError, OSError):
             self._discard(worker)
             raise LearnerFailure(
@@ -232,6 +274,7 @@ class LearnerWorkers:
             ) from None
         finally:
             self.printed = shown
+            self.spent += time.monotonic() - started
         return sock
 
     def _discard(self, worker: "Worker") -> None:

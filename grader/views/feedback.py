@@ -36,6 +36,8 @@ def flag_sentences(report: Report) -> list[str]:
             sentences.append(f"{flag} (only the five stage files are graded)")
         elif flag.kind == FlagKind.INCOMPLETE:
             sentences.append(f"{flag}: the grader itself failed, not your code; grade again")
+        elif flag.kind == FlagKind.OUT_OF_TIME:
+            sentences.append(f"{flag}: look for a loop that never ends or a slow one (docs/troubleshooting.md#timeout)")
         else:
             sentences.append(flag)
     if late := late_sentence(report.get("late")):
