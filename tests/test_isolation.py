@@ -623,3 +623,52 @@ def test_a_student_who_stalls_every_call_costs_the_class_their_budget(tmp_path):
     assert honest["score"] == honest["max_score"] and not any("out-of-time" in f for f in honest["flags"])
     # Stalled without a budget, its few hundred calls would take minutes; with it, seconds past the budget.
     assert elapsed < 60, elapsed
+
+
+# Every thread the uid may have, held for as long as the student is graded; each call then takes 0.5 s,
+# so that it is graded long after the other lane's student has started.
+THREAD_FLOOD = """
+import threading as _threading, time as _time
+_threading.stack_size(64 * 1024)
+_held, _stop = [], _threading.Event()
+while True:
+    try:
+        _held.append(_threading.Thread(target=_stop.wait, daemon=True))
+        _held[-1].start()
+    except RuntimeError:
+        break
+"""
+IN_A_THREAD = (
+    "        thread = threading.Thread(target=len, args=((),))\n        thread.start()\n        thread.join()\n"
+)
+FORWARD = "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
+
+
+def _threaded(folder: Path) -> Path:
+    """An honest student whose every forward starts a thread (and waits for it): correct, and full marks."""
+    learner_copy(folder)
+    for stage_file in folder.glob("stage[245]_*.py"):
+        text = stage_file.read_text()
+        assert FORWARD in text
+        stage_file.write_text("import threading\n" + text.replace(FORWARD, FORWARD + IN_A_THREAD))
+    return folder
+
+
+@needs_bubblewrap
+@needs_x86_64_linux
+@pytest.mark.skipif(os.geteuid() != 0, reason="a uid per lane needs root")
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="two lanes need two cores")
+def test_a_lane_that_uses_up_its_uids_threads_leaves_the_other_lane_its_own(tmp_path):
+    submissions = tmp_path / "class"
+    attacker = _attacker(submissions / "a1-thread-flood", THREAD_FLOOD)
+    for stage_file in attacker.glob("stage[245]_*.py"):
+        text = stage_file.read_text()
+        stage_file.write_text("import time\n" + text.replace(FORWARD, FORWARD + "        time.sleep(0.5)\n"))
+    _threaded(submissions / "a2-threaded")
+    batch(submissions, tmp_path / "out", "--workers", "2", "--budget", "10")
+    flood = json.loads((tmp_path / "out" / "a1-thread-flood.json").read_text())
+    threaded = json.loads((tmp_path / "out" / "a2-threaded.json").read_text())
+    assert flood["complete"]
+    assert threaded["score"] == threaded["max_score"], [
+        (c["id"], c["message"]) for s in threaded["stages"] for c in s["checks"] if c["status"] != "passed"
+    ]

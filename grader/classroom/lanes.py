@@ -28,11 +28,12 @@ class LaneError(RuntimeError):
     """A lane could not start its sandbox: nothing can be graded."""
 
 
-def _lane(connection: Connection, options: GradingOptions, cores: set[int] | None) -> None:
+def _lane(connection: Connection, options: GradingOptions, cores: set[int] | None, number: int) -> None:
     """A judge process: one sandbox, then one student per message until told to stop.
 
     ``cores``: the CPUs this lane and everything it starts keep to (workers cannot change theirs),
-    so that no student's threads take time from another lane's students; None shares them all.
+    so that no student's threads take time from another lane's students; None shares them all. ``number``:
+    which lane this is: its workers run as a uid of their own.
     """
     from grader.judge.session import grade_each
     from grader.runner.confine import die_with_parent
@@ -43,7 +44,7 @@ def _lane(connection: Connection, options: GradingOptions, cores: set[int] | Non
         os.sched_setaffinity(0, cores)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator decides when lanes stop
     try:
-        sandbox = Sandbox(options.device, options.sandbox, many_students=True)
+        sandbox = Sandbox(options.device, options.sandbox, many_students=True, lane=number)
         sandbox.device  # noqa: B018 - fail here, once, if the zygote cannot start
     except SandboxError as error:
         connection.send(("fatal", str(error)))
@@ -58,6 +59,7 @@ class _Lane:
     process: multiprocessing.Process
     connection: Connection
     cores: set[int] | None
+    number: int
     student: Student | None = None
     started: float = 0.0
     fingerprint: dict | None = None  # of the files the lane was sent for ``student``
@@ -72,15 +74,18 @@ def lane_cores(count: int) -> list[set[int] | None]:
     return [{core} for core in available[:count]]
 
 
-def _start_lanes(context: Any, options: GradingOptions, cores: list[set[int] | None]) -> list[_Lane]:
-    """Start a lane on each of ``cores`` side by side (each imports torch in its zygote), then wait for all."""
+def _start_lanes(
+    context: Any, options: GradingOptions, cores: list[set[int] | None], numbers: list[int] | None = None
+) -> list[_Lane]:
+    """Start a lane on each of ``cores`` side by side (each imports torch in its zygote), then wait for all;
+    ``numbers``: which lanes they are (0, 1, ... unless given)."""
     lanes = []
-    for own in cores:
+    for own, number in zip(cores, numbers or range(len(cores))):
         ours, theirs = context.Pipe()
-        process = context.Process(target=_lane, args=(theirs, options, own), daemon=True)
+        process = context.Process(target=_lane, args=(theirs, options, own, number), daemon=True)
         process.start()
         theirs.close()
-        lanes.append(_Lane(process, ours, own))
+        lanes.append(_Lane(process, ours, own, number))
     for lane in lanes:
         kind, detail = lane.connection.recv() if lane.connection.poll(120) else ("fatal", "no answer in 120 s")
         if kind != "ready":
@@ -175,7 +180,7 @@ def grade_all(
 def _restart(lane: _Lane, context: Any, options: GradingOptions) -> _Lane:
     lane.process.kill()
     lane.process.join()
-    return _start_lanes(context, options, [lane.cores])[0]
+    return _start_lanes(context, options, [lane.cores], [lane.number])[0]
 
 
 def _finish(lane: _Lane, report: Report, out: Path, progress: Progress) -> None:

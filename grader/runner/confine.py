@@ -31,6 +31,9 @@ FILE_SIZE_BYTES = 64 * 1024**2  # Python ignores SIGXFSZ, so a larger write rais
 OPEN_FILES = 256
 PROCESSES = 4096  # where seccomp is missing (macOS); Linux refuses new processes outright
 UNPRIVILEGED_UID = 65534  # "nobody": what a worker becomes when the grader runs as root
+# Each lane of a batch its own uid below "nobody", so that no per-uid limit (RLIMIT_NPROC counts every thread of
+# a uid) one lane's workers use up touches another's: 65000-65533 are reserved, never given to an account.
+LANE_UIDS = range(UNPRIVILEGED_UID, 65000 - 1, -1)
 CAP_KILL, CAP_SETGID, CAP_SETUID = 5, 6, 7
 
 FORBIDDEN_PACKAGES = ("solutions", "grader", "tests")

@@ -96,14 +96,13 @@ class Zygote:
         self.device = options["device"]  # "auto" is resolved once torch is imported
         self.stages = {int(number): stage for number, stage in options["stages"].items()}  # JSON keys are text
         self.worker = None  # grader.runner.worker, once imported
-        # Root in bubblewrap: workers become "nobody". Unsandboxed, the Python installation may not
-        # be readable by another uid (/root/.pyenv): workers keep the uid and Landlock confines them;
-        # --sandbox isolated has them become "nobody" wherever "nobody" can read that installation.
+        # Root in bubblewrap: workers become "nobody", or the uid of their lane. Unsandboxed, the Python
+        # installation may not be readable by another uid (/root/.pyenv): workers keep the uid and Landlock
+        # confines them; --sandbox isolated has them become that uid wherever it can read that installation.
         self.worker_uid = None
-        if os.geteuid() == 0 and (
-            self.sandboxed or _readable_as(confine.UNPRIVILEGED_UID, options["unprivileged_reads"])
-        ):
-            self.worker_uid = confine.UNPRIVILEGED_UID
+        uid = confine.LANE_UIDS[options["lane"] % len(confine.LANE_UIDS)]
+        if os.geteuid() == 0 and (self.sandboxed or _readable_as(uid, options["unprivileged_reads"])):
+            self.worker_uid = uid
             if not self.sandboxed:
                 _open_to(self.worker_uid, Path(options["host_folder"]), self.submission, self.scratch)
         # The way back after each student's unshare (the "setns" method); the probe uses it too.

@@ -32,6 +32,7 @@ from grader.core.options import SANDBOX_MODES
 from grader.core.stages import runner_stages
 from grader.runner import folders
 from grader.runner.commands import ISOLATION_PROBE, receive_command, send_command
+from grader.runner.confine import UNPRIVILEGED_UID
 from grader.sandbox.confinement import (
     HIDDEN_PACKAGES,
     INSIDE,
@@ -58,12 +59,13 @@ PROBE_SECONDS = 60.0  # the probe worker's fork, set-up and answer, on a busy ma
 class Sandbox:
     """A running zygote: the judge's end of its command socket, and one student at a time."""
 
-    def __init__(self, device: str = "cpu", mode: str = "auto", many_students: bool = False):
-        """``many_students``: the zygote moves to huge pages first (grader.runner.hugepages)."""
+    def __init__(self, device: str = "cpu", mode: str = "auto", many_students: bool = False, lane: int = 0):
+        """``many_students``: the zygote moves to huge pages first (grader.runner.hugepages); ``lane``: which of
+        a batch's lanes this is, whose workers run as a uid of their own (grader.runner.confine.LANE_UIDS)."""
         self.confinement = confinement(mode)
         # "isolated" grades no one until _prove_isolation has passed in this zygote, with bubblewrap or without.
         self._must_prove = mode == "isolated"
-        self._options = (device, many_students)
+        self._options = (device, many_students, lane)
         self._host_folders: Path | None = None  # unsandboxed only: the stage files and scratch live on the host
         self._students = itertools.count()
         self._launch()
@@ -97,7 +99,9 @@ class Sandbox:
         if found.get("private_mounts"):
             parts.append("fresh folders and /proc per student")
         another_user = found.get("uid") is not None
-        parts.append(f"workers as uid {found['uid']}" if another_user else "workers as this user")
+        # The same words in every lane of a batch, whose reports do not depend on the lane that graded them.
+        uid = f"uid {UNPRIVILEGED_UID} or below, one per lane" if self._options[1] else f"uid {found['uid']}"
+        parts.append(f"workers as {uid}" if another_user else "workers as this user")
         if not self.confinement.confined:
             parts.append(
                 f"Landlock ABI {found['landlock']}: only the Python installation, the stage files and a scratch folder"
@@ -230,7 +234,7 @@ class Sandbox:
             )
         return answer
 
-    def _start(self, device: str, many_students: bool, control: socket.socket) -> subprocess.Popen:
+    def _start(self, device: str, many_students: bool, lane: int, control: socket.socket) -> subprocess.Popen:
         confined = self.confinement.confined
         if confined:
             submission, scratch = INSIDE / "submission", INSIDE / "scratch"
@@ -253,6 +257,7 @@ class Sandbox:
             "host_folder": None if self._host_folders is None else str(self._host_folders),
             # the folders "nobody" must be able to read before unsandboxed workers may become it
             "unprivileged_reads": sorted(site_folders()) if self._must_prove and not confined else None,
+            "lane": lane,
         }
         zygote = [sys.executable, "-P", "-m", "grader.runner.zygote", json.dumps(options)]
         environment = {
