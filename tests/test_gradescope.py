@@ -306,7 +306,9 @@ def test_without_bubblewrap_or_landlock_learner_code_runs_as_nobody_with_the_ref
     results, _ = run_autograder(
         root, path=without_bubblewrap(tmp_path / "bin"), wrapper=[*no_landlock(), *like_gradescopes_image(tmp_path)]
     )
-    assert f"workers as uid {UNPRIVILEGED_UID}; no Landlock; checked before grading" in results["output"]
+    assert (
+        f"workers as uid {UNPRIVILEGED_UID} or below (one per lane); no Landlock; checked before" in results["output"]
+    )
     assert results["score"] == 80  # stage 1 is the hostile one
     assert_graded_without_the_reference(results)
 

@@ -10,6 +10,7 @@ from grader.core.report import Flag, FlagKind, Report, build
 from grader.core.stages import STAGE_MODULES
 from grader.intake.submission import SubmissionFiles
 from grader.judge.plugin import GradingPlugin, run_checks
+from grader.judge.routes_off import SWITCHED_OFF_BY_STAGE
 from grader.judge.voiding import void_shortcut_targets, void_without_results
 from grader.runner.escaping import listing
 from grader.sandbox.workers import LearnerWorkers
@@ -70,7 +71,7 @@ class _StudentLoop:
                 self.sandbox.restart()
             options = self.options
             with LearnerWorkers(
-                self.sandbox, staged.files, options.timeout, list(options.stages), options.budget
+                self.sandbox, staged.files, options.timeout, list(options.stages), options.budget, SWITCHED_OFF_BY_STAGE
             ) as learner:
                 self.grading.begin_student(learner, staged)
                 # nextitem=None after the last check tears every fixture down: none outlives its student

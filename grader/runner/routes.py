@@ -13,6 +13,7 @@ through ctypes) is what the source scan calls tampering (grader.judge.tampering_
 """
 
 import ctypes
+import functools
 import sys
 import warnings
 from dataclasses import dataclass
@@ -61,27 +62,52 @@ def switch_off(off: SwitchedOff) -> int:
     made = 0
     with warnings.catch_warnings():  # torch warns of each kernel it overrides
         warnings.simplefilter("ignore")
-        for qualified in sorted(_operators(off)):
-            for key in _kernel_keys(qualified):
-                handle = torch._C._dispatch_library("IMPL", "aten", key)
-                handle.impl(qualified.removeprefix("aten::"), key, _refusal(qualified), False)
-                ctypes.pythonapi.Py_IncRef(ctypes.py_object(handle))  # kept alive, referenced by nothing
-                made += 1
-    for module_name, module in list(sys.modules.items()):
-        if module_name in PYTHON_MODULES + PYTHON_PACKAGES or module_name.startswith(
-            tuple(p + "." for p in PYTHON_PACKAGES)
-        ):
-            made += _replace_functions(module, off)
+        for qualified, keys in _kernels().items():
+            if off.covers(qualified.removeprefix("aten::").split(".")[0]):
+                for key in keys:
+                    handle = torch._C._dispatch_library("IMPL", "aten", key)
+                    handle.impl(qualified.removeprefix("aten::"), key, _refusal(qualified), False)
+                    ctypes.pythonapi.Py_IncRef(ctypes.py_object(handle))  # kept alive, referenced by nothing
+                    made += 1
+    for module, attribute in _functions():
+        if off.covers(attribute):
+            setattr(module, attribute, _refusal(f"{module.__name__}.{attribute}"))
+            made += 1
     return made
 
 
-def _operators(off: SwitchedOff) -> set[str]:
-    """The aten operators of ``off``, each overload by its qualified name (aten::_softmax.out)."""
-    found = set()
-    for qualified in torch._C._dispatch_get_all_op_names():
+def prepare() -> None:
+    """Find every operator and function a route could switch off, once, in the process workers are forked
+    from: asking the dispatcher which keys hold kernels takes a tenth of a second."""
+    _kernels()
+    _functions()
+
+
+_EVERY_ROUTE = SwitchedOff(tuple(ROUTES))
+
+
+@functools.cache
+def _kernels() -> dict[str, list[str]]:
+    """Each aten overload of any route (aten::_softmax.out), with the dispatch keys that hold a kernel for it."""
+    found = {}
+    for qualified in sorted(torch._C._dispatch_get_all_op_names()):
         namespace, _, name = qualified.partition("::")
-        if namespace == "aten" and off.covers(name.split(".")[0]):
-            found.add(qualified)
+        if namespace == "aten" and _EVERY_ROUTE.covers(name.split(".")[0]):
+            found[qualified] = _kernel_keys(qualified)
+    return found
+
+
+@functools.cache
+def _functions() -> list[tuple[object, str]]:
+    """The Python functions of any route in PYTHON_MODULES and PYTHON_PACKAGES, as (module, attribute)."""
+    found = []
+    for module_name, module in list(sys.modules.items()):
+        if module_name in PYTHON_MODULES + PYTHON_PACKAGES or module_name.startswith(
+            tuple(package + "." for package in PYTHON_PACKAGES)
+        ):
+            for attribute, value in list(vars(module).items()):
+                if callable(value) and not isinstance(value, type) and _EVERY_ROUTE.covers(attribute):
+                    found.append((module, attribute))
     return found
 
 
@@ -104,12 +130,3 @@ def _refusal(name: str):
         raise RouteSwitchedOff(f"{name} is switched off here: the grader checks that this is computed by hand")
 
     return refuse
-
-
-def _replace_functions(module: object, off: SwitchedOff) -> int:
-    replaced = 0
-    for attribute, value in list(vars(module).items()):
-        if callable(value) and not isinstance(value, type) and off.covers(attribute):
-            setattr(module, attribute, _refusal(f"{getattr(module, '__name__', '?')}.{attribute}"))
-            replaced += 1
-    return replaced

@@ -57,9 +57,10 @@ def main() -> None:
     # Everything a worker needs, imported once, here.
     import torch
 
-    from grader.runner import hugepages, worker
+    from grader.runner import hugepages, routes, worker
 
     zygote.worker = worker
+    routes.prepare()  # once here, not in every worker with routes switched off
     if zygote.device == "auto":
         zygote.device = "cuda" if torch.cuda.is_available() else "cpu"  # does not initialise CUDA
     confine.make_undumpable()

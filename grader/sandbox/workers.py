@@ -84,10 +84,12 @@ class LearnerWorkers:
         timeout: float,
         stages: list[int] | tuple = (),
         budget: float = math.inf,
+        switched_off: dict[int, SwitchedOff] | None = None,
     ):
         """``files``: the student's stage files by name (grader.intake.submission.SubmissionFiles.files);
         ``timeout``: seconds one call may take; ``budget``: seconds all of them, imports included, may take
-        together: each call's limit shrinks to what is left, and once none is, calls are not run."""
+        together: each call's limit shrinks to what is left, and once none is, calls are not run;
+        ``switched_off``: the routes each stage's own worker runs without, where none of its checks needs them."""
         self.sandbox = sandbox
         self.timeout = timeout
         self.budget = budget
@@ -102,18 +104,19 @@ class LearnerWorkers:
         self._count = itertools.count(1)
         self._hung: set[tuple[int, object]] = set()  # (stage, function or class) that hung
         self._hung_at_import: set[Worker] = set()
+        self._switched_off = switched_off or {}
         self.printed = PrintedOutput()  # what the current check's calls printed: the plugin resets it
         for stage in stages:
-            self._start((stage, SwitchedOff()))
+            self._start((stage, self._switched_off.get(stage, SwitchedOff())))
 
     def request(
-        self, stage: int, op: str, timeout: float | None = None, switched_off: SwitchedOff = SwitchedOff(), **params
+        self, stage: int, op: str, timeout: float | None = None, switched_off: SwitchedOff | None = None, **params
     ) -> object:
-        """Run probe ``op`` in the worker of ``stage``, one that runs without the routes ``switched_off``
-        if any (grader.runner.routes); its result, or LearnerFailure."""
+        """Run probe ``op`` in the worker of ``stage`` that runs without the routes ``switched_off``
+        (grader.runner.routes; None: the stage's own worker); its result, or LearnerFailure."""
         called = (stage, params.get("function", params.get("cls")))
         limit = min(timeout or self.timeout, REPEAT_HANG_SECONDS if called in self._hung else math.inf)
-        worker = (stage, switched_off)
+        worker = (stage, self._switched_off.get(stage, SwitchedOff()) if switched_off is None else switched_off)
         sock = self._worker(worker)
         limit = self._within_budget(limit)
         started = time.monotonic()

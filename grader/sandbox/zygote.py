@@ -99,9 +99,10 @@ class Sandbox:
         if found.get("private_mounts"):
             parts.append("fresh folders and /proc per student")
         another_user = found.get("uid") is not None
-        # The same words in every lane of a batch, whose reports do not depend on the lane that graded them.
-        uid = f"uid {UNPRIVILEGED_UID} or below, one per lane" if self._options[1] else f"uid {found['uid']}"
-        parts.append(f"workers as {uid}" if another_user else "workers as this user")
+        # The same words alone and in every lane of a batch: a report does not depend on the lane that graded it.
+        parts.append(
+            f"workers as uid {UNPRIVILEGED_UID} or below (one per lane)" if another_user else "workers as this user"
+        )
         if not self.confinement.confined:
             parts.append(
                 f"Landlock ABI {found['landlock']}: only the Python installation, the stage files and a scratch folder"

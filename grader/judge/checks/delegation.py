@@ -24,10 +24,10 @@ from grader.judge.checks.shortcut import (
     switched_off_reply,
 )
 from grader.judge.checks.support import CheckFailed, build, parameters_only, reference_output, reference_state
+from grader.judge.routes_off import ATTENTION_OFF_BUT_STAND_IN
 from grader.judge.source_scan import Use, scan_source
 from grader.judge.verdict import agrees
 from grader.runner.implementation import SUBMISSION_PACKAGE, Implementation
-from grader.runner.routes import STAND_IN_KERNEL, SwitchedOff
 from grader.runner.shortcuts import ATTENTION
 from grader.sandbox.workers import LearnerWorkers
 
@@ -173,9 +173,7 @@ def delegated_shortcut(sources: dict[int, bytes | None], stage: int, cls: str) -
             recorded=ATTENTION_BY_HAND.recorded - SDPA_OPS,
             work=ATTENTION_BY_HAND.work | SDPA_OPS,
             work_in_words="softmax, exponential or call of your stage 6 function",
-            # the stand-in of stage 6 computes with this kernel: what calling torch's own would gain, the
-            # import of stage 6 gives already
-            switched_off=SwitchedOff(ATTENTION_BY_HAND.switched_off.routes, kept=(STAND_IN_KERNEL,)),
+            switched_off=ATTENTION_OFF_BUT_STAND_IN,
             switched_off_in_words="torch's attention (but for your stage 6 function)",
         )
     return shortcut

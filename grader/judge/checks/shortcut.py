@@ -22,6 +22,7 @@ import torch
 
 from grader.core.stages import STAGE_MODULES
 from grader.judge.checks.support import CheckFailed, build, parameters_only, reference_output, reference_state
+from grader.judge.routes_off import ATTENTION_OFF, SOFTMAX_OFF, SOLVERS_OFF
 from grader.judge.source_scan import MODULE_LEVEL, Use, scan_source
 from grader.judge.verdict import agrees
 from grader.runner.implementation import Implementation
@@ -92,8 +93,7 @@ SOFTMAX_BY_HAND = Shortcut(
     why="softmax_naive is the softmax written by hand",
     work=EXPONENTIALS,
     work_in_words="exponential (torch.exp)",
-    # torch's attention computes a softmax inside (of scores x against a key of ones)
-    switched_off=SwitchedOff(("softmax", "attention")),
+    switched_off=SOFTMAX_OFF,
     switched_off_in_words="torch's softmax and attention",
 )
 ATTENTION_BY_HAND = Shortcut(
@@ -102,7 +102,7 @@ ATTENTION_BY_HAND = Shortcut(
     why="the attention is yours to compute",
     work=EXPONENTIALS | SOFTMAX | {"softmin"},
     work_in_words="softmax or exponential",
-    switched_off=SwitchedOff(("attention",)),
+    switched_off=ATTENTION_OFF,
     switched_off_in_words="torch's attention",
 )
 TRANSFER_BY_COPY = Shortcut(
@@ -111,7 +111,7 @@ TRANSFER_BY_COPY = Shortcut(
     why="the weights are copied, not fitted",
     work=None,
     work_in_words="operation at all",
-    switched_off=SwitchedOff(("solvers", "attention")),
+    switched_off=SOLVERS_OFF,
     switched_off_in_words="torch's solvers, inverses and attention",
 )
 
