@@ -45,6 +45,11 @@ class SwitchedOff:
     routes: tuple[str, ...] = ()
     kept: tuple[str, ...] = ()
 
+    @classmethod
+    def from_wire(cls, sent: dict | None) -> "SwitchedOff":
+        """The value the judge sent as dataclasses.asdict (None: nothing switched off)."""
+        return cls(tuple((sent or {}).get("routes", ())), tuple((sent or {}).get("kept", ())))
+
     def __bool__(self) -> bool:
         return bool(self.routes)
 

@@ -70,7 +70,7 @@ def run(
         return
     # Sent before any learner code runs in this process: the judge times the import from here.
     send(sock, {"ready": True})
-    off = SwitchedOff(tuple((switched_off or {}).get("routes", ())), tuple((switched_off or {}).get("kept", ())))
+    off = SwitchedOff.from_wire(switched_off)
     install_stand_ins(stage, stages, attention_off="attention" in off.routes)
     switch_off(off)
     guard = confine.guard_imports()

@@ -107,7 +107,7 @@ class LearnerWorkers:
         self._switched_off = switched_off or {}
         self.printed = PrintedOutput()  # what the current check's calls printed: the plugin resets it
         for stage in stages:
-            self._start((stage, self._switched_off.get(stage, SwitchedOff())))
+            self._start(self._own(stage))
 
     def request(
         self, stage: int, op: str, timeout: float | None = None, switched_off: SwitchedOff | None = None, **params
@@ -116,7 +116,7 @@ class LearnerWorkers:
         (grader.runner.routes; None: the stage's own worker); its result, or LearnerFailure."""
         called = (stage, params.get("function", params.get("cls")))
         limit = min(timeout or self.timeout, REPEAT_HANG_SECONDS if called in self._hung else math.inf)
-        worker = (stage, self._switched_off.get(stage, SwitchedOff()) if switched_off is None else switched_off)
+        worker = self._own(stage) if switched_off is None else (stage, switched_off)
         sock = self._worker(worker)
         limit = self._within_budget(limit)
         started = time.monotonic()
@@ -224,10 +224,14 @@ class LearnerWorkers:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _worker(self, worker: "Worker") -> socket.socket:
+    def _own(self, stage: int) -> Worker:
+        """The stage's own worker: the one its checks use unless they ask for other routes switched off."""
+        return stage, self._switched_off.get(stage, SwitchedOff())
+
+    def _worker(self, worker: Worker) -> socket.socket:
         return self._workers[worker] if worker in self._workers else self._fork(worker)
 
-    def _start(self, worker: "Worker") -> None:
+    def _start(self, worker: Worker) -> None:
         """Have the student's first process fork ``worker``, without waiting for it."""
         stage, switched_off = worker
         number = self._numbers[worker] = next(self._count)
@@ -242,7 +246,7 @@ class LearnerWorkers:
             theirs.close()
         self._forked[worker] = ours
 
-    def _fork(self, worker: "Worker") -> socket.socket:
+    def _fork(self, worker: Worker) -> socket.socket:
         """A worker that has imported the stage, or LearnerFailure when importing it crashed or hung."""
         if worker in self._hung_at_import:
             raise LearnerFailure("timeout", f"not run: importing your file took longer than {self.timeout:g} s")
@@ -257,8 +261,8 @@ class LearnerWorkers:
         if ready != {"ready": True}:
             self._discard(worker)
             raise SandboxError(f"the grader could not start a process for stage {worker[0]}")
-        # What a worker with routes switched off prints on import, the stage's own worker printed already.
-        shown, self.printed = self.printed, PrintedOutput() if worker[1] else self.printed
+        # What another worker of the stage prints on import, the stage's own worker printed already.
+        shown, self.printed = self.printed, self.printed if worker == self._own(worker[0]) else PrintedOutput()
         started = time.monotonic()
         try:
             self._answer(sock, limit)  # {"loaded": ...}: an import error is answered per request
@@ -280,7 +284,7 @@ class LearnerWorkers:
             self.spent += time.monotonic() - started
         return sock
 
-    def _discard(self, worker: "Worker") -> None:
+    def _discard(self, worker: Worker) -> None:
         """Close the worker's socket and have the student's first process kill it (by the pid it keeps)."""
         self._workers.pop(worker).close()
         try:
