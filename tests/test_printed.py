@@ -81,3 +81,14 @@ def test_the_judge_bounds_what_a_worker_sends():
         empty = PrintedOutput()
         empty.add_unsent(not_a_count)
         assert empty.text() == "" and not empty.a_lot
+
+
+def test_a_stage_whose_worker_runs_with_routes_off_still_shows_what_its_file_prints_on_import(tmp_path):
+    from tests.grading import grade, learner_copy
+
+    folder = learner_copy(tmp_path / "submission", stages=[2])
+    stage2 = folder / "stage2_self_attention.py"
+    wrong = stage2.read_text().replace("return attn_weights @ values", "return 2 * attn_weights @ values")
+    stage2.write_text('print("PRINTED AT IMPORT")\n' + wrong)
+    result, _ = grade(folder, "--stage", "2")
+    assert "PRINTED AT IMPORT" in result.stdout  # stage 2's own worker runs without torch's attention
