@@ -403,6 +403,59 @@ def test_moodle_file_names(tmp_path, path, student, notebook):
     assert (found and (found["student_id"], found["file_id"])) == ((student, notebook) if student else None)
 
 
+@pytest.mark.parametrize(
+    ("collector", "victim", "attacker", "readings"),
+    [
+        # Eve (participant 103) named herself Eve_102_assignsubmission_file: flat, her entry reads as 102's too
+        (
+            MoodleCollector,
+            "Bob Lee_102_assignsubmission_file_stage5_multihead.ipynb",
+            "Eve_102_assignsubmission_file_103_assignsubmission_file_stage5_multihead.ipynb",
+            "Moodle participant 102 or Moodle participant 103",
+        ),
+        # the same name, and a .zip nbgrader extracted into a folder named like it
+        (
+            MoodleCollector,
+            "Bob Lee_102_assignsubmission_file_/stage5_multihead.ipynb",
+            "Eve_102_assignsubmission_file_103_assignsubmission_file_attention/stage5_multihead.ipynb",
+            "Moodle participant 102 or Moodle participant 103",
+        ),
+        # Canvas: a name ending _5002 (user 5003) reads as user 5002's attachment too
+        (
+            CanvasCollector,
+            "bob_5002_700_stage5_multihead.ipynb",
+            "eve_5002_5003_701_stage5_multihead.ipynb",
+            "Canvas user 5002 or Canvas user 5003",
+        ),
+    ],
+)
+def test_a_name_that_reads_as_two_students_work_is_collected_for_no_one(
+    tmp_path, caplog, collector, victim, attacker, readings
+):
+    """The class intake's rule (test_intake) in nbgrader's collectors: the victim keeps exactly their own
+    notebook, the attacker's is filed under no one, and one line names both readings."""
+    for name in (victim, attacker):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("{}")
+    plugin = collector()
+    with caplog.at_level(logging.WARNING, logger=plugin.log.name):
+        found = {name: plugin.collect(str(tmp_path / name)) for name in (attacker, victim, attacker)}
+    assert found[attacker] is None
+    assert (found[victim]["student_id"], found[victim]["file_id"]) == (readings.split()[2], "stage5_multihead")
+    [line] = [r.getMessage() for r in caplog.records if "reads as the work of" in r.getMessage()]
+    assert readings in line and attacker.split("/")[0] in line
+
+
+def test_a_moodle_folder_whose_display_name_spells_an_id_is_refused_too(tmp_path):
+    """The class intake reads Moodle's own folder (its name ends at the plugin) one way only. nbgrader has
+    already extracted each .zip into a folder named like it, and a zip's name need not end at the plugin, so
+    the collector cannot tell the two apart: it takes both readings."""
+    path = tmp_path / "Fay_7_assignsubmission_file_8_assignsubmission_file_" / "stage1_softmax.ipynb"
+    path.parent.mkdir()
+    path.write_text("{}")
+    assert MoodleCollector().collect(str(path)) is None
+
+
 # Reconciliation evidence (no nbgrader run needed) ------------------------------------------
 
 

@@ -29,7 +29,14 @@ from dataclasses import replace
 from pathlib import Path
 
 from grader.intake.gradescope_layout import GRADESCOPE_METADATA, list_gradescope
-from grader.intake.lms_names import MOODLE_ENTRY, canvas_match, canvas_upload_name, canvas_users, moodle_readings
+from grader.intake.lms_names import (
+    MOODLE_ENTRY,
+    canvas_match,
+    canvas_upload_name,
+    canvas_users,
+    moodle_readings,
+    read_two_ways,
+)
 from grader.intake.nbgrader_layout import NBGRADER_STEPS, holds_nbgrader_work, list_nbgrader
 from grader.intake.students import Found, Student, entries_of, student_id, suffix_of
 from grader.intake.submission import SubmittedPart
@@ -133,7 +140,7 @@ def _canvas(folder: Path, skipped: list[tuple[str, str]]) -> Found:
             skipped.append((entry.name, "not named as Canvas names a submitted file"))
             continue
         if len(users := canvas_users(entry.name)) > 1:
-            skipped.append((entry.name, _two_readings("Canvas user", users)))
+            skipped.append((entry.name, read_two_ways("Canvas user", users)))
             continue
         name, copy = canvas_upload_name(match["file"])
         recency = (int(match["number"] or 0), copy)
@@ -160,16 +167,6 @@ def _canvas(folder: Path, skipped: list[tuple[str, str]]) -> Found:
     ]
 
 
-def _two_readings(who: str, ids: list[str]) -> str:
-    """Why an entry whose name reads as the work of more than one student is graded as no one's: a display
-    name can spell another student's id (a Moodle full name ``Eve_102_assignsubmission_file``)."""
-    readings = " or ".join(f"{who} {printable(id, keep_newlines=False)}" for id in ids)
-    return (
-        f"its name reads as the work of {readings} (a display name can spell another's id): graded as no "
-        "one's; rename it for the student whose work it is and grade again"
-    )
-
-
 def _moodle(folder: Path, skipped: list[tuple[str, str]]) -> Found:
     """One student per Moodle participant number; a student with a folder per submission plugin
     (files and online text) has them all."""
@@ -180,7 +177,7 @@ def _moodle(folder: Path, skipped: list[tuple[str, str]]) -> Found:
             skipped.append((entry.name, "not named as Moodle names a submission's folder or file"))
             continue
         if len(participants := list(dict.fromkeys(id for id, _, _ in readings))) > 1:
-            skipped.append((entry.name, _two_readings("Moodle participant", participants)))
+            skipped.append((entry.name, read_two_ways("Moodle participant", participants)))
             continue
         participant, plugin, file = readings[0]
         name = f"assignsubmission_{plugin}" if is_folder else file

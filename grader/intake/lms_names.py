@@ -2,6 +2,9 @@
 (grader/intake/layouts.py) and the nbgrader collectors (grader/authoring/nbgrader/lms.py) both read."""
 
 import re
+from collections.abc import Iterator
+
+from grader.runner.escaping import printable
 
 # Canvas: the "number" after the user id is Canvas's own (attachment or submission); a file
 # uploaded again under a name already used gets -1, -2 before its extension.
@@ -55,16 +58,24 @@ def canvas_match(name: str) -> re.Match[str] | None:
     return CANVAS_ATTACHMENT.fullmatch(name) or CANVAS_FILE.fullmatch(name)
 
 
+def _after_each_underscore(name: str, after_name: re.Pattern[str]) -> Iterator[re.Match[str]]:
+    """Each reading of ``name`` as a display name, an underscore, then what ``after_name`` reads: a display
+    name may hold underscores and digits of its own, so every underscore is a place the name may end."""
+    for at, character in enumerate(name):
+        if character == "_" and (match := after_name.fullmatch(name, at + 1)):
+            yield match
+
+
 def moodle_readings(name: str, folder: bool) -> list[tuple[str, str, str]]:
     """Every way ``name`` reads as Moodle names a submission's folder (it ends at the plugin) or file:
     (participant number, plugin, file), the first the shortest display name. A display name can spell a
     prefix itself (``Eve_102_assignsubmission_file``): more than one participant among the readings is a
     name no one can attribute."""
-    readings = []
-    for at, character in enumerate(name):
-        if character == "_" and (match := _MOODLE_AFTER_NAME.fullmatch(name, at + 1)) and bool(match["file"]) != folder:
-            readings.append((match["id"], match["plugin"], match["file"]))
-    return readings
+    return [
+        (match["id"], match["plugin"], match["file"])
+        for match in _after_each_underscore(name, _MOODLE_AFTER_NAME)
+        if bool(match["file"]) != folder
+    ]
 
 
 def canvas_users(name: str) -> list[str]:
@@ -74,10 +85,20 @@ def canvas_users(name: str) -> list[str]:
     if first is None:
         return []
     users = [first["anon"] or first["user"]]
-    for at, character in enumerate(name):
-        if character == "_" and (match := _CANVAS_AFTER_NAME.fullmatch(name, at + 1)) and match["user"] not in users:
+    for match in _after_each_underscore(name, _CANVAS_AFTER_NAME):
+        if match["user"] not in users:
             users.append(match["user"])
     return users
+
+
+def read_two_ways(who: str, ids: list[str]) -> str:
+    """Why an entry whose name reads as the work of more than one student is graded as no one's: a display
+    name can spell another student's id (a Moodle full name ``Eve_102_assignsubmission_file``)."""
+    readings = " or ".join(f"{who} {printable(id, keep_newlines=False)}" for id in ids)
+    return (
+        f"its name reads as the work of {readings} (a display name can spell another's id): graded as no "
+        "one's; rename it for the student whose work it is and grade again"
+    )
 
 
 def canvas_upload_name(file: str) -> tuple[str, int]:

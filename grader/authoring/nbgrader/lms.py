@@ -31,6 +31,11 @@ copy.ipynb``) is filed under the course notebook's name it stands for, by the ru
 intake uses for stage files (grader.intake.submission.stage_file_meant); autograde grades only
 notebooks under their own names ("Skipping unknown notebook").
 
+A display name can spell another student's id (a Moodle full name ``Eve_102_assignsubmission_file``,
+a Canvas name ending ``_5002``), so a name can read as the work of two students: as the class
+intake does (grader/intake/layouts.py), the collector skips such an entry with one line naming both
+readings, rather than file one student's notebook as another's.
+
 One student's download can hold two copies of a notebook (handed in twice, or once at the top
 of their folder and once in a sub-folder): nbgrader stops the whole collection at a second copy
 ("Duplicate submission file. No timestamps for comparison"). The collector keeps one and logs
@@ -48,7 +53,13 @@ from dataclasses import dataclass
 from nbgrader.plugins import FileNameCollectorPlugin
 from traitlets import Unicode
 
-from grader.intake.lms_names import NBGRADER_CANVAS_NAME, NBGRADER_MOODLE_NAME
+from grader.intake.lms_names import (
+    NBGRADER_CANVAS_NAME,
+    NBGRADER_MOODLE_NAME,
+    canvas_users,
+    moodle_readings,
+    read_two_ways,
+)
 from grader.intake.submission import stage_file_meant
 
 # The download's names, from the grammar the class intake reads them with
@@ -74,6 +85,7 @@ class _DownloadCollector(FileNameCollectorPlugin):
         super().__init__(**kwargs)
         self._kept: dict[str, dict[tuple[str, str], list[_Copy]]] = {}  # download folder -> copies, kept first
         self._reported: set[tuple[str, str, str]] = set()
+        self._refused: set[str] = set()  # entries whose names read as two students' work, said once each
 
     def collect(self, submitted_file: str) -> dict | None:
         info = super().collect(submitted_file)
@@ -86,6 +98,12 @@ class _DownloadCollector(FileNameCollectorPlugin):
             self.log.warning(
                 "Skipped %s: only a folder above the download (%s) has a name like the LMS's", submitted_file, folder
             )
+            return None
+        if len(readers := self._readers(submitted_file, folder)) > 1:
+            entry = self._entry(submitted_file, folder)
+            if entry not in self._refused:
+                self._refused.add(entry)
+                self.log.warning("Skipped %s: %s", entry, read_two_ways(self.WHO, readers))
             return None
         copy = self._copy(submitted_file, match)
         info["file_id"] = copy.file_id
@@ -119,7 +137,7 @@ class _DownloadCollector(FileNameCollectorPlugin):
             for name in files:
                 path = os.path.join(root, name)
                 match = re.match(self.named_regexp, path) if name.endswith(".ipynb") else None
-                if match and self._download_folder(path, match) == folder:
+                if match and self._download_folder(path, match) == folder and len(self._readers(path, folder)) == 1:
                     copy = self._copy(path, match)
                     copies.setdefault((copy.student_id, copy.file_id), []).append(copy)
         return {key: sorted(found, key=lambda c: c.rank) for key, found in copies.items()}
@@ -133,6 +151,17 @@ class _DownloadCollector(FileNameCollectorPlugin):
         return os.path.abspath(app._format_collect_path(app.extracted_directory))
 
     @staticmethod
+    def _entry(path: str, folder: str) -> str:
+        """The file or folder of the download the LMS named for the student that ``path`` is (in)."""
+        return os.path.relpath(path, folder).split(os.sep)[0]
+
+    def _readers(self, path: str, folder: str) -> list[str]:
+        """The students the name of ``path``'s entry in the download can be read as the work of: the regex
+        takes one reading (nbgrader's), a display name can make the name read as another student's too."""
+        entry = self._entry(path, folder)
+        return self._students_named(entry, is_folder=entry != os.path.relpath(path, folder))
+
+    @staticmethod
     def _download_folder(path: str, match: re.Match) -> str:
         """The folder holding the entry the LMS named for the student (their file, or their folder)."""
         return os.path.dirname(path[: match.start("student_id")])
@@ -143,6 +172,11 @@ class CanvasCollector(_DownloadCollector):
 
     named_regexp = Unicode(CANVAS_NAME, help="A Canvas download's file names (see CANVAS_NAME)").tag(config=True)
     KEEPS = "the copy Canvas stored last"
+    WHO = "Canvas user"
+
+    @staticmethod
+    def _students_named(entry: str, is_folder: bool) -> list[str]:
+        return canvas_users(entry)  # a folder is a .zip nbgrader extracted, named like the zip
 
     @staticmethod
     def _rank(path: str, match: re.Match, near_name: bool) -> tuple:
@@ -154,6 +188,14 @@ class MoodleCollector(_DownloadCollector):
 
     named_regexp = Unicode(MOODLE_NAME, help="A Moodle download's file names (see MOODLE_NAME)").tag(config=True)
     KEEPS = "the one under the notebook's own name, then the shallowest, then the first by path"
+    WHO = "Moodle participant"
+
+    @staticmethod
+    def _students_named(entry: str, is_folder: bool) -> list[str]:
+        # A folder is Moodle's (its name ends at the plugin) or a .zip nbgrader extracted (named like the
+        # zip): nbgrader's extraction leaves no way to tell, so both readings count.
+        readings = moodle_readings(entry, folder=False) + (moodle_readings(entry, folder=True) if is_folder else [])
+        return list(dict.fromkeys(participant for participant, _, _ in readings))
 
     @staticmethod
     def _rank(path: str, match: re.Match, near_name: bool) -> tuple:
