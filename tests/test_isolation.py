@@ -13,6 +13,7 @@ import resource
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -81,6 +82,8 @@ attempt("bpf", lambda: need(syscall(321, 0, 0, 0)))
 attempt("perf_event_open", lambda: need(libc.syscall(298, ctypes.create_string_buffer(128), ctypes.c_long(0), ctypes.c_long(-1), ctypes.c_long(-1), ctypes.c_long(0))))
 attempt("keyctl", lambda: need(syscall(250, 0, 0, 0)))
 attempt("memfd_create", lambda: os.memfd_create("held"))
+attempt("shmget", lambda: need(libc.shmget(0, 4096, 0o1600)))  # IPC_PRIVATE, IPC_CREAT | 0600
+attempt("msgget", lambda: need(libc.msgget(0, 0o1600)))
 attempt("socket", lambda: socket.socket(socket.AF_UNIX).close())
 attempt("sched_setaffinity", lambda: os.sched_setaffinity(0, os.sched_getaffinity(0)))
 import fcntl
@@ -672,3 +675,80 @@ def test_a_lane_that_uses_up_its_uids_threads_leaves_the_other_lane_its_own(tmp_
     assert threaded["score"] == threaded["max_score"], [
         (c["id"], c["message"]) for s in threaded["stages"] for c in s["checks"] if c["status"] != "passed"
     ]
+
+
+# Each stage file holds 900 MiB for as long as its worker lives: within a worker's own limits, beyond its lane's.
+MEMORY_HOG = """
+_held = bytes([1]) * (900 * 1024 * 1024)
+"""
+# 64 KiB extended attributes on every file it may make, in its scratch folder and /dev/shm, from every worker.
+XATTR_EVERYWHERE = """
+import os as _os
+for _folder in (".", "/dev/shm"):
+    try:
+        for _n in range(1024):
+            _path = _os.path.join(_folder, f"x{_os.getpid()}-{_n}")
+            open(_path, "w").close()
+            _os.setxattr(_path, "user.fill", b"x" * 65536)
+    except OSError:
+        pass
+"""
+LANE_MEMORY = 1200 * 1024**2
+
+
+def _everywhere(folder: Path, code: str) -> Path:
+    """An attacker whose every stage file runs ``code`` when it is imported, and is otherwise correct."""
+    learner_copy(folder)
+    for stage_file in folder.glob("stage*.py"):
+        stage_file.write_text(code + "\n" + stage_file.read_text())
+    return folder
+
+
+def _meminfo() -> dict[str, int]:
+    return {line.split(":")[0]: int(line.split()[1]) * 1024 for line in Path("/proc/meminfo").read_text().splitlines()}
+
+
+@needs_bubblewrap
+@pytest.mark.skipif(os.geteuid() != 0, reason="a cgroup per lane needs root here")
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="two lanes need two cores")
+def test_a_student_who_fills_memory_is_stopped_at_their_lanes_bound_and_costs_no_one_else(tmp_path):
+    """Two attackers in two lanes, honest students after and beside them. The kernel stops the workers that
+    take the lane past its bound (the judge says so from the lane's own count of such kills), the kernel's
+    slab grows by less than 1 GiB, and the honest students keep full marks."""
+    from grader.sandbox.lane_bounds import lane_bound
+
+    probe = lane_bound(9, LANE_MEMORY)  # made and removed here, as a lane's judge would
+    if probe is None:
+        pytest.skip("this kernel lets the grader make no cgroup")
+    probe.remove()
+    submissions = tmp_path / "class"
+    _everywhere(submissions / "a1-memory-hog", MEMORY_HOG)
+    _everywhere(submissions / "a2-xattr", XATTR_EVERYWHERE)
+    for name in ("a3-honest", "a4-honest"):
+        learner_copy(submissions / name)
+    before, available, slab, stop = _meminfo(), [], [], threading.Event()
+
+    def sample() -> None:
+        while not stop.wait(0.02):
+            now = _meminfo()
+            available.append(now["MemAvailable"])
+            slab.append(now["Slab"])
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        batch(submissions, tmp_path / "out", "--workers", "2", "--lane-memory", str(LANE_MEMORY))
+    finally:
+        stop.set()
+        sampler.join()
+    reports = {p.stem: json.loads(p.read_text()) for p in (tmp_path / "out").glob("a*.json")}
+    for name in ("a3-honest", "a4-honest"):
+        assert reports[name]["score"] == reports[name]["max_score"], name
+    hog = reports["a1-memory-hog"]
+    assert hog["complete"] and hog["score"] < hog["max_score"]
+    stopped = [c["message"] for s in hog["stages"] for c in s["checks"] if "1,200 MiB of memory" in c["message"]]
+    assert stopped and all("held more than the 1,200 MiB of memory they may share" in m for m in stopped)
+    # Both lanes at their bounds, and the two judges beside them with torch: 900 MiB a worker, unbounded, is more.
+    taken = before["MemAvailable"] - min(available)
+    assert taken < 2 * LANE_MEMORY + 2 * 1024**3, f"{taken / 1024**3:.1f} GiB"
+    assert max(slab) - before["Slab"] < 1024**3

@@ -22,18 +22,20 @@ from grader.core.late_policy import LatePolicy
 from grader.core.options import ClassOptions, GradingOptions
 from grader.core.report import Report, failed
 from grader.intake.students import Student
+from grader.sandbox.lane_bounds import lane_memory_bytes
 
 
 class LaneError(RuntimeError):
     """A lane could not start its sandbox: nothing can be graded."""
 
 
-def _lane(connection: Connection, options: GradingOptions, cores: set[int] | None, number: int) -> None:
+def _lane(connection: Connection, options: GradingOptions, cores: set[int] | None, number: int, memory: int) -> None:
     """A judge process: one sandbox, then one student per message until told to stop.
 
     ``cores``: the CPUs this lane and everything it starts keep to (workers cannot change theirs),
     so that no student's threads take time from another lane's students; None shares them all. ``number``:
-    which lane this is: its workers run as a uid of their own.
+    which lane this is: its workers run as a uid of their own. ``memory``: the bytes its processes may hold
+    together, where the kernel keeps such a bound (grader.sandbox.lane_bounds).
     """
     from grader.judge.session import grade_each
     from grader.runner.confine import die_with_parent
@@ -44,7 +46,7 @@ def _lane(connection: Connection, options: GradingOptions, cores: set[int] | Non
         os.sched_setaffinity(0, cores)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator decides when lanes stop
     try:
-        sandbox = Sandbox(options.device, options.sandbox, many_students=True, lane=number)
+        sandbox = Sandbox(options.device, options.sandbox, many_students=True, lane=number, lane_memory=memory)
         sandbox.device  # noqa: B018 - fail here, once, if the zygote cannot start
     except SandboxError as error:
         connection.send(("fatal", str(error)))
@@ -60,6 +62,7 @@ class _Lane:
     connection: Connection
     cores: set[int] | None
     number: int
+    memory: int  # bytes the lane's processes may hold together
     student: Student | None = None
     started: float = 0.0
     fingerprint: dict | None = None  # of the files the lane was sent for ``student``
@@ -75,17 +78,17 @@ def lane_cores(count: int) -> list[set[int] | None]:
 
 
 def _start_lanes(
-    context: Any, options: GradingOptions, cores: list[set[int] | None], numbers: list[int] | None = None
+    context: Any, options: GradingOptions, cores: list[set[int] | None], memory: int, numbers: list[int] | None = None
 ) -> list[_Lane]:
     """Start a lane on each of ``cores`` side by side (each imports torch in its zygote), then wait for all;
-    ``numbers``: which lanes they are (0, 1, ... unless given)."""
+    ``memory``: each lane's bound; ``numbers``: which lanes they are (0, 1, ... unless given)."""
     lanes = []
     for own, number in zip(cores, numbers or range(len(cores))):
         ours, theirs = context.Pipe()
-        process = context.Process(target=_lane, args=(theirs, options, own, number), daemon=True)
+        process = context.Process(target=_lane, args=(theirs, options, own, number, memory), daemon=True)
         process.start()
         theirs.close()
-        lanes.append(_Lane(process, ours, own, number))
+        lanes.append(_Lane(process, ours, own, number, memory))
     for lane in lanes:
         kind, detail = lane.connection.recv() if lane.connection.poll(120) else ("fatal", "no answer in 120 s")
         if kind != "ready":
@@ -112,7 +115,8 @@ def grade_all(
     grading = options.grading
 
     context = multiprocessing.get_context("fork")
-    lanes = _start_lanes(context, grading, lane_cores(max(1, min(options.workers, len(todo)))))
+    count = max(1, min(options.workers, len(todo)))
+    lanes = _start_lanes(context, grading, lane_cores(count), options.lane_memory or lane_memory_bytes(count))
     queue = list(todo)
     progress = Progress(len(todo))
     retried: set[str] = set()
@@ -180,7 +184,7 @@ def grade_all(
 def _restart(lane: _Lane, context: Any, options: GradingOptions) -> _Lane:
     lane.process.kill()
     lane.process.join()
-    return _start_lanes(context, options, [lane.cores], [lane.number])[0]
+    return _start_lanes(context, options, [lane.cores], lane.memory, [lane.number])[0]
 
 
 def _finish(lane: _Lane, report: Report, out: Path, progress: Progress) -> None:

@@ -84,8 +84,30 @@ def parse(argv: list[str]) -> argparse.Namespace:
         default=300.0,
         help="seconds one student's grading may take in all before it is stopped",
     )
+    parser.add_argument(
+        "--lane-memory",
+        type=size_in_bytes,
+        metavar="SIZE",
+        help="the memory each lane's processes may hold together, kernel memory included, e.g. 6G or 1500M "
+        "(default: the machine's memory divided by the lanes plus one); kept by a cgroup where the kernel "
+        "lets the grader make one (see docs/grading-a-class.md)",
+    )
     add_grading_options(parser)
     return parser.parse_args(argv)
+
+
+def size_in_bytes(text: str) -> int:
+    """``text`` as bytes: a number with K, M or G (powers of 1024) or none."""
+    number, unit = text.strip()[:-1], text.strip()[-1:].upper()
+    if unit.isdigit():
+        number, unit = text.strip(), ""
+    try:
+        size = int(float(number) * 1024 ** " KMG".index(unit or " "))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size such as 6G or 1500M") from None
+    if size < 256 * 1024**2:
+        raise argparse.ArgumentTypeError(f"{text!r} is less than 256M, too little for torch")
+    return size
 
 
 def main(argv: list[str]) -> int:
@@ -172,7 +194,12 @@ def main(argv: list[str]) -> int:
         },
     )
     options = ClassOptions(
-        grading, args.workers, args.force, tuple(args.student) if args.student else None, args.student_timeout
+        grading,
+        args.workers,
+        args.force,
+        tuple(args.student) if args.student else None,
+        args.student_timeout,
+        args.lane_memory,
     )
     current, todo = plan(students, chosen, out, options.force, run)
     try:

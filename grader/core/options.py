@@ -29,3 +29,4 @@ class ClassOptions:
     force: bool
     students: tuple[str, ...] | None  # --student: only these ids; None: whoever the plan decides
     student_timeout: float  # seconds one student's grading may take in all
+    lane_memory: int | None = None  # bytes a lane's processes may hold together; None: the machine's share

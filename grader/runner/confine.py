@@ -108,6 +108,17 @@ def drop_privileges(uid: int | None = None, keep: tuple[int, ...] = ()) -> None:
     prctl(PR_SET_NO_NEW_PRIVS, 1)
 
 
+def volunteer_for_oom() -> None:
+    """Be the first process the kernel kills when memory runs out (its lane's cgroup, or the machine): a
+    worker, not the zygote or a student's first process, pays for what learner code allocated. Before the
+    uid changes and the process turns undumpable: after that, /proc/self is root's to write."""
+    try:
+        with open("/proc/self/oom_score_adj", "w") as adjust:
+            adjust.write("1000")
+    except OSError:  # not Linux, or /proc not mounted: the per-process limits still hold
+        pass
+
+
 def limit_resources(device: str) -> None:
     if device == "cpu":  # CUDA maps far more address space than it uses: no RLIMIT_AS there
         with open("/proc/self/statm") as statm:

@@ -76,9 +76,12 @@ _DENIED = {  # refused outright
     "io_uring_register",
     "iopl",
     "ioperm",
-    # Memory no process maps (so no RLIMIT_AS counts it), and CPUs of the caller's choosing: a
-    # lane's workers keep the core the lane was given.
+    # Memory no process maps (so no RLIMIT_AS counts it: a System V segment keeps its pages after
+    # it is detached, a message queue its messages), and CPUs of the caller's choosing: a lane's
+    # workers keep the core the lane was given.
     "memfd_create",
+    "shmget",
+    "msgget",
     "sched_setaffinity",
 }
 # Asking the kernel to signal another process on I/O: fcntl F_SETOWN, F_SETSIG, F_SETOWN_EX, and
@@ -161,6 +164,8 @@ _SYSCALLS = {
             "setpriority": 141,
             "ioprio_set": 251,
             "memfd_create": 319,
+            "shmget": 29,
+            "msgget": 68,
             "fcntl": 72,
             "ioctl": 16,
             "socket": 41,
@@ -238,6 +243,8 @@ _SYSCALLS = {
             "setpriority": 140,
             "ioprio_set": 30,
             "memfd_create": 279,
+            "shmget": 194,
+            "msgget": 186,
             "fcntl": 25,
             "ioctl": 29,
             "socket": 198,

@@ -45,6 +45,7 @@ def run(
     confine.die_with_parent(parent)
     confine.close_descriptors(keep=[channel])  # fd 1 and 2 are /dev/null: print at the C level goes nowhere
     sys.stdout = sys.stderr = open(1, "w", closefd=False)  # until the learner's code runs (PrintCapture)
+    confine.volunteer_for_oom()
     confine.drop_privileges(uid)
     confine.make_undumpable()
     os.chdir(scratch)

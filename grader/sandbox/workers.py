@@ -97,6 +97,7 @@ class LearnerWorkers:
         self.not_run = 0  # calls refused for want of budget
         self._files = files
         self._student = sandbox.start_student(files)
+        self._memory_kills = sandbox.memory_kills()  # kills in the lane before this student's code ran
         # A worker is a stage, run with some of torch's routes switched off or none (grader.runner.routes).
         self._workers: dict[Worker, socket.socket] = {}  # loaded (or failed to)
         self._forked: dict[Worker, socket.socket] = {}  # not yet asked for
@@ -136,11 +137,7 @@ class LearnerWorkers:
             ) from None
         except (ConnectionError, OSError):
             self._discard(worker)
-            raise LearnerFailure(
-                "crash",
-                "the process running your code stopped without answering "
-                "(os._exit, a segfault or the memory limit can do that)",
-            ) from None
+            raise self._stopped("without answering") from None
         finally:
             self.spent += time.monotonic() - started
         if not isinstance(reply, dict) or not ({"ok", "error"} & reply.keys()):
@@ -274,15 +271,28 @@ class LearnerWorkers:
             ) from None
         except (ConnectionError, ProtocolError, OSError):
             self._discard(worker)
-            raise LearnerFailure(
-                "crash",
-                "the process running your code stopped while importing your file "
-                "(os._exit, a segfault or the memory limit can do that)",
-            ) from None
+            raise self._stopped("while importing your file") from None
         finally:
             self.printed = shown
             self.spent += time.monotonic() - started
         return sock
+
+    def _stopped(self, when: str) -> LearnerFailure:
+        """Why a worker stopped ``when``: the kernel's kill for the lane's memory bound where the lane's own
+        count of such kills (read from outside it) went up, else a crash of unknown cause."""
+        kills = self.sandbox.memory_kills()
+        if kills > self._memory_kills:
+            self._memory_kills = kills
+            held = (self.sandbox.lane_memory or 0) / 1024**2
+            return LearnerFailure(
+                "memory",
+                f"the process running your code was stopped {when}: the processes running your code held more "
+                f"than the {held:,.0f} MiB of memory they may share, kernel memory included",
+            )
+        return LearnerFailure(
+            "crash",
+            f"the process running your code stopped {when} (os._exit, a segfault or the memory limit can do that)",
+        )
 
     def _discard(self, worker: Worker) -> None:
         """Close the worker's socket and have the student's first process kill it (by the pid it keeps)."""

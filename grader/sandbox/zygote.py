@@ -47,6 +47,7 @@ from grader.sandbox.confinement import (
     site_folders,
     system_binds,
 )
+from grader.sandbox.lane_bounds import LaneBound, lane_bound, lane_memory_bytes
 
 READY_SECONDS = 120.0  # the zygote's torch import, on a busy machine
 END_SECONDS = 60.0  # killing a student's processes and reaping them
@@ -59,13 +60,24 @@ PROBE_SECONDS = 60.0  # the probe worker's fork, set-up and answer, on a busy ma
 class Sandbox:
     """A running zygote: the judge's end of its command socket, and one student at a time."""
 
-    def __init__(self, device: str = "cpu", mode: str = "auto", many_students: bool = False, lane: int = 0):
+    def __init__(
+        self,
+        device: str = "cpu",
+        mode: str = "auto",
+        many_students: bool = False,
+        lane: int = 0,
+        lane_memory: int | None = None,
+    ):
         """``many_students``: the zygote moves to huge pages first (grader.runner.hugepages); ``lane``: which of
-        a batch's lanes this is, whose workers run as a uid of their own (grader.runner.confine.LANE_UIDS)."""
+        a batch's lanes this is, whose workers run as a uid of their own (grader.runner.confine.LANE_UIDS);
+        ``lane_memory``: the bytes its processes may hold together, where the kernel keeps such a bound
+        (lane_bounds; None: the share of a single lane)."""
         self.confinement = confinement(mode)
         # "isolated" grades no one until _prove_isolation has passed in this zygote, with bubblewrap or without.
         self._must_prove = mode == "isolated"
         self._options = (device, many_students, lane)
+        self._lane_memory = lane_memory or lane_memory_bytes(1)
+        self._bound: LaneBound | None = None
         self._host_folders: Path | None = None  # unsandboxed only: the stage files and scratch live on the host
         self._students = itertools.count()
         self._launch()
@@ -80,6 +92,7 @@ class Sandbox:
         self._ending: list[int] = []  # students told to end whose "ended" has not been read yet
         self._ready: dict | None = None
         self._proven: int | None = None  # files of the hidden packages a probe worker failed to open
+        self._bound = lane_bound(self._options[2], self._lane_memory)
         try:
             self._zygote = self._start(*self._options, zygote_end)
         finally:
@@ -116,6 +129,8 @@ class Sandbox:
                 f"checked before grading: a worker could open none of {self._proven} files of "
                 f"{', '.join(HIDDEN_PACKAGES)}"
             )
+        if self._bound is not None:
+            parts.append(self._bound.detail)
         return "; ".join(parts)
 
     def start_student(self, files: dict[str, bytes]) -> socket.socket:
@@ -181,6 +196,15 @@ class Sandbox:
             )
         self._proven = len(paths)
 
+    def memory_kills(self) -> int:
+        """How many of this lane's processes the kernel has killed for the lane's memory bound (0 without one)."""
+        return 0 if self._bound is None else self._bound.memory_kills()
+
+    @property
+    def lane_memory(self) -> int | None:
+        """The bytes this lane's processes may hold together, where the kernel keeps that bound."""
+        return None if self._bound is None else self._lane_memory
+
     @property
     def alive(self) -> bool:
         return self._zygote.poll() is None
@@ -190,6 +214,9 @@ class Sandbox:
         self._control.close()
         self._zygote.kill()
         self._zygote.wait()
+        if self._bound is not None:
+            self._bound.remove()
+            self._bound = None
         if self._host_folders is not None:
             folders.remove(self._host_folders)
             self._host_folders = None
@@ -289,6 +316,8 @@ class Sandbox:
         else:
             environment["PYTHONPATH"] = str(REPO)
             command = zygote
+        if self._bound is not None:
+            command = self._bound.enter_then(command)
         return subprocess.Popen(
             command,
             stdin=subprocess.DEVNULL,
