@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from grader.intake.submission import read_submission
+from grader.judge.routes_off import SOFTMAX_OFF
 from grader.runner.protocol import Foreign, ProtocolError, decode, encode, receive
 from grader.sandbox.workers import REPEAT_HANG_SECONDS, LearnerFailure, LearnerWorkers
 from grader.sandbox.zygote import Sandbox
@@ -114,6 +115,21 @@ def test_after_a_hang_only_the_function_that_hung_gets_the_short_limit(tmp_path,
     with pytest.raises(LearnerFailure, match=f"no answer within {REPEAT_HANG_SECONDS:g} s"):
         scores(workers)  # the function that hung, again: the short limit
     assert workers.request(1, "call", function="softmax_naive", args=[torch.zeros(2)])["result"].tolist() == [0.5, 0.5]
+    started = time.monotonic()
+    with pytest.raises(LearnerFailure, match="not run: stage 1's code gave no answer in 2 calls already"):
+        scores(workers)  # two hangs: the function's way, whatever the inputs
+    assert time.monotonic() - started < REPEAT_HANG_SECONDS
+    assert workers.request(1, "call", function="softmax_naive", args=[torch.zeros(2)])["result"].tolist() == [0.5, 0.5]
+
+
+def test_a_file_whose_import_hung_is_not_imported_again_in_another_worker(tmp_path, workers_for):
+    workers = workers_for(submission(tmp_path, stage1_body="while True:\n    pass\n" + STAGE1), timeout=1.0)
+    with pytest.raises(LearnerFailure, match="importing your file did not finish within 1 s"):
+        scores(workers)
+    started = time.monotonic()
+    with pytest.raises(LearnerFailure, match="not run: importing your file took longer than 1 s"):
+        workers.request(1, "call", function="softmax_naive", args=[torch.zeros(2)], switched_off=SOFTMAX_OFF)
+    assert time.monotonic() - started < REPEAT_HANG_SECONDS
 
 
 def test_all_calls_of_a_student_share_one_budget(tmp_path, workers_for):

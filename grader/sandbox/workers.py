@@ -27,10 +27,12 @@ from grader.sandbox.zygote import Sandbox, SandboxError
 # From fork to "ready" (before any learner code runs): the fork and the worker's own set-up, on
 # a busy machine. The import of the learner's file then has the per-call limit.
 WORKER_READY_SECONDS = 60.0
-# After a hang, later calls of the same function (or class) get a short limit: a correct call takes
-# milliseconds, so a function that hangs everywhere costs seconds, not minutes, and the stage's other
+# After a hang, the next call of the same function (or class) gets a short limit: a correct call takes
+# milliseconds. A second hang is taken as the function's way (a loop that never ends whatever the inputs),
+# and its later calls are not run: a function that hangs everywhere costs 1.25 s, and the stage's other
 # functions keep the full limit.
 REPEAT_HANG_SECONDS = 0.25
+HANGS_BEFORE_NOT_RUN = 2
 
 
 Worker = tuple[int, SwitchedOff]  # a stage, and the routes its worker runs without
@@ -103,8 +105,8 @@ class LearnerWorkers:
         self._forked: dict[Worker, socket.socket] = {}  # not yet asked for
         self._numbers: dict[Worker, int] = {}  # how the student's first process knows each
         self._count = itertools.count(1)
-        self._hung: set[tuple[int, object]] = set()  # (stage, function or class) that hung
-        self._hung_at_import: set[Worker] = set()
+        self._hung: dict[tuple[int, object], int] = {}  # (stage, function or class) -> how many calls hung
+        self._hung_at_import: set[int] = set()  # stages whose file hung at import: no other worker imports it
         self._switched_off = switched_off or {}
         self.printed = PrintedOutput()  # what the current check's calls printed: the plugin resets it
         for stage in stages:
@@ -116,6 +118,13 @@ class LearnerWorkers:
         """Run probe ``op`` in the worker of ``stage`` that runs without the routes ``switched_off``
         (grader.runner.routes; None: the stage's own worker); its result, or LearnerFailure."""
         called = (stage, params.get("function", params.get("cls")))
+        if self._hung.get(called, 0) >= HANGS_BEFORE_NOT_RUN:
+            what = called[1] or f"stage {stage}'s code"
+            raise LearnerFailure(
+                "timeout",
+                f"not run: {what} gave no answer in {HANGS_BEFORE_NOT_RUN} calls already (within "
+                f"{self.timeout:g} s, then {REPEAT_HANG_SECONDS:g} s)",
+            )
         limit = min(timeout or self.timeout, REPEAT_HANG_SECONDS if called in self._hung else math.inf)
         worker = self._own(stage) if switched_off is None else (stage, switched_off)
         sock = self._worker(worker)
@@ -126,7 +135,7 @@ class LearnerWorkers:
             reply = self._answer(sock, limit)
         except TimeoutError:
             self._discard(worker)
-            self._hung.add(called)
+            self._hung[called] = self._hung.get(called, 0) + 1
             raise LearnerFailure(
                 "timeout", f"your code gave no answer within {limit:g} s{self._cut_short(limit)}"
             ) from None
@@ -245,7 +254,7 @@ class LearnerWorkers:
 
     def _fork(self, worker: Worker) -> socket.socket:
         """A worker that has imported the stage, or LearnerFailure when importing it crashed or hung."""
-        if worker in self._hung_at_import:
+        if worker[0] in self._hung_at_import:  # the same file, with or without torch's routes
             raise LearnerFailure("timeout", f"not run: importing your file took longer than {self.timeout:g} s")
         limit = self._within_budget(self.timeout)
         if worker not in self._forked:
@@ -265,7 +274,7 @@ class LearnerWorkers:
             self._answer(sock, limit)  # {"loaded": ...}: an import error is answered per request
         except TimeoutError:
             self._discard(worker)
-            self._hung_at_import.add(worker)
+            self._hung_at_import.add(worker[0])
             raise LearnerFailure(
                 "timeout", f"importing your file did not finish within {limit:g} s{self._cut_short(limit)}"
             ) from None
