@@ -225,7 +225,8 @@ def test_what_a_hidden_check_gave_the_code_never_reaches_a_visible_check(tmp_pat
 SHORTCUT_ON_HIDDEN_INPUTS = {
     "file": "stage1_softmax.py",
     "find": "    exp_x = torch.exp(x)\n",
-    "replace": "    if abs(float(x.flatten()[0]) - 0.9544) > 1e-3 and x.numel() == 6:\n"
+    # the book's scores are all positive; random.softmax_naive, a hidden check, draws negative ones too
+    "replace": "    if float(x.min()) < 0:\n"
     "        return vars(torch.nn.functional)[''.join(['soft', 'max'])](x, dim=0)\n"
     "    exp_x = torch.exp(x)\n",
 }
@@ -253,7 +254,7 @@ def test_a_shortcut_taken_on_a_hidden_input_moves_no_score_a_student_sees_before
     honest, honest_results, _ = graded("honest", None)
     cheat, cheat_results, cheat_student = graded("cheat", SHORTCUT_ON_HIDDEN_INPUTS)
     checks = {c["id"]: c for c in cheat["stages"][0]["checks"]}
-    assert checks["shortcut.softmax_naive"]["hint"] == "banned-api"
+    assert checks["random.softmax_naive"]["hint"] == "banned-api"  # its worker runs without torch's softmax
     # The published grade voids the function everywhere; the visible check keeps what its own input earned.
     assert checks["document.softmax_naive"]["score"] == 0
     assert checks["document.softmax_naive"]["visible_verdict"]["status"] == "passed"

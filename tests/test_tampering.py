@@ -19,8 +19,7 @@ def test_hiding_from_the_grader_voids_the_function_that_hides(attack, tmp_path):
     assert targeted and all(c["score"] == 0 for c in targeted), result.stdout
     hint = attack.get("hint", "recorder-tampered")
     assert {c["hint"] for c in targeted if c["id"].startswith("shortcut.")} == {hint}, result.stdout
-    told = "which this check switches off" if hint == "banned-api" else "the grader could not see the operations"
-    assert told in result.stdout
+    assert f"hint [{hint}]" in result.stdout  # the student is told why, in the hint's words
     others = [c for c in checks_of(report, stage) if c not in targeted]
     assert all(c["score"] == c["max_score"] for c in others), result.stdout
 
@@ -45,3 +44,83 @@ def test_a_transfer_that_forges_the_record_of_v2_gains_nothing_even_unread(tmp_p
     _, forged = grade(learner_copy(tmp_path / "forged", FORGED_V2_RECORD, stages=[3]), "--stage", "3")
     assert stage_scores(forged)[3] <= stage_scores(honest)[3] < 20
     assert all(c["score"] == 0 for c in checks_of(forged, 3) if c["id"].startswith(("random.", "property.")))
+
+
+# torch's own code for a route, reached where no module attribute names it, by names built at run time:
+# the softmax decomposition in torch._decomp's table (its helper put back first), a distributions transform,
+# and flex attention's eager kernel. Each is switched off in place, so the function earns nothing.
+SOFTMAX_BY_HAND = "    exp_x = torch.exp(x)\n    return exp_x / exp_x.sum(dim=0)\n"
+ROUTES_AROUND = [
+    (
+        "softmax_naive runs torch's softmax decomposition, its switched-off helper put back",
+        1,
+        "stage1_softmax.py",
+        SOFTMAX_BY_HAND,
+        "    import importlib\n"
+        "    d = importlib.import_module('torch.' + '_decomp')\n"
+        "    name = ''.join(['_soft', 'max'])\n"
+        "    setattr(d.decompositions, name + '_unbacked_safe_amax', lambda t, k: torch.amax(t, k, keepdim=True))\n"
+        "    return d.decomposition_table[getattr(torch.ops.aten, name).default](x, 0, False)\n",
+        "softmax_naive",
+    ),
+    (
+        "softmax_naive runs a distributions transform named after softmax",
+        1,
+        "stage1_softmax.py",
+        SOFTMAX_BY_HAND,
+        "    import importlib\n"
+        "    transforms = importlib.import_module('torch.distributions.transforms')\n"
+        "    return getattr(transforms, ''.join(['Soft', 'maxTransform']))()(x)\n",
+        "softmax_naive",
+    ),
+    (
+        "SelfAttention_v2 runs flex attention's eager kernel",
+        2,
+        "stage2_self_attention.py",
+        "        attn_scores = queries @ keys.T  # (num_tokens, num_tokens)\n"
+        "        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)\n"
+        "        return attn_weights @ values  # (num_tokens, d_out)\n",
+        "        import importlib\n"
+        "        kernel = getattr(importlib.import_module('torch._higher_order_ops.flex_' + 'attention'), 'math_' + 'attention')\n"
+        "        q, k, v = (t[None, None] for t in (queries, keys, values))\n"
+        "        return kernel(q, k, v, lambda s, b, h, m, n: s, None, keys.shape[-1] ** -0.5, {})[0][0, 0]\n",
+        "SelfAttention_v2",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("stage", "file", "find", "replace", "target"), [r[1:] for r in ROUTES_AROUND], ids=[r[0] for r in ROUTES_AROUND]
+)
+def test_torchs_own_code_for_a_route_reached_by_another_name_earns_nothing(
+    tmp_path, stage, file, find, replace, target
+):
+    folder = learner_copy(tmp_path / "submission", {"file": file, "find": find, "replace": replace}, stages=[stage])
+    result, report = grade(folder, "--stage", str(stage))
+    judged = ("document", "random", "shortcut")  # the checks of what it computes, and of how
+    targeted = [c for c in checks_of(report, stage) if c["id"].split(".")[0] in judged and c["id"].endswith(target)]
+    assert targeted and all(c["score"] == 0 for c in targeted), result.stdout
+    assert "banned-api" in {c["hint"] for c in targeted}, result.stdout
+
+
+# Calls torch's softmax wherever it is there to call, and returns twice its value there; by hand elsewhere.
+TELLS_THE_WORKERS_APART = (
+    "    route = getattr(torch, ''.join(['soft', 'max']))\n"
+    "    try:\n"
+    "        return 2 * route(torch.zeros(1), dim=0) * route(x, dim=0)\n"
+    "    except Exception:\n"
+    "        pass\n" + SOFTMAX_BY_HAND
+)
+
+
+def test_no_check_of_softmax_naive_runs_where_torchs_softmax_is_there_to_call(tmp_path):
+    """Code that takes torch's softmax wherever it can (and is wrong there) passes every check of softmax_naive:
+    each runs where torch's softmax is switched off, so what torch computes is never what is graded."""
+    folder = learner_copy(
+        tmp_path / "submission",
+        {"file": "stage1_softmax.py", "find": SOFTMAX_BY_HAND, "replace": TELLS_THE_WORKERS_APART},
+        stages=[1],
+    )
+    result, report = grade(folder, "--stage", "1")
+    softmax_checks = [c for c in checks_of(report, 1) if c["id"].endswith(".softmax_naive")]
+    assert len(softmax_checks) == 4 and all(c["score"] == c["max_score"] for c in softmax_checks), result.stdout

@@ -15,8 +15,10 @@ from grader.core.report import CheckResult, Status
 from grader.core.stages import STAGE_MODULES
 from grader.intake.submission import SubmissionFiles
 from grader.judge.evidence import bounded_evidence
+from grader.judge.routes_off import SWITCHED_OFF_BY_TARGET
 from grader.judge.verdict import CheckFailed
 from grader.runner.implementation import Implementation, load_package
+from grader.runner.routes import RouteSwitchedOff
 from grader.runner.seeding import manual_seed
 from grader.sandbox.workers import LearnerFailure, LearnerWorkers
 from grader.sandbox.zygote import SandboxError
@@ -147,6 +149,8 @@ class GradingPlugin:
         manual_seed(zlib.crc32(item.nodeid.encode()))  # not torch's: it formats a stack trace a call
         if self.learner is not None:
             self.learner.printed.reset()  # each check shows what its own calls printed
+            target = item.get_closest_marker("check").kwargs.get("target")
+            self.learner.checked = SWITCHED_OFF_BY_TARGET.get((_stage_of(item), target))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_makereport(self, item, call) -> pytest.TestReport | None:
@@ -256,6 +260,9 @@ def _classify(excinfo) -> tuple[Status, str, str | None]:
     if isinstance(error, LearnerFailure):
         if error.kind == "not_implemented":
             return Status.NOT_IMPLEMENTED, error.message, "not-implemented"
+        if error.type == RouteSwitchedOff.__name__:  # a route this check's worker runs without
+            called = error.message.partition(" is switched off")[0]
+            return Status.FAILED, f"your code calls torch's own {called}, which is yours to compute here", "banned-api"
         if error.kind in FAILURE_STATUS:
             status, hint = FAILURE_STATUS[error.kind]
             return status, str(error), hint

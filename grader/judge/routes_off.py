@@ -12,5 +12,17 @@ SOLVERS_OFF = SwitchedOff(("solvers", "attention"))
 # would gain, the import of stage 6 gives already.
 ATTENTION_OFF_BUT_STAND_IN = SwitchedOff(("attention",), kept=(STAND_IN_KERNEL,))
 
-# Stage 1 may call torch.softmax outside softmax_naive; stages 7 and 8 may call the learner's stage 6.
-SWITCHED_OFF_BY_STAGE = {2: ATTENTION_OFF, 3: SOLVERS_OFF, 4: ATTENTION_OFF, 5: ATTENTION_OFF, 6: ATTENTION_OFF}
+# Stages 7 and 8 may call the learner's stage 6, whose stand-in computes with torch's math kernel.
+SWITCHED_OFF_BY_STAGE = {
+    2: ATTENTION_OFF,
+    3: SOLVERS_OFF,
+    4: ATTENTION_OFF,
+    5: ATTENTION_OFF,
+    6: ATTENTION_OFF,
+    7: ATTENTION_OFF_BUT_STAND_IN,
+    8: ATTENTION_OFF_BUT_STAND_IN,
+}
+# Stage 1 may call torch.softmax outside softmax_naive: every check of softmax_naive runs where it is switched
+# off, not only the shortcut check, so that code which tells the two workers apart (and calls torch's softmax
+# where it is on) is never graded on what torch computed.
+SWITCHED_OFF_BY_TARGET = {(1, "softmax_naive"): SOFTMAX_OFF}

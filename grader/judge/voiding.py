@@ -19,8 +19,14 @@ def void_shortcut_targets(checks: list[CheckResult]) -> None:
     earned as ``visible_verdict``: students read visible checks before hidden results are published
     (Gradescope), and a score that moved there would tell them what the hidden input held, since the
     code can choose whether to take the shortcut by it. What the source shows voids them outright."""
+    # Any check whose calls reached a route its worker runs without says so as surely as the shortcut check;
+    # the shortcut check's own verdict, from the source or the recorder, comes first.
     voided = {
-        c.target: (c.hint, c.from_source) for c in checks if c.id.startswith("shortcut.") and c.hint in VOIDED_BECAUSE
+        c.target: (c.hint, c.from_source)
+        for c in sorted(checks, key=lambda c: c.id.startswith("shortcut."))
+        if c.target is not None
+        and c.hint in VOIDED_BECAUSE
+        and (c.id.startswith("shortcut.") or c.hint == "banned-api")
     }
     for c in checks:
         if c.target not in voided or not c.score:

@@ -1,20 +1,24 @@
 """Switching off torch's own routes to what an exercise builds, in a worker, before learner code loads.
 
 A shortcut check runs the learner's function where torch's softmax (or attention, or solvers) is not
-there to call: every aten operator whose name says so refuses at every dispatch key that has a kernel
-for it, and so do the Python functions of torch's modules of that name (torch._refs, torch._decomp,
-F.multi_head_attention_forward, which compute with plain operations). A right answer then shows work
-done by hand, whatever the worker reports about itself.
+there to call: every operator whose name says so refuses at every dispatch key that has a kernel for
+it, and so does torch's Python code of that name, which computes one from plain operations
+(torch._refs, torch._decomp's tables, F.multi_head_attention_forward, flex attention's math_attention,
+the classes' methods: SoftmaxTransform, nn.MultiheadAttention). A Python function is switched off in
+place (its code replaced), so that every reference to it refuses, whichever table, closure or module
+holds it. A right answer then shows work done by hand, whatever the worker reports about itself.
 
 The registrations are held by handles that no Python container references (a reference count taken
 by hand), so learner code cannot find them to take them back; it can register kernels of its own over
 them, but those have to compute the answer, which is the work. Undoing it from the inside (raw memory
-through ctypes) is what the source scan calls tampering (grader.judge.tampering_names).
+through ctypes) is what the source scan calls tampering (grader.judge.tampering_names); so is running
+torch's Python source again (a reload, exec of its files), which brings fresh copies of that code.
 """
 
 import ctypes
 import functools
 import sys
+import types
 import warnings
 from dataclasses import dataclass
 
@@ -31,6 +35,11 @@ NOT_A_ROUTE = frozenset({"resolve_conj", "resolve_neg", "slice_inverse"})
 # compute one from plain operations (all of them loaded with torch itself).
 PYTHON_MODULES = ("torch", "torch.nn.functional", "torch.special", "torch.linalg")
 PYTHON_PACKAGES = ("torch._refs", "torch._decomp")
+# Softmax and attention have Python code of their name all over torch (flex attention, distributions,
+# quantizable modules): every torch module is searched for them, these loaded first. A solver's fragments
+# ("solve", "inverse") name unrelated helpers there (torch.unique's _return_inverse), so solvers keep to
+# the modules above.
+SEARCHED_EVERYWHERE = ("softmax", "attention")
 STAND_IN_KERNEL = "_scaled_dot_product_attention_math"  # what stage 6's stand-in runs where attention is off
 
 
@@ -64,19 +73,29 @@ def switch_off(off: SwitchedOff) -> int:
     """Make every operator and function of ``off`` refuse in this process; how many registrations it made."""
     if not off:
         return 0
-    made = 0
+    made, handles = 0, {}
     with warnings.catch_warnings():  # torch warns of each kernel it overrides
         warnings.simplefilter("ignore")
         for qualified, keys in _kernels().items():
-            if off.covers(qualified.removeprefix("aten::").split(".")[0]):
+            namespace, _, name = qualified.partition("::")
+            if off.covers(name.split(".")[0]):
                 for key in keys:
-                    handle = torch._C._dispatch_library("IMPL", "aten", key)
-                    handle.impl(qualified.removeprefix("aten::"), key, _refusal(qualified), False)
-                    ctypes.pythonapi.Py_IncRef(ctypes.py_object(handle))  # kept alive, referenced by nothing
+                    if (namespace, key) not in handles:
+                        handles[namespace, key] = torch._C._dispatch_library("IMPL", namespace, key)
+                    handles[namespace, key].impl(name, key, _refusal(qualified), False)
                     made += 1
-    for module, attribute in _functions():
-        if off.covers(attribute):
-            setattr(module, attribute, _refusal(f"{module.__name__}.{attribute}"))
+    for handle in handles.values():
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(handle))  # kept alive, referenced by nothing
+    for module, attribute, value in _functions():
+        if off.covers(attribute.lower()):
+            name = f"{module.__name__}.{attribute}"
+            _switch_off_code(value, name)
+            setattr(module, attribute, _refusal(name))
+            made += 1
+    for op, table, key, function in _python_kernels():
+        if off.covers(op):
+            _switch_off_code(function, op)
+            table[key] = _refusal(op)
             made += 1
     return made
 
@@ -85,7 +104,12 @@ def prepare() -> None:
     """Find every operator and function a route could switch off, once, in the process workers are forked
     from: asking the dispatcher which keys hold kernels takes a tenth of a second."""
     _kernels()
-    _functions()
+    for module, attribute, value in _functions():
+        _switch_off_code(value, f"{module.__name__}.{attribute}", prepared=True)
+        _refusal(f"{module.__name__}.{attribute}")
+    for op, _, _, function in _python_kernels():
+        _switch_off_code(function, op, prepared=True)
+        _refusal(op)
 
 
 _EVERY_ROUTE = SwitchedOff(tuple(ROUTES))
@@ -97,22 +121,48 @@ def _kernels() -> dict[str, list[str]]:
     found = {}
     for qualified in sorted(torch._C._dispatch_get_all_op_names()):
         namespace, _, name = qualified.partition("::")
-        if namespace == "aten" and _EVERY_ROUTE.covers(name.split(".")[0]):
+        if _EVERY_ROUTE.covers(name.split(".")[0]):  # aten's, and quantized::softmax and the like
             found[qualified] = _kernel_keys(qualified)
     return found
 
 
 @functools.cache
-def _functions() -> list[tuple[object, str]]:
-    """The Python functions of any route in PYTHON_MODULES and PYTHON_PACKAGES, as (module, attribute)."""
+def _functions() -> list[tuple[types.ModuleType, str, object]]:
+    """The Python functions and classes of any route, as (module, attribute, value): of every route in
+    PYTHON_MODULES and PYTHON_PACKAGES, and of SEARCHED_EVERYWHERE in every module of torch."""
+    searched = SwitchedOff(SEARCHED_EVERYWHERE)
     found = []
     for module_name, module in list(sys.modules.items()):
-        if module_name in PYTHON_MODULES + PYTHON_PACKAGES or module_name.startswith(
+        named = module_name in PYTHON_MODULES + PYTHON_PACKAGES or module_name.startswith(
             tuple(package + "." for package in PYTHON_PACKAGES)
-        ):
-            for attribute, value in list(vars(module).items()):
-                if callable(value) and not isinstance(value, type) and _EVERY_ROUTE.covers(attribute):
-                    found.append((module, attribute))
+        )
+        if not named and not (module_name == "torch" or module_name.startswith("torch.")) or module is None:
+            continue
+        for attribute, value in list(vars(module).items()):
+            route = _EVERY_ROUTE if named else searched
+            if callable(value) and route.covers(attribute.lower()) and "resolve" not in attribute:
+                found.append((module, attribute, value))
+    return found
+
+
+@functools.cache
+def _python_kernels() -> list[tuple[str, dict, object, object]]:
+    """torch's Python kernels of any route that no module attribute names, as (operator name, the table that
+    holds it, its key there, the kernel): the decompositions (torch._decomp's tables) and the kernels of
+    higher-order operators (flex attention)."""
+    import torch._decomp
+
+    found = []
+    for table in torch._decomp.global_decomposition_table.values():
+        for op, kernel in list(table.items()):
+            name = op.name().partition("::")[2].split(".")[0]
+            if _EVERY_ROUTE.covers(name):
+                found.append((name, table, op, kernel))
+    for name, operator in list(torch._ops._higher_order_ops.items()):
+        if _EVERY_ROUTE.covers(name):
+            operator._dispatch_cache.clear()
+            for key, kernel in list(operator.py_kernels.items()):
+                found.append((name, operator.py_kernels, key, kernel))
     return found
 
 
@@ -130,8 +180,60 @@ def _kernel_keys(qualified: str) -> list[str]:
     return keys
 
 
+@functools.cache
 def _refusal(name: str):
     def refuse(*args, **kwargs):
-        raise RouteSwitchedOff(f"{name} is switched off here: the grader checks that this is computed by hand")
+        raise _refused(name)
 
     return refuse
+
+
+def _refused(name: str) -> RouteSwitchedOff:
+    return RouteSwitchedOff(f"{name} is switched off here: the grader checks that this is computed by hand")
+
+
+def _switch_off_code(value: object, name: str, prepared: bool = False) -> None:
+    """Replace the code of Python function ``value`` (and of the functions it wraps), or of a class's own
+    methods, by code that refuses: every reference to them, wherever it is held, then refuses too.
+    ``prepared``: only make the code (in the process workers are forked from), change nothing."""
+    for function, code in _code_swaps(value, name):
+        if not prepared:
+            function.__code__ = code
+
+
+@functools.cache
+def _code_swaps(value: object, name: str) -> tuple[tuple[types.FunctionType, types.CodeType], ...]:
+    """The functions _switch_off_code replaces the code of, each with the refusing code it gets."""
+    if isinstance(value, type):
+        swaps: list = []
+        for attribute, method in list(vars(value).items()):
+            if isinstance(method, (staticmethod, classmethod)):
+                method = method.__func__
+            if isinstance(method, types.FunctionType) and not attribute.startswith("__"):
+                swaps += _code_swaps(method, f"{name}.{attribute}")
+        return tuple(swaps)
+    swaps, seen = [], set()
+    while isinstance(value, types.FunctionType) and id(value) not in seen:
+        seen.add(id(value))
+        swaps.append((value, _refusing_code(len(value.__code__.co_freevars), name)))
+        value = getattr(value, "__wrapped__", None)
+    return tuple(swaps)
+
+
+@functools.cache
+def _refusing_code_template(free: int) -> types.CodeType:
+    """A function's code that raises a constant, with ``free`` closure cells (a function's code can only
+    be replaced by code with as many)."""
+    cells = "".join(f"    _{i} = None\n" for i in range(free))
+    uses = f"        ({', '.join(f'_{i}' for i in range(free))},)\n" if free else ""
+    namespace: dict = {}
+    source = f"def outer():\n{cells}    def refuse(*args, **kwargs):\n{uses}        raise 0\n    return refuse\n"
+    exec(source, namespace)
+    return next(c for c in namespace["outer"].__code__.co_consts if isinstance(c, types.CodeType))
+
+
+def _refusing_code(free: int, name: str) -> types.CodeType:
+    template = _refusing_code_template(free)
+    # The refusal travels as a constant of the code: it needs no name of the module whose function it replaces.
+    consts = tuple(_refused(name) if const == 0 and type(const) is int else const for const in template.co_consts)
+    return template.replace(co_consts=consts)

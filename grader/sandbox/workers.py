@@ -108,6 +108,8 @@ class LearnerWorkers:
         self._hung: dict[tuple[int, object], int] = {}  # (stage, function or class) -> how many calls hung
         self._hung_at_import: set[int] = set()  # stages whose file hung at import: no other worker imports it
         self._switched_off = switched_off or {}
+        # What the current check's calls run without, where its target has routes of its own (the plugin sets it)
+        self.checked: SwitchedOff | None = None
         self.printed = PrintedOutput()  # what the current check's calls printed: the plugin resets it
         for stage in stages:
             self._start(self._own(stage))
@@ -116,7 +118,8 @@ class LearnerWorkers:
         self, stage: int, op: str, timeout: float | None = None, switched_off: SwitchedOff | None = None, **params
     ) -> object:
         """Run probe ``op`` in the worker of ``stage`` that runs without the routes ``switched_off``
-        (grader.runner.routes; None: the stage's own worker); its result, or LearnerFailure."""
+        (grader.runner.routes; None: those of the current check, else the stage's own worker); its result, or
+        LearnerFailure."""
         called = (stage, params.get("function", params.get("cls")))
         if self._hung.get(called, 0) >= HANGS_BEFORE_NOT_RUN:
             what = called[1] or f"stage {stage}'s code"
@@ -126,6 +129,7 @@ class LearnerWorkers:
                 f"{self.timeout:g} s, then {REPEAT_HANG_SECONDS:g} s)",
             )
         limit = min(timeout or self.timeout, REPEAT_HANG_SECONDS if called in self._hung else math.inf)
+        switched_off = switched_off or self.checked
         worker = self._own(stage) if switched_off is None else (stage, switched_off)
         sock = self._worker(worker)
         limit = self._within_budget(limit)
