@@ -12,6 +12,7 @@ import torch
 from grader.intake.submission import read_submission
 from grader.judge.routes_off import SOFTMAX_OFF
 from grader.runner.protocol import Foreign, ProtocolError, decode, encode, receive
+from grader.sandbox import lane_bounds
 from grader.sandbox.workers import REPEAT_HANG_SECONDS, LearnerFailure, LearnerWorkers
 from grader.sandbox.zygote import Sandbox
 from tests.conftest import REPO
@@ -250,3 +251,28 @@ def test_a_call_takes_keyword_arguments_and_bfloat16_arrives_as_bfloat16(tmp_pat
     torch.testing.assert_close(
         reply["result"], torch.tensor([[1.0, 0.0], [0.3302, 0.6698]], dtype=torch.float64), atol=4e-3, rtol=0
     )
+
+
+# Looks up names that are not there, under a read-only system folder: the kernel keeps each miss in its cache.
+MISSES = """
+import os as _os
+_prefix = "/usr/" + "q" * 200 + _os.urandom(4).hex()
+for _n in range(400_000):
+    try:
+        _os.stat(_prefix + str(_n))
+    except OSError:
+        pass
+"""
+
+
+def test_the_kernel_caches_a_student_fills_are_reclaimed_while_they_are_graded(tmp_path, workers_for, monkeypatch):
+    monkeypatch.setattr(lane_bounds, "KERNEL_RECLAIMED_ABOVE", 64 * 1024**2)
+    body = STAGE1.replace("    exp_x = torch.exp(x)", "    exec(MISSES_CODE)\n    exp_x = torch.exp(x)")
+    workers = workers_for(submission(tmp_path, stage1_prefix=f"MISSES_CODE = {MISSES!r}\n", stage1_body=body))
+    bound = workers.sandbox._bound
+    if bound is None:
+        pytest.skip("this kernel lets the grader make no cgroup")
+    workers.request(1, "call", function="attention_scores", args=[torch.zeros(2, 3), torch.zeros(3)])
+    before = bound.kernel_bytes()
+    workers.request(1, "call", function="softmax_naive", args=[torch.zeros(2)])  # some 150 MiB of misses
+    assert bound.kernel_bytes() < before + 64 * 1024**2, (before, bound.kernel_bytes())

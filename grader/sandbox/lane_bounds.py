@@ -28,6 +28,11 @@ from grader.runner.confine import PROCESSES
 LANE_TASKS = PROCESSES + 512
 NAME = "grader-lane"  # <NAME>-<judge pid>-<lane>: a judge that died leaves folders the next one removes
 _REMOVE_SECONDS = 2.0  # a killed zygote's namespace takes some milliseconds to empty
+# Kernel memory a lane may hold before the judge has the kernel reclaim what it can of it. Most of what learner
+# code can make the kernel keep is reclaimable cache (the entries of names it looked up and did not find, under
+# the shared, read-only system folders), which outlives the student, the lane and the class until memory runs
+# short: a lane of honest students holds a few tens of MiB.
+KERNEL_RECLAIMED_ABOVE = 512 * 1024**2
 
 
 def lane_memory_bytes(lanes: int) -> int:
@@ -67,6 +72,26 @@ class LaneBound:
         except OSError:
             return 0
         return next((int(line.split()[1]) for line in lines if line.startswith("oom_kill ")), 0)
+
+    def kernel_bytes(self) -> int:
+        """The kernel memory the lane's processes hold (slab, page tables, stacks); 0 where it cannot be read."""
+        try:
+            if self.version == 1:
+                return int((self.folders[0] / "memory.kmem.usage_in_bytes").read_text())
+            stat = dict(line.split() for line in (self.folders[0] / "memory.stat").read_text().splitlines())
+            return int(stat.get("slab", 0)) + int(stat.get("kernel_stack", 0)) + int(stat.get("pagetables", 0))
+        except (OSError, ValueError):
+            return 0
+
+    def reclaim(self) -> None:
+        """Have the kernel reclaim what it can of the lane's memory (caches; what processes hold stays)."""
+        try:
+            if self.version == 1:
+                (self.folders[0] / "memory.force_empty").write_text("0")
+            else:
+                (self.folders[0] / "memory.reclaim").write_text(str(self.kernel_bytes()))
+        except OSError:  # an older kernel (memory.reclaim is Linux 5.19+), or nothing left to reclaim
+            pass
 
     @property
     def detail(self) -> str:

@@ -33,6 +33,9 @@ WORKER_READY_SECONDS = 60.0
 # functions keep the full limit.
 REPEAT_HANG_SECONDS = 0.25
 HANGS_BEFORE_NOT_RUN = 2
+# How often, in seconds of a student's calls, the judge looks at the kernel memory the lane holds: a correct
+# submission's calls take about a second in all, a student who fills the kernel's caches 30.
+KERNEL_CHECK_SECONDS = 0.25
 
 
 Worker = tuple[int, SwitchedOff]  # a stage, and the routes its worker runs without
@@ -97,6 +100,7 @@ class LearnerWorkers:
         self.budget = budget
         self.spent = 0.0  # seconds of the budget used, from request sent to answer received
         self.not_run = 0  # calls refused for want of budget
+        self._kernel_checked = 0.0  # self.spent when the lane's kernel memory was last looked at
         self._files = files
         self._student = sandbox.start_student(files)
         self._memory_kills = sandbox.memory_kills()  # kills in the lane before this student's code ran
@@ -153,6 +157,7 @@ class LearnerWorkers:
             raise self._stopped("without answering") from None
         finally:
             self.spent += time.monotonic() - started
+            self._keep_kernel_memory_down()
         if not isinstance(reply, dict) or not ({"ok", "error"} & reply.keys()):
             self._discard(worker)
             raise LearnerFailure("crash", "the process running your code sent a malformed answer")
@@ -289,6 +294,11 @@ class LearnerWorkers:
             self.printed = shown
             self.spent += time.monotonic() - started
         return sock
+
+    def _keep_kernel_memory_down(self) -> None:
+        if self.spent - self._kernel_checked >= KERNEL_CHECK_SECONDS:
+            self._kernel_checked = self.spent
+            self.sandbox.keep_kernel_memory_down()
 
     def _stopped(self, when: str) -> LearnerFailure:
         """Why a worker stopped ``when``: the kernel's kill for the lane's memory bound where the lane's own

@@ -33,6 +33,7 @@ from grader.core.stages import runner_stages
 from grader.runner import folders
 from grader.runner.commands import ISOLATION_PROBE, receive_command, send_command
 from grader.runner.confine import UNPRIVILEGED_UID
+from grader.sandbox import lane_bounds
 from grader.sandbox.confinement import (
     HIDDEN_PACKAGES,
     INSIDE,
@@ -199,6 +200,11 @@ class Sandbox:
     def memory_kills(self) -> int:
         """How many of this lane's processes the kernel has killed for the lane's memory bound (0 without one)."""
         return 0 if self._bound is None else self._bound.memory_kills()
+
+    def keep_kernel_memory_down(self) -> None:
+        """Past KERNEL_RECLAIMED_ABOVE of kernel memory in the lane, have the kernel reclaim its caches."""
+        if self._bound is not None and self._bound.kernel_bytes() > lane_bounds.KERNEL_RECLAIMED_ABOVE:
+            self._bound.reclaim()
 
     @property
     def lane_memory(self) -> int | None:
