@@ -90,12 +90,16 @@ def switch_off(off: SwitchedOff) -> int:
         if off.covers(attribute.lower()):
             name = f"{module.__name__}.{attribute}"
             _switch_off_code(value, name)
-            setattr(module, attribute, _refusal(name))
+            # A function's name then refuses too (a builtin's code cannot be replaced); a class or an operator
+            # object stays what it is, for isinstance and registrations, its methods or kernels refusing.
+            if isinstance(value, (types.FunctionType, types.BuiltinFunctionType)):
+                setattr(module, attribute, _refusal(name))
             made += 1
-    for op, table, key, function in _python_kernels():
+    for op, table, key, function, cache in _python_kernels():
         if off.covers(op):
             _switch_off_code(function, op)
             table[key] = _refusal(op)
+            cache.clear()  # a higher-order operator's kernels as it last looked them up
             made += 1
     return made
 
@@ -107,7 +111,7 @@ def prepare() -> None:
     for module, attribute, value in _functions():
         _switch_off_code(value, f"{module.__name__}.{attribute}", prepared=True)
         _refusal(f"{module.__name__}.{attribute}")
-    for op, _, _, function in _python_kernels():
+    for op, _, _, function, _ in _python_kernels():
         _switch_off_code(function, op, prepared=True)
         _refusal(op)
 
@@ -140,16 +144,16 @@ def _functions() -> list[tuple[types.ModuleType, str, object]]:
             continue
         for attribute, value in list(vars(module).items()):
             route = _EVERY_ROUTE if named else searched
-            if callable(value) and route.covers(attribute.lower()) and "resolve" not in attribute:
+            if callable(value) and route.covers(attribute.lower()):
                 found.append((module, attribute, value))
     return found
 
 
 @functools.cache
-def _python_kernels() -> list[tuple[str, dict, object, object]]:
+def _python_kernels() -> list[tuple[str, dict, object, object, dict]]:
     """torch's Python kernels of any route that no module attribute names, as (operator name, the table that
-    holds it, its key there, the kernel): the decompositions (torch._decomp's tables) and the kernels of
-    higher-order operators (flex attention)."""
+    holds it, its key there, the kernel, a cache of lookups in that table): the decompositions (torch._decomp's
+    tables) and the kernels of higher-order operators (flex attention)."""
     import torch._decomp
 
     found = []
@@ -157,12 +161,11 @@ def _python_kernels() -> list[tuple[str, dict, object, object]]:
         for op, kernel in list(table.items()):
             name = op.name().partition("::")[2].split(".")[0]
             if _EVERY_ROUTE.covers(name):
-                found.append((name, table, op, kernel))
+                found.append((name, table, op, kernel, {}))
     for name, operator in list(torch._ops._higher_order_ops.items()):
         if _EVERY_ROUTE.covers(name):
-            operator._dispatch_cache.clear()
             for key, kernel in list(operator.py_kernels.items()):
-                found.append((name, operator.py_kernels, key, kernel))
+                found.append((name, operator.py_kernels, key, kernel, operator._dispatch_cache))
     return found
 
 
