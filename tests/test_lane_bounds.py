@@ -25,7 +25,7 @@ def bound():
 
 def test_a_command_runs_inside_the_lanes_cgroups_from_its_first_instruction(bound):
     shown = subprocess.run(bound.enter_then(["cat", "/proc/self/cgroup"]), capture_output=True, text=True, check=True)
-    lines = [line for line in shown.stdout.splitlines() if f"{NAME}-{os.getpid()}-7" in line]
+    lines = [line for line in shown.stdout.splitlines() if f"{NAME}-{os.getpid()}-7-" in line]
     assert len(lines) == len(bound.folders), shown.stdout  # memory and pids (v1), or the one v2 cgroup
 
 
@@ -40,7 +40,7 @@ def test_the_kernel_stops_a_process_past_the_bound_and_the_judge_counts_it(bound
 
 def test_a_lane_folder_of_a_judge_that_died_is_removed_by_the_next(bound):
     parent = bound.folders[0].parent
-    gone = parent / f"{NAME}-{2**22 + 1}-0"  # above pid_max's default: no process has it
+    gone = parent / f"{NAME}-{2**22 + 1}-0-0"  # above pid_max's default: no process has it
     gone.mkdir()
     mine = bound.folders[0]
     remove_stranded(parent)

@@ -15,6 +15,7 @@ container with /sys/fs/cgroup read-only) there is no lane bound, and the report'
 one. Standard library only, like the zygote's client.
 """
 
+import itertools
 import os
 import time
 from dataclasses import dataclass
@@ -26,7 +27,10 @@ from grader.runner.confine import PROCESSES
 # and the zygote and each student's init keep room beyond them, so that the uid's limit is what a thread flood
 # meets first (a failure of the student's own), never the lane's (the grader could not start a worker).
 LANE_TASKS = PROCESSES + 512
-NAME = "grader-lane"  # <NAME>-<judge pid>-<lane>: a judge that died leaves folders the next one removes
+# <NAME>-<judge pid>-<lane>-<n>: a judge that died leaves folders the next one removes; n tells apart two sandboxes
+# of one judge and lane (a restarted one, or two a test holds at once)
+NAME = "grader-lane"
+_MADE = itertools.count()
 _REMOVE_SECONDS = 2.0  # a killed zygote's namespace takes some milliseconds to empty
 # Kernel memory a lane may hold before the judge has the kernel reclaim what it can of it. Most of what learner
 # code can make the kernel keep is reclaimable cache (the entries of names it looked up and did not find, under
@@ -117,7 +121,7 @@ class LaneBound:
 def lane_bound(lane: int, memory: int) -> LaneBound | None:
     """Make lane ``lane``'s cgroup, its processes bounded to ``memory`` bytes together and LANE_TASKS tasks;
     None where the kernel or our rights allow none."""
-    name = f"{NAME}-{os.getpid()}-{lane}"
+    name = f"{NAME}-{os.getpid()}-{lane}-{next(_MADE)}"
     for version, parents in ((2, _v2_parents()), (1, _v1_parents())):
         if parents is None:
             continue
