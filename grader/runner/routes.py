@@ -108,11 +108,12 @@ def prepare() -> None:
     """Find every operator and function a route could switch off, once, in the process workers are forked
     from: asking the dispatcher which keys hold kernels takes a tenth of a second."""
     _kernels()
+    # The refusing code and functions are made here, once: a worker only puts them in place.
     for module, attribute, value in _functions():
-        _switch_off_code(value, f"{module.__name__}.{attribute}", prepared=True)
+        _code_swaps(value, f"{module.__name__}.{attribute}")
         _refusal(f"{module.__name__}.{attribute}")
     for op, _, _, function, _ in _python_kernels():
-        _switch_off_code(function, op, prepared=True)
+        _code_swaps(function, op)
         _refusal(op)
 
 
@@ -140,7 +141,8 @@ def _functions() -> list[tuple[types.ModuleType, str, object]]:
         named = module_name in PYTHON_MODULES + PYTHON_PACKAGES or module_name.startswith(
             tuple(package + "." for package in PYTHON_PACKAGES)
         )
-        if not named and not (module_name == "torch" or module_name.startswith("torch.")) or module is None:
+        in_torch = module_name == "torch" or module_name.startswith("torch.")
+        if module is None or not (named or in_torch):
             continue
         for attribute, value in list(vars(module).items()):
             route = _EVERY_ROUTE if named else searched
@@ -195,13 +197,11 @@ def _refused(name: str) -> RouteSwitchedOff:
     return RouteSwitchedOff(f"{name} is switched off here: the grader checks that this is computed by hand")
 
 
-def _switch_off_code(value: object, name: str, prepared: bool = False) -> None:
+def _switch_off_code(value: object, name: str) -> None:
     """Replace the code of Python function ``value`` (and of the functions it wraps), or of a class's own
-    methods, by code that refuses: every reference to them, wherever it is held, then refuses too.
-    ``prepared``: only make the code (in the process workers are forked from), change nothing."""
+    methods, by code that refuses: every reference to them, wherever it is held, then refuses too."""
     for function, code in _code_swaps(value, name):
-        if not prepared:
-            function.__code__ = code
+        function.__code__ = code
 
 
 @functools.cache
