@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from grader.intake.submission import read_submission
-from grader.judge.routes_off import SOFTMAX_OFF
+from grader.judge.routes_off import SOFTMAX_OFF, SWITCHED_OFF_BY_STAGE, SWITCHED_OFF_BY_TARGET, SWITCHED_OFF_EVERYWHERE
 from grader.runner.protocol import Foreign, ProtocolError, decode, encode, receive
+from grader.runner.route_names import SwitchedOff
 from grader.sandbox import lane_bounds
 from grader.sandbox.workers import REPEAT_HANG_SECONDS, LearnerFailure, LearnerWorkers
 from grader.sandbox.zygote import Sandbox
@@ -121,6 +122,55 @@ def test_after_a_hang_only_the_function_that_hung_gets_the_short_limit(tmp_path,
         scores(workers)  # two hangs: the function's way, whatever the inputs
     assert time.monotonic() - started < REPEAT_HANG_SECONDS
     assert workers.request(1, "call", function="softmax_naive", args=[torch.zeros(2)])["result"].tolist() == [0.5, 0.5]
+
+
+SLOW_SCORES = "    import time\n    time.sleep(0.5)\n    return inputs @ query  #"  # slower than REPEAT_HANG_SECONDS
+HANGING_SOFTMAX = "    while True:\n        pass\n    exp_x = torch.exp(x)"
+BOOK_WEIGHTS = ("attention_scores", "softmax_naive")  # what recipe attn_weights_2_naive calls, in that order
+
+
+def test_a_recipe_that_hangs_counts_against_the_function_it_was_in(tmp_path, workers_for):
+    body = STAGE1.replace("    return inputs @ query  #", SLOW_SCORES).replace(
+        "    exp_x = torch.exp(x)", HANGING_SOFTMAX
+    )
+    workers = workers_for(submission(tmp_path, stage1_body=body), timeout=1.0)
+    # softmax_naive is looked up before attention_scores runs, and called after it: the hang is softmax_naive's
+    with pytest.raises(LearnerFailure, match="softmax_naive, called by the book's code, gave no answer within 1 s"):
+        workers.request(1, "recipe", calls=BOOK_WEIGHTS, name="attn_weights_2_naive")
+    scores = workers.request(1, "call", function="attention_scores", args=[torch.ones(2, 3), torch.ones(3)])
+    assert scores["result"].tolist() == [3.0, 3.0]  # the full limit: it takes 0.5 s
+    with pytest.raises(LearnerFailure, match=f"no answer within {REPEAT_HANG_SECONDS:g} s"):
+        workers.request(1, "call", function="softmax_naive", args=[torch.zeros(2)])
+    started = time.monotonic()
+    with pytest.raises(LearnerFailure, match="not run: softmax_naive gave no answer in 2 calls already"):
+        workers.request(1, "recipe", calls=BOOK_WEIGHTS, name="attn_weights_2_naive")
+    assert time.monotonic() - started < REPEAT_HANG_SECONDS
+    # a recipe without it runs, with the full limit
+    assert workers.request(1, "recipe", calls=("attention_scores",), name="attn_scores_2").shape == (6,)
+
+
+def test_a_worker_that_names_another_function_for_a_hang_only_loses(tmp_path, workers_for):
+    forge = (
+        "    import json, os, stat\n"
+        "    frame = json.dumps({'__dict__': [['calling', 'context_vector']]}).encode()\n"  # as the protocol has it
+        "    for fd in map(int, os.listdir('/proc/self/fd')):\n"
+        "        try:\n"
+        "            if stat.S_ISSOCK(os.fstat(fd).st_mode):\n"
+        "                os.write(fd, len(frame).to_bytes(4, 'big') + frame)\n"
+        "        except OSError:\n"
+        "            pass\n"
+    )
+    body = STAGE1.replace("    return inputs @ query  #", SLOW_SCORES).replace(
+        "    exp_x = torch.exp(x)", forge + HANGING_SOFTMAX
+    )
+    workers = workers_for(submission(tmp_path, stage1_body=body), timeout=1.0)
+    with pytest.raises(LearnerFailure, match="your code gave no answer within 1 s"):
+        workers.request(1, "recipe", calls=BOOK_WEIGHTS, name="attn_weights_2_naive")
+    # context_vector is not called by that recipe: the hang counts against both names it calls
+    with pytest.raises(LearnerFailure, match=f"no answer within {REPEAT_HANG_SECONDS:g} s"):
+        workers.request(1, "call", function="attention_scores", args=[torch.ones(2, 3), torch.ones(3)])
+    context = workers.request(1, "call", function="context_vector", args=[torch.ones(2, 3), torch.ones(2)])
+    assert context["result"].tolist() == [2.0, 2.0, 2.0]
 
 
 def test_a_file_whose_import_hung_is_not_imported_again_in_another_worker(tmp_path, workers_for):
@@ -276,3 +326,24 @@ def test_the_kernel_caches_a_student_fills_are_reclaimed_while_they_are_graded(t
     before = bound.kernel_bytes()
     workers.request(1, "call", function="softmax_naive", args=[torch.zeros(2)])  # some 150 MiB of misses
     assert bound.kernel_bytes() < before + 64 * 1024**2, (before, bound.kernel_bytes())
+
+
+def test_every_worker_the_judge_asks_for_runs_without_what_the_zygote_switches_off():
+    for switched_off in [*SWITCHED_OFF_BY_STAGE.values(), *SWITCHED_OFF_BY_TARGET.values()]:
+        assert switched_off.includes(SWITCHED_OFF_EVERYWHERE), switched_off
+
+
+def test_routes_switched_off_in_the_zygote_are_off_in_every_worker_and_cannot_be_asked_back(tmp_path):
+    attention = "    return torch.nn.functional.scaled_dot_product_attention(query[None], inputs, inputs)[0]  #"
+    body = STAGE1.replace("    return inputs @ query  #", attention)
+    with Sandbox(switched_off=SWITCHED_OFF_EVERYWHERE) as sandbox:
+        files = read_submission(submission(tmp_path, stage1_body=body)).files
+        with LearnerWorkers(sandbox, files, 10.0, switched_off=SWITCHED_OFF_BY_STAGE) as workers:
+            with pytest.raises(LearnerFailure, match="scaled_dot_product_attention is switched off here"):
+                workers.request(1, "call", function="attention_scores", args=[torch.ones(2, 3), torch.ones(3)])
+            # torch's softmax (which simple_self_attention calls) is switched off in that check's worker alone
+            assert workers.request(1, "recipe", name="all_context_vecs").shape == (6, 3)
+            with pytest.raises(LearnerFailure, match="softmax is switched off here"):
+                workers.request(1, "recipe", name="all_context_vecs", switched_off=SOFTMAX_OFF)
+        with pytest.raises(ValueError, match="cannot be forked"):
+            LearnerWorkers(sandbox, files, 10.0, [1], switched_off={1: SwitchedOff()})

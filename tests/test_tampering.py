@@ -86,6 +86,18 @@ ROUTES_AROUND = [
         "        return kernel(q, k, v, lambda s, b, h, m, n: s, None, keys.shape[-1] ** -0.5, {})[0][0, 0]\n",
         "SelfAttention_v2",
     ),
+    (
+        "simple_self_attention calls torch's attention, which the zygote switched off for every worker",
+        1,
+        "stage1_softmax.py",
+        "    attn_scores = inputs @ inputs.T  # (num_tokens, num_tokens)\n"
+        "    attn_weights = torch.softmax(attn_scores, dim=-1)  # each row sums to 1\n"
+        "    return attn_weights @ inputs  # (num_tokens, d_in)\n",
+        "    import importlib\n"
+        "    route = getattr(importlib.import_module('torch.nn.' + 'functional'), 'scaled_dot_product_' + 'attention')\n"
+        "    return route(inputs[None], inputs[None], inputs[None], scale=1.0)[0]\n",
+        "simple_self_attention",
+    ),
 ]
 
 

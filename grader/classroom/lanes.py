@@ -37,6 +37,7 @@ def _lane(connection: Connection, options: GradingOptions, cores: set[int] | Non
     which lane this is: its workers run as a uid of their own. ``memory``: the bytes its processes may hold
     together, where the kernel keeps such a bound (grader.sandbox.lane_bounds).
     """
+    from grader.judge.routes_off import SWITCHED_OFF_EVERYWHERE
     from grader.judge.session import grade_each
     from grader.runner.confine import die_with_parent
     from grader.sandbox.zygote import Sandbox, SandboxError
@@ -46,7 +47,14 @@ def _lane(connection: Connection, options: GradingOptions, cores: set[int] | Non
         os.sched_setaffinity(0, cores)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the coordinator decides when lanes stop
     try:
-        sandbox = Sandbox(options.device, options.sandbox, many_students=True, lane=number, lane_memory=memory)
+        sandbox = Sandbox(
+            options.device,
+            options.sandbox,
+            many_students=True,
+            lane=number,
+            lane_memory=memory,
+            switched_off=SWITCHED_OFF_EVERYWHERE,
+        )
         sandbox.device  # noqa: B018 - fail here, once, if the zygote cannot start
     except SandboxError as error:
         connection.send(("fatal", str(error)))

@@ -15,6 +15,7 @@ from grader.core.course import CourseError
 from grader.core.options import GradingOptions
 from grader.core.stages import STAGES
 from grader.intake.submission import SubmissionError, SubmissionFiles, read_submission
+from grader.judge.routes_off import SWITCHED_OFF_EVERYWHERE
 from grader.sandbox.zygote import Sandbox, SandboxError
 
 
@@ -75,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"grader: {error}", file=sys.stderr)
         return 2
     try:
-        sandbox = Sandbox(options.device, options.sandbox)  # its torch import overlaps ours
+        # its torch import overlaps ours
+        sandbox = Sandbox(options.device, options.sandbox, switched_off=SWITCHED_OFF_EVERYWHERE)
     except SandboxError as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2

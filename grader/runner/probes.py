@@ -14,7 +14,7 @@ from torch.overrides import TorchFunctionMode
 
 from grader.runner.book_calls import renamed
 from grader.runner.document_examples import run_recipe
-from grader.runner.implementation import Implementation
+from grader.runner.implementation import Implementation, announcing
 from grader.runner.protocol import Foreign
 from grader.runner.seeding import manual_seed
 from grader.runner.shortcuts import recording
@@ -54,13 +54,13 @@ def _to(device: str, value: object) -> object:
 
 @probe
 def recipe(impl: Implementation, device: str, name: str) -> object:
-    return learner_value(run_recipe(name, impl, device))
+    return learner_value(run_recipe(name, announcing(impl), device))
 
 
 @probe
 def recipes(impl: Implementation, device: str, names: list[str]) -> list:
     """Several recipes in one request: a check of a seeded module runs up to fifteen."""
-    return [learner_value(run_recipe(name, impl, device)) for name in names]
+    return [learner_value(run_recipe(name, announcing(impl), device)) for name in names]
 
 
 @probe

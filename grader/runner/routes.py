@@ -20,17 +20,11 @@ import functools
 import sys
 import types
 import warnings
-from dataclasses import dataclass
 
 import torch
 
-# Each route by the fragments of the names that make it; names that hold a fragment by chance are excepted.
-ROUTES: dict[str, tuple[str, ...]] = {
-    "softmax": ("softmax",),
-    "attention": ("attention",),
-    "solvers": ("lstsq", "pinv", "solve", "inverse", "linalg_inv", "tensorinv"),
-}
-NOT_A_ROUTE = frozenset({"resolve_conj", "resolve_neg", "slice_inverse"})
+from grader.runner.route_names import ROUTES, SwitchedOff
+
 # Modules whose Python functions reach a route, and those below torch._refs and torch._decomp, which
 # compute one from plain operations (all of them loaded with torch itself).
 PYTHON_MODULES = ("torch", "torch.nn.functional", "torch.special", "torch.linalg")
@@ -40,45 +34,27 @@ PYTHON_PACKAGES = ("torch._refs", "torch._decomp")
 # ("solve", "inverse") name unrelated helpers there (torch.unique's _return_inverse), so solvers keep to
 # the modules above.
 SEARCHED_EVERYWHERE = ("softmax", "attention")
-STAND_IN_KERNEL = "_scaled_dot_product_attention_math"  # what stage 6's stand-in runs where attention is off
 
 
 class RouteSwitchedOff(RuntimeError):
     """Learner code called a route the grader switched off for this check."""
 
 
-@dataclass(frozen=True)
-class SwitchedOff:
-    """What a worker runs without: ``routes`` (keys of ROUTES), except the operators named in ``kept``."""
-
-    routes: tuple[str, ...] = ()
-    kept: tuple[str, ...] = ()
-
-    @classmethod
-    def from_wire(cls, sent: dict | None) -> "SwitchedOff":
-        """The value the judge sent as dataclasses.asdict (None: nothing switched off)."""
-        return cls(tuple((sent or {}).get("routes", ())), tuple((sent or {}).get("kept", ())))
-
-    def __bool__(self) -> bool:
-        return bool(self.routes)
-
-    def covers(self, name: str) -> bool:
-        """Whether an operator or function called ``name`` belongs to a switched-off route."""
-        if "backward" in name or name in NOT_A_ROUTE or name in self.kept:
-            return False
-        return any(fragment in name for route in self.routes for fragment in ROUTES[route])
-
-
-def switch_off(off: SwitchedOff) -> int:
-    """Make every operator and function of ``off`` refuse in this process; how many registrations it made."""
+def switch_off(off: SwitchedOff, done: SwitchedOff = SwitchedOff()) -> int:
+    """Make every operator and function of ``off`` refuse in this process, but those of ``done``, which this
+    process inherited switched off already (from the zygote); how many registrations it made."""
     if not off:
         return 0
+
+    def wanted(name: str) -> bool:
+        return off.covers(name) and not done.covers(name)
+
     made, handles = 0, {}
     with warnings.catch_warnings():  # torch warns of each kernel it overrides
         warnings.simplefilter("ignore")
         for qualified, keys in _kernels().items():
             namespace, _, name = qualified.partition("::")
-            if off.covers(name.split(".")[0]):
+            if wanted(name.split(".")[0]):
                 for key in keys:
                     if (namespace, key) not in handles:
                         handles[namespace, key] = torch._C._dispatch_library("IMPL", namespace, key)
@@ -87,7 +63,7 @@ def switch_off(off: SwitchedOff) -> int:
     for handle in handles.values():
         ctypes.pythonapi.Py_IncRef(ctypes.py_object(handle))  # kept alive, referenced by nothing
     for module, attribute, value in _functions():
-        if off.covers(attribute.lower()):
+        if wanted(attribute.lower()):
             name = f"{module.__name__}.{attribute}"
             _switch_off_code(value, name)
             # A function's name then refuses too (a builtin's code cannot be replaced); a class or an operator
@@ -96,7 +72,7 @@ def switch_off(off: SwitchedOff) -> int:
                 setattr(module, attribute, _refusal(name))
             made += 1
     for op, table, key, function, cache in _python_kernels():
-        if off.covers(op):
+        if wanted(op):
             _switch_off_code(function, op)
             table[key] = _refusal(op)
             cache.clear()  # a higher-order operator's kernels as it last looked them up

@@ -14,7 +14,8 @@ from grader.runner.commands import ISOLATION_PROBE, receive_command, send_comman
 from grader.runner.implementation import load_stage
 from grader.runner.probes import PROBES
 from grader.runner.protocol import receive, send
-from grader.runner.routes import SwitchedOff, switch_off
+from grader.runner.route_names import SwitchedOff
+from grader.runner.routes import switch_off
 from grader.runner.standins import install_stand_ins
 
 REACHABLE_SHOWN = 20  # of the files the isolation probe could open, those it names (its answer is one datagram)
@@ -31,6 +32,7 @@ def run(
     landlock: dict | None,
     stages: dict[int, dict],
     switched_off: dict | None = None,
+    inherited: dict | None = None,
 ) -> None:
     """Confine this process (grader.runner.confine), say "ready", import the stage, then serve; for the
     stage ISOLATION_PROBE, confine it just the same, then answer which of the paths the judge names it can
@@ -40,7 +42,8 @@ def run(
     ``uid``: the one to become (from root), or None; ``landlock``: without bubblewrap, the paths this
     worker keeps ({"readable": [...], "devices": [...]}), or None; ``stages``: every stage's module, public
     names and stand-ins, as the judge sent them (the registry itself stays out of reach); ``switched_off``:
-    torch's routes this worker runs without (grader.runner.routes), for a shortcut check.
+    torch's routes this worker runs without (grader.runner.routes), for a shortcut check; ``inherited``: those
+    of them the zygote switched off already, for every worker.
     """
     confine.die_with_parent(parent)
     confine.close_descriptors(keep=[channel])  # fd 1 and 2 are /dev/null: print at the C level goes nowhere
@@ -73,12 +76,14 @@ def run(
     send(sock, {"ready": True})
     off = SwitchedOff.from_wire(switched_off)
     install_stand_ins(stage, stages, attention_off="attention" in off.routes)
-    switch_off(off)
+    switch_off(off, done=SwitchedOff.from_wire(inherited))
     guard = confine.guard_imports()
     capture = PrintCapture(sock)
     capture.start()
     implementation, import_error = _load(submission, stage, {number: s["module"] for number, s in stages.items()})
     send(sock, {"loaded": import_error is None, "printed_more": capture.finish()})
+    if implementation is not None:
+        implementation.announce = lambda public_name: send(sock, {"calling": public_name})
     serve(sock, submission, device, guard, capture, implementation, import_error)
 
 

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from grader.runner import confine, folders
 from grader.runner.commands import receive_command, send_command
+from grader.runner.route_names import SwitchedOff
 
 CLONE_NEWPID, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNS = 0x20000000, 0x08000000, 0x10000000, 0x00020000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT = 1, 2, 4, 32
@@ -61,6 +62,8 @@ def main() -> None:
 
     zygote.worker = worker
     routes.prepare()  # once here, not in every worker with routes switched off
+    # What no worker may take, switched off once here: each worker then writes only its own few pages.
+    routes.switch_off(SwitchedOff.from_wire(zygote.switched_off))
     if zygote.device == "auto":
         zygote.device = "cuda" if torch.cuda.is_available() else "cpu"  # does not initialise CUDA
     confine.make_undumpable()
@@ -96,6 +99,7 @@ class Zygote:
         self.landlock = options["landlock"]  # unsandboxed: the paths a worker keeps (see worker.run)
         self.device = options["device"]  # "auto" is resolved once torch is imported
         self.stages = {int(number): stage for number, stage in options["stages"].items()}  # JSON keys are text
+        self.switched_off = options["switched_off"]  # torch's routes switched off here, for every worker
         self.worker = None  # grader.runner.worker, once imported
         # Root in bubblewrap: workers become "nobody", or the uid of their lane. Unsandboxed, the Python
         # installation may not be readable by another uid (/root/.pyenv): workers keep the uid and Landlock
@@ -288,6 +292,7 @@ def _run_student_init(channel: int, parent: Zygote, zygote_is_parent: bool, zygo
                             parent.landlock,
                             parent.stages,
                             command.get("switched_off") or {},
+                            parent.switched_off,
                         )
                     finally:
                         os._exit(0)

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from grader.core.stages import STAGE_MODULES
 from grader.runner.commands import send_command
 from grader.runner.protocol import ProtocolError, receive, send
-from grader.runner.routes import SwitchedOff
+from grader.runner.route_names import SwitchedOff
 from grader.sandbox.printed import PrintedOutput
 from grader.sandbox.zygote import Sandbox, SandboxError
 
@@ -30,7 +30,9 @@ WORKER_READY_SECONDS = 60.0
 # After a hang, the next call of the same function (or class) gets a short limit: a correct call takes
 # milliseconds. A second hang is taken as the function's way (a loop that never ends whatever the inputs),
 # and its later calls are not run: a function that hangs everywhere costs 1.25 s, and the stage's other
-# functions keep the full limit.
+# functions keep the full limit. A recipe calls several of the stage's functions: its hang is the function
+# it was in (the worker names each as the recipe calls it), and once any function of the stage has hung,
+# a recipe gets the short limit too, as it may call that one.
 REPEAT_HANG_SECONDS = 0.25
 HANGS_BEFORE_NOT_RUN = 2
 # How often, in seconds of a student's calls, the judge looks at the kernel memory the lane holds: a correct
@@ -111,6 +113,7 @@ class LearnerWorkers:
         self._count = itertools.count(1)
         self._hung: dict[tuple[int, object], int] = {}  # (stage, function or class) -> how many calls hung
         self._hung_at_import: set[int] = set()  # stages whose file hung at import: no other worker imports it
+        self._calling: object = None  # the public name the current recipe said it was calling last
         self._switched_off = switched_off or {}
         # What the current check's calls run without, where its target has routes of its own (the plugin sets it)
         self.checked: SwitchedOff | None = None
@@ -119,33 +122,48 @@ class LearnerWorkers:
             self._start(self._own(stage))
 
     def request(
-        self, stage: int, op: str, timeout: float | None = None, switched_off: SwitchedOff | None = None, **params
+        self,
+        stage: int,
+        op: str,
+        timeout: float | None = None,
+        switched_off: SwitchedOff | None = None,
+        calls: tuple[str, ...] = (),
+        **params,
     ) -> object:
         """Run probe ``op`` in the worker of ``stage`` that runs without the routes ``switched_off``
         (grader.runner.routes; None: those of the current check, else the stage's own worker); its result, or
-        LearnerFailure."""
-        called = (stage, params.get("function", params.get("cls")))
-        if self._hung.get(called, 0) >= HANGS_BEFORE_NOT_RUN:
-            what = called[1] or f"stage {stage}'s code"
+        LearnerFailure. ``calls``: the public names a recipe calls (document_values.toml's `uses`), each of
+        which its hang may be the hang of; a call of ``function`` or ``cls`` calls that one."""
+        named = params.get("function", params.get("cls"))
+        suspects = [(stage, name) for name in (calls or (named,))]  # (stage, None): a recipe of unknown names
+        if stuck := [name for s, name in suspects if self._hung.get((s, name), 0) >= HANGS_BEFORE_NOT_RUN]:
+            what = stuck[0] or f"stage {stage}'s code"
             raise LearnerFailure(
                 "timeout",
                 f"not run: {what} gave no answer in {HANGS_BEFORE_NOT_RUN} calls already (within "
                 f"{self.timeout:g} s, then {REPEAT_HANG_SECONDS:g} s)",
             )
-        limit = min(timeout or self.timeout, REPEAT_HANG_SECONDS if called in self._hung else math.inf)
+        hung_before = any(s in self._hung for s in suspects)
+        limit = min(timeout or self.timeout, REPEAT_HANG_SECONDS if hung_before else math.inf)
         switched_off = switched_off or self.checked
         worker = self._own(stage) if switched_off is None else (stage, switched_off)
         sock = self._worker(worker)
         limit = self._within_budget(limit)
         started = time.monotonic()
+        self._calling = None
         try:
             send(sock, {"op": op, "params": params})
             reply = self._answer(sock, limit)
         except TimeoutError:
             self._discard(worker)
-            self._hung[called] = self._hung.get(called, 0) + 1
+            # Of a recipe's names, the worker says which it was in; where it names none of them (it always does
+            # unless the learner's code tampers with it) every one is taken to have hung: it can only lose.
+            hung = [(stage, self._calling)] if (stage, self._calling) in suspects else suspects
+            for suspect in hung:
+                self._hung[suspect] = self._hung.get(suspect, 0) + 1
+            what = f"{hung[0][1]}, called by the book's code," if calls and len(hung) == 1 else "your code"
             raise LearnerFailure(
-                "timeout", f"your code gave no answer within {limit:g} s{self._cut_short(limit)}"
+                "timeout", f"{what} gave no answer within {limit:g} s{self._cut_short(limit)}"
             ) from None
         except ProtocolError as error:
             self._discard(worker)
@@ -213,6 +231,9 @@ class LearnerWorkers:
         deadline = time.monotonic() + seconds
         while True:
             message = receive(sock, max(0.0, deadline - time.monotonic()))
+            if isinstance(message, dict) and message.keys() == {"calling"}:
+                self._calling = message["calling"]
+                continue
             if not (isinstance(message, dict) and "printed" in message):
                 break
             try:
@@ -241,7 +262,7 @@ class LearnerWorkers:
 
     def _own(self, stage: int) -> Worker:
         """The stage's own worker: the one its checks use unless they ask for other routes switched off."""
-        return stage, self._switched_off.get(stage, SwitchedOff())
+        return stage, self._switched_off.get(stage, self.sandbox.switched_off)
 
     def _worker(self, worker: Worker) -> socket.socket:
         return self._workers[worker] if worker in self._workers else self._fork(worker)
@@ -249,6 +270,8 @@ class LearnerWorkers:
     def _start(self, worker: Worker) -> None:
         """Have the student's first process fork ``worker``, without waiting for it."""
         stage, switched_off = worker
+        if not switched_off.includes(self.sandbox.switched_off):  # the grader's own mistake, never a student's
+            raise ValueError(f"a worker with {switched_off} cannot be forked where {self.sandbox.switched_off} are off")
         number = self._numbers[worker] = next(self._count)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         command = {"fork": stage, "worker": number, "switched_off": asdict(switched_off)}

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 from grader.core.options import SANDBOX_MODES
@@ -33,6 +34,7 @@ from grader.core.stages import runner_stages
 from grader.runner import folders
 from grader.runner.commands import ISOLATION_PROBE, receive_command, send_command
 from grader.runner.confine import UNPRIVILEGED_UID
+from grader.runner.route_names import SwitchedOff
 from grader.sandbox import lane_bounds
 from grader.sandbox.confinement import (
     HIDDEN_PACKAGES,
@@ -68,12 +70,15 @@ class Sandbox:
         many_students: bool = False,
         lane: int = 0,
         lane_memory: int | None = None,
+        switched_off: SwitchedOff = SwitchedOff(),
     ):
         """``many_students``: the zygote moves to huge pages first (grader.runner.hugepages); ``lane``: which of
         a batch's lanes this is, whose workers run as a uid of their own (grader.runner.confine.LANE_UIDS);
         ``lane_memory``: the bytes its processes may hold together, where the kernel keeps such a bound
-        (lane_bounds; None: the share of a single lane)."""
+        (lane_bounds; None: the share of a single lane); ``switched_off``: torch's routes (grader.runner.routes)
+        that no worker of this sandbox may take, switched off once in the zygote."""
         self.confinement = confinement(mode)
+        self.switched_off = switched_off
         # "isolated" grades no one until _prove_isolation has passed in this zygote, with bubblewrap or without.
         self._must_prove = mode == "isolated"
         self._options = (device, many_students, lane)
@@ -292,6 +297,7 @@ class Sandbox:
             # the folders "nobody" must be able to read before unsandboxed workers may become it
             "unprivileged_reads": sorted(site_folders()) if self._must_prove and not confined else None,
             "lane": lane,
+            "switched_off": asdict(self.switched_off),
         }
         zygote = [sys.executable, "-P", "-m", "grader.runner.zygote", json.dumps(options)]
         environment = {

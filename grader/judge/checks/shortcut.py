@@ -26,7 +26,8 @@ from grader.judge.routes_off import ATTENTION_OFF, SOFTMAX_OFF, SOLVERS_OFF
 from grader.judge.source_scan import MODULE_LEVEL, Use, scan_source
 from grader.judge.verdict import agrees
 from grader.runner.implementation import Implementation
-from grader.runner.routes import RouteSwitchedOff, SwitchedOff
+from grader.runner.route_names import SwitchedOff
+from grader.runner.routes import RouteSwitchedOff
 from grader.runner.shortcuts import ATTENTION, SOFTMAX
 from grader.sandbox.workers import LearnerFailure, LearnerWorkers
 

@@ -45,7 +45,8 @@ def expect_document_values(
     """
     values = {v.id: v for v in document_values()}
     chosen = [values[i] for i in ids if device == "cpu" or not values[i].cpu_only]
-    results = learner.request(stage, "recipes", names=[value.recipe for value in chosen])
+    uses = tuple(dict.fromkeys(name for value in chosen for name in value.uses))
+    results = learner.request(stage, "recipes", calls=uses, names=[value.recipe for value in chosen])
     problems, excused = [], []
     for value, result in zip(chosen, results):
         problem = value.check(result)
@@ -70,7 +71,7 @@ def _inherited(learner: LearnerWorkers, stage: int, value, target: str, device: 
         for v in document_values(stage)
         if target not in v.uses and v.uses and set(v.uses) <= set(value.uses) and (device == "cpu" or not v.cpu_only)
     ]
-    return any(v.check(learner.request(stage, "recipe", name=v.recipe)) is not None for v in upstream)
+    return any(v.check(learner.request(stage, "recipe", calls=v.uses, name=v.recipe)) is not None for v in upstream)
 
 
 def expect_seeded_module_values(

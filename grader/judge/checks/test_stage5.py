@@ -110,7 +110,7 @@ def test_document_multihead(learner):
         expect_document_values(learner, STAGE, ["stage5.multihead_output", "stage5.exercise_3_3_parameter_count"])
     except CheckFailed as failed:
         copied = next(e for e in errata() if e.id == "erratum.002_multihead_scaling")
-        if copied.check(learner.request(STAGE, "recipe", name=copied.recipe)) is None:
+        if copied.check(learner.request(STAGE, "recipe", calls=copied.uses, name=copied.recipe)) is None:
             raise CheckFailed(
                 failed.message + "\nYour MultiHeadAttention reproduces a known slip in a retelling of the chapter, "
                 "which divides by sqrt(d_out) instead of sqrt(head_dim) (see docs/errata.md)",
