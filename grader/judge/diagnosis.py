@@ -8,6 +8,15 @@ answer and from every other variant (grader.judge.verdict.proven_mistake).
 import torch
 import torch.nn.functional as F
 
+# What a causal mask hides, by the triangle and diagonal of torch.triu or torch.tril that marks it: (n, n) -> bool.
+HIDDEN = {
+    "the future": lambda ones: torch.triu(ones, diagonal=1),  # the right one
+    "the future and the diagonal": lambda ones: torch.triu(ones),
+    "the past": lambda ones: torch.tril(ones, diagonal=-1),
+    "the past and the diagonal": lambda ones: torch.tril(ones),
+    "the past, the diagonal and the next token": lambda ones: torch.tril(ones, diagonal=1),
+}
+
 
 def attention_weights(
     queries: torch.Tensor,
@@ -18,23 +27,20 @@ def attention_weights(
     softmax_dim: int = -1,
     exponentiate: bool = True,
     fill: float = float("-inf"),
-    first_masked_diagonal: int = 1,
-    keep_future: bool = False,
+    hidden: str = "the future",
     divide_after_softmax: bool = False,
 ) -> torch.Tensor:
     """Attention weights with each ingredient switchable, for (..., n, d) queries and keys.
 
-    ``keep_future`` masks the other triangle (torch.tril where torch.triu belongs);
-    ``divide_after_softmax`` divides the weights instead of the scores.
+    ``hidden``: what a causal mask hides (a key of HIDDEN); a row that hides every key is NaN, as in
+    torch. ``divide_after_softmax`` divides the weights instead of the scores.
     """
     scores = queries @ keys.transpose(-2, -1)
     if divisor is not None and not divide_after_softmax:
         scores = scores / divisor
     if causal:
         n = scores.shape[-1]
-        ones = torch.ones(n, n, dtype=torch.bool)
-        hidden = torch.tril(ones, diagonal=-1) if keep_future else torch.triu(ones, diagonal=first_masked_diagonal)
-        scores = scores.masked_fill(hidden, fill)
+        scores = scores.masked_fill(HIDDEN[hidden](torch.ones(n, n, dtype=torch.bool)), fill)
     if exponentiate:
         weights = torch.softmax(scores, dim=softmax_dim)
     else:
@@ -77,8 +83,14 @@ def weight_variants(
     if causal:
         variants["mask-not-causal"] = attention_weights(queries, keys, divisor=d_k**0.5)
         variants["mask-zero-instead-of-inf"] = attention_weights(queries, keys, **right, fill=0.0)
-        variants["mask-includes-diagonal"] = attention_weights(queries, keys, **right, first_masked_diagonal=0)
-        variants["mask-wrong-triangle"] = attention_weights(queries, keys, **right, keep_future=True)
+        variants["mask-includes-diagonal"] = attention_weights(
+            queries, keys, **right, hidden="the future and the diagonal"
+        )
+        # torch.tril's triangles: each hides the last token's every key, so its row is NaN (a softmax of -inf only)
+        for hidden in ("the past", "the past and the diagonal", "the past, the diagonal and the next token"):
+            variants[f"mask-wrong-triangle:the mask hides {hidden}"] = attention_weights(
+                queries, keys, **right, hidden=hidden
+            )
     return variants
 
 
@@ -139,6 +151,10 @@ def renormalize_variants(weights: torch.Tensor) -> dict[str, torch.Tensor]:
             weights, torch.triu(ones, diagonal=1)
         ),
         "mask-wrong-triangle:torch.triu, without renormalizing": weights * torch.triu(ones),
+        # masked.sum(dim=-1) without keepdim=True is (..., n): it lines up with the last dimension, the keys
+        "mask-not-renormalized:the sums lack keepdim=True, so row j's sum divides column j, not row j": weights
+        * torch.tril(ones)
+        / (weights * torch.tril(ones)).sum(-1).unsqueeze(-2),
     }
 
 
@@ -163,6 +179,9 @@ def causal_softmax_variants(scores: torch.Tensor, d_k: int) -> dict[str, torch.T
         "mask-includes-diagonal": softmax(diagonal_too, d_k**0.5),
         "mask-wrong-triangle:torch.tril hides the past and the diagonal": softmax(~future, d_k**0.5),
         "mask-wrong-triangle:torch.tril(..., diagonal=-1) hides the past": softmax(~diagonal_too, d_k**0.5),
+        "mask-wrong-triangle:torch.tril(..., diagonal=1) hides the past, the diagonal and the next token": softmax(
+            HIDDEN["the past, the diagonal and the next token"](torch.ones(n, n, dtype=torch.bool)), d_k**0.5
+        ),
         "softmax-wrong-dim": softmax(future, d_k**0.5, dim=-2),
         "mask-not-causal": softmax(None, d_k**0.5),
     }

@@ -98,17 +98,28 @@ def read_attention(
     doubled = run(2 * _route(n, heads, identity), w_query, w_key)
     permuted = run(_route(n, heads, shuffled), w_query, w_key)
     even = run(_route(n, heads, identity), zeros, zeros)
-    if any(r is None for r in (read, doubled, permuted, even)):
+    if any(r is None for r in (read, doubled, permuted, even)) or read.isnan().all():
         return None
-    if not torch.allclose(doubled, 2 * read, atol=1e-5) or not torch.allclose(permuted, read[..., shuffled], atol=1e-5):
+    # A row that hides every key is NaN, in each run alike: the reading keeps it, for the map to show.
+    if not _same(doubled, 2 * read) or not _same(permuted, read[..., shuffled]):
         return None
-    causal_even = torch.tril(torch.ones(n, n)) / torch.arange(1, n + 1).view(n, 1)
-    full_even = torch.full((n, n), 1.0 / n)
-    if not any(
-        torch.allclose(even, spread.double().expand(heads, n, n), atol=1e-5) for spread in (causal_even, full_even)
-    ):
-        return None
-    return read
+    return read if _spread_evenly(even) else None
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return torch.allclose(a, b, atol=1e-5, equal_nan=True)
+
+
+def _spread_evenly(weights: torch.Tensor) -> bool:
+    """Each (..., n) row, with all scores equal, spreads evenly over the keys it keeps (NaN where it keeps none):
+    what a softmax does, over whichever keys a mask leaves."""
+    for row in weights.reshape(-1, weights.shape[-1]):
+        if row.isnan().all():
+            continue
+        kept = row[row.abs() > 1e-6]
+        if row.isnan().any() or len(kept) == 0 or not _same(kept, torch.full_like(kept, 1 / len(kept))):
+            return False
+    return True
 
 
 def _measure(learner, stage: int, cls: str, n: int, heads: int, rng: torch.Generator):
@@ -206,9 +217,15 @@ def describe_weights(weights: torch.Tensor, scores: torch.Tensor | None, causal:
     n = weights.shape[-1]
     sums = weights.sum(dim=-1)
     parts = [f"row sums {', '.join(f'{s:.2f}' for s in sums.tolist())}"]
-    if causal:
-        later = bool(weights.triu(diagonal=1).abs().max() > 1e-6)
-        itself = bool((weights.diagonal() != 0).all())
+    if nan := [i for i, row in enumerate(weights) if row.isnan().all()]:
+        parts.append(f"row{'s' if len(nan) > 1 else ''} {', '.join(map(str, nan))} not a number (NaN)")
+    # What follows is said of the rows that are numbers.
+    finite = ~weights.isnan().any(dim=-1)
+    rows, weights, sums = finite.nonzero().flatten(), weights[finite], sums[finite]
+    scores = None if scores is None else scores[finite]
+    if causal and len(rows):
+        later = bool((weights * (torch.arange(n) > rows.view(-1, 1))).abs().max() > 1e-6)
+        itself = bool((weights[torch.arange(len(rows)), rows] != 0).all())
         parts.append(
             "attends to later tokens"
             if later
@@ -216,8 +233,8 @@ def describe_weights(weights: torch.Tensor, scores: torch.Tensor | None, causal:
             if itself
             else "not every token attends to itself"
         )
-    if scores is not None:
-        sums_to_one = torch.allclose(sums, torch.ones(n, dtype=sums.dtype), atol=1e-4)
+    if scores is not None and len(weights):
+        sums_to_one = torch.allclose(sums, torch.ones(len(sums), dtype=sums.dtype), atol=1e-4)
         divisor = effective_divisor(weights, scores) if sums_to_one else None
         parts.append(
             f"scores divided by {divisor:.3g}"
