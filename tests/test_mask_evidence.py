@@ -71,5 +71,9 @@ def test_the_tril_buffer_is_named_and_its_attention_drawn_with_the_nan_row_marke
     assert nan_rows == [len(evidence["actual"]) - 1]  # the last token's row, drawn as not-a-number
     assert all(v is not None for row in evidence["expected"] for v in row)
     assert "NaN" in evidence["note"] and "attends to later tokens" in evidence["note"]
+    # every failed check of what the class computes shows its map, not only those that draw one themselves
+    of_the_class = ("document.CausalAttention", "example.CausalAttention", "random.CausalAttention", "property.causal")
+    results = [checks[i] for i in (*of_the_class, "property.dropout")]
+    assert all(c["status"] == "failed" and c["evidence"] == evidence for c in results), [c["id"] for c in results]
     # the functions the class does not use stay right: one mistake, one function's checks
     assert checks["document.causal_softmax"]["status"] == checks["random.mask_and_renormalize"]["status"] == "passed"

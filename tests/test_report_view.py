@@ -365,3 +365,13 @@ def test_no_view_points_a_student_at_a_hidden_check_for_a_stage_wide_cause():
         text = render_text(report, "work", color=False, student_facing=student_facing)
         assert text.count(cause) == 1 and "the same problem as document.CausalAttention: see its message" in text
         assert "the same problem as random.CausalAttention" not in text
+
+
+def test_full_marks_on_the_chapter_point_the_next_step_at_the_first_bonus_stage(tmp_path):
+    from tests.grading import grade
+
+    _, chapter = grade(learner_copy(tmp_path / "whole"))
+    step = render_text(from_json(chapter), "whole", color=False).split("Next step\n", 1)[1]
+    assert "open whole/stage6_sdpa.py" in step and "make grade STAGE=6" in step and "docs/stage6.md" in step
+    _, one_stage = grade(learner_copy(tmp_path / "one", stages=[1]), "--stage", "1")
+    assert "Next step" not in render_text(from_json(one_stage), "one", color=False)  # 2-5 come first

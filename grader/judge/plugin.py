@@ -121,7 +121,7 @@ class GradingPlugin:
             marker = item.get_closest_marker("check")
             if marker is None:
                 raise pytest.UsageError(f"{item.nodeid} has no @check marker")
-            stage = _stage_of(item)
+            stage = stage_of(item)
             shown = marker.kwargs["visibility"] == "visible" or not self.options.visible_only
             if stage in self.options.stages and shown:
                 kept.append(item)
@@ -150,7 +150,7 @@ class GradingPlugin:
         if self.learner is not None:
             self.learner.printed.reset()  # each check shows what its own calls printed
             target = item.get_closest_marker("check").kwargs.get("target")
-            self.learner.checked = SWITCHED_OFF_BY_TARGET.get((_stage_of(item), target))
+            self.learner.checked = SWITCHED_OFF_BY_TARGET.get((stage_of(item), target))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_makereport(self, item, call) -> pytest.TestReport | None:
@@ -175,7 +175,7 @@ class GradingPlugin:
 
     def _verdict(self, item, excinfo) -> CheckResult:
         marker = item.get_closest_marker("check").kwargs
-        stage = _stage_of(item)
+        stage = stage_of(item)
         worth = self.options.points.of(stage, marker["name"])
         status, message, hint = _classify(excinfo)
         if excinfo is not None and isinstance(excinfo.value, SandboxError):
@@ -247,7 +247,8 @@ def learner_source(request) -> dict[int, bytes | None]:
     return _plugin(request).sources
 
 
-def _stage_of(item) -> int:
+def stage_of(item) -> int:
+    """The stage a check belongs to: its module is test_stage<N>."""
     return int(item.path.stem.removeprefix("test_stage"))
 
 

@@ -30,9 +30,9 @@ WORKER_READY_SECONDS = 60.0
 # After a hang, the next call of the same function (or class) gets a short limit: a correct call takes
 # milliseconds. A second hang is taken as the function's way (a loop that never ends whatever the inputs),
 # and its later calls are not run: a function that hangs everywhere costs 1.25 s, and the stage's other
-# functions keep the full limit. A recipe calls several of the stage's functions: its hang is the function
-# it was in (the worker names each as the recipe calls it), and once any function of the stage has hung,
-# a recipe gets the short limit too, as it may call that one.
+# functions keep the full limit. A recipe (the book's code) calls several of the stage's functions under one
+# limit: its hang is the function it was in (the worker names each as the recipe calls it), and counts for
+# the recipes that call that function, not for the function's own calls, which a slow recipe proves nothing of.
 REPEAT_HANG_SECONDS = 0.25
 HANGS_BEFORE_NOT_RUN = 2
 # How often, in seconds of a student's calls, the judge looks at the kernel memory the lane holds: a correct
@@ -111,7 +111,8 @@ class LearnerWorkers:
         self._forked: dict[Worker, socket.socket] = {}  # not yet asked for
         self._numbers: dict[Worker, int] = {}  # how the student's first process knows each
         self._count = itertools.count(1)
-        self._hung: dict[tuple[int, object], int] = {}  # (stage, function or class) -> how many calls hung
+        # (stage, function or class, in the book's code) -> how many calls hung
+        self._hung: dict[tuple[int, object, bool], int] = {}
         self._hung_at_import: set[int] = set()  # stages whose file hung at import: no other worker imports it
         self._calling: object = None  # the public name the current recipe said it was calling last
         self._switched_off = switched_off or {}
@@ -135,9 +136,13 @@ class LearnerWorkers:
         LearnerFailure. ``calls``: the public names a recipe calls (document_values.toml's `uses`), each of
         which its hang may be the hang of; a call of ``function`` or ``cls`` calls that one."""
         named = params.get("function", params.get("cls"))
-        suspects = [(stage, name) for name in (calls or (named,))]  # (stage, None): a recipe of unknown names
-        if stuck := [name for s, name in suspects if self._hung.get((s, name), 0) >= HANGS_BEFORE_NOT_RUN]:
-            what = stuck[0] or f"stage {stage}'s code"
+        # A name hangs in the book's code (a recipe: no function of its own) or when called alone, each counted
+        # apart: many calls of a recipe share one limit, so a slow one there proves no hang of the name alone.
+        by_book = named is None
+        suspects = [(stage, name, by_book) for name in (calls or (named,))]  # name None: a recipe's, unknown
+        if stuck := [key for key in suspects if self._hung.get(key, 0) >= HANGS_BEFORE_NOT_RUN]:
+            name = stuck[0][1]
+            what = f"the book's code that calls {name}" if by_book and name else name or f"stage {stage}'s code"
             raise LearnerFailure(
                 "timeout",
                 f"not run: {what} gave no answer in {HANGS_BEFORE_NOT_RUN} calls already (within "
@@ -158,7 +163,7 @@ class LearnerWorkers:
             self._discard(worker)
             # Of a recipe's names, the worker says which it was in; where it names none of them (it always does
             # unless the learner's code tampers with it) every one is taken to have hung: it can only lose.
-            hung = [(stage, self._calling)] if (stage, self._calling) in suspects else suspects
+            hung = [(stage, self._calling, by_book)] if (stage, self._calling, by_book) in suspects else suspects
             for suspect in hung:
                 self._hung[suspect] = self._hung.get(suspect, 0) + 1
             what = f"{hung[0][1]}, called by the book's code," if calls and len(hung) == 1 else "your code"

@@ -4,7 +4,7 @@ flags in plain words, the checks to fix with one message per cause, the next ste
 from collections.abc import Iterator
 
 from grader.core.report import CheckReport, FlagKind, Report, StageReport, Status
-from grader.core.stages import is_note
+from grader.core.stages import BONUS, CORE, is_note, registry
 
 MARKS = {Status.PASSED: "✓", Status.FAILED: "✗", Status.ERROR: "✗", Status.TIMEOUT: "⧗", Status.NOT_IMPLEMENTED: "·"}
 NOTE_MARK = "i"  # a note with something to say: advice, never a failure
@@ -135,11 +135,21 @@ def mark(check: CheckReport) -> str:
 
 def next_step(report: Report) -> tuple[int, str] | None:
     """The stage and message of the first check whose function is not written yet, in stage order (a
-    visible check's message where there is one: a student's view shows no hidden check's)."""
+    visible check's message where there is one: a student's view shows no hidden check's); once the chapter's
+    stages all score full marks, the first bonus stage not graded yet."""
     for stage in report["stages"]:
         waiting = [c for c in _visible_first(stage["checks"]) if c["status"] == Status.NOT_IMPLEMENTED]
         if waiting:
             return stage_number(stage), waiting[0]["message"]
+    full = {stage_number(stage) for stage in report["stages"] if stage["score"] == stage["max_score"]}
+    chapter = {number for number, stage in registry().items() if stage.track == CORE}
+    graded = {stage_number(stage) for stage in report["stages"]}
+    bonus = [stage for number, stage in registry().items() if stage.track == BONUS and number not in graded]
+    if chapter <= full and full == graded and bonus:
+        return bonus[0].number, (
+            f"the chapter's stages all score full marks. Past the chapter, bonus stage {bonus[0].number} "
+            f"({bonus[0].title}): read docs/stage{bonus[0].number}.md, then make grade STAGE={bonus[0].number}"
+        )
     return None
 
 

@@ -36,6 +36,7 @@ class Probe:
     state_for: StateFor
     causal: bool
     batch: bool  # takes (b, n, d_in) rather than (n, d_in)
+    heads: int = 1  # how many heads a map is read with, for a failed check's evidence
 
 
 PROBES = {
@@ -53,6 +54,7 @@ PROBES = {
         },
         causal=True,
         batch=True,
+        heads=2,
     ),
 }
 
@@ -242,6 +244,12 @@ def describe_weights(weights: torch.Tensor, scores: torch.Tensor | None, causal:
             else "not a softmax of the scores divided by one number"
         )
     return "; ".join(parts)
+
+
+def measured_evidence(learner, stage: int, cls: str) -> dict | None:
+    """The heat-map evidence of ``cls``'s measured attention, for a failed check of what it computes; None
+    where ``cls`` is no module the probe reads, or its map cannot be read or is right (see evidence_for)."""
+    return evidence_for(learner, stage, cls, heads=PROBES[cls].heads) if cls in PROBES else None
 
 
 @contextlib.contextmanager
