@@ -73,3 +73,11 @@ def test_relative_links_resolve(page):
                 for h in re.findall(r"^#+ (.+)$", file.read_text(encoding="utf-8"), re.MULTILINE)
             }
             assert anchor in headings | set(anchors(str(file.relative_to(REPO)))), f"{page}: {target}"
+
+
+def test_a_hint_reads_in_the_words_of_the_stage_it_is_shown_for():
+    assert "stage 6 function" in explain("dropout-in-eval", 8) and "nn.Dropout" in explain("dropout-in-eval", 4)
+    assert "stage 1" not in explain("wrong-scaling", 8) and "by nothing" in explain("wrong-scaling", 1)
+    assert "v1 parameter" in explain("weights-swapped", 3) and "queries @ keys.T" in explain("weights-swapped", 2)
+    for hint, entry in catalog().items():
+        assert {int(stage) for stage in entry.get("by_stage", {})} <= set(STAGES), hint

@@ -8,13 +8,20 @@ CATALOG_FILE = Path(__file__).with_name("hints.toml")
 
 
 @cache
-def catalog() -> dict[str, dict[str, str]]:
+def catalog() -> dict[str, dict]:
     return tomllib.loads(CATALOG_FILE.read_text(encoding="utf-8"))
+
+
+def sentence(hint: str, stage: int) -> str:
+    """The catalog's sentence for ``hint`` as a learner working on ``stage`` reads it: the stage's own where
+    the catalog has one (``by_stage``), else the hint's."""
+    entry = catalog()[hint]
+    return entry.get("by_stage", {}).get(str(stage), entry["text"])
 
 
 def explain(hint: str, stage: int) -> str:
     """The catalog sentence for ``hint`` with its docs link, for a learner working on ``stage``."""
-    return f"{catalog()[hint]['text']} (see {docs_link(hint, stage)})"
+    return f"{sentence(hint, stage)} (see {docs_link(hint, stage)})"
 
 
 def docs_link(hint: str, stage: int) -> str:

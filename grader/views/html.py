@@ -9,7 +9,7 @@ import html
 import os
 from pathlib import Path
 
-from grader.core.hints import catalog, docs_link
+from grader.core.hints import docs_link, sentence
 from grader.core.report import Report
 from grader.core.stages import STAGE_MODULES
 from grader.runner.escaping import printable
@@ -131,7 +131,7 @@ def _hint(hint: str, stage: int, folder: Path) -> str:
     page = REPO / link.partition("#")[0]
     href = f"{Path(os.path.relpath(page, folder)).as_posix()}#{hint}"
     where = f"<a href='{html.escape(href)}'>{_text(link)}</a>" if page.is_file() else _text(link)
-    return f"<p><b>hint [{_text(hint)}]</b>: {_text(catalog()[hint]['text'])} (see {where})</p>"
+    return f"<p><b>hint [{_text(hint)}]</b>: {_text(sentence(hint, stage))} (see {where})</p>"
 
 
 def _evidence(evidence: dict) -> str:
