@@ -140,8 +140,9 @@ def renormalize_variants(weights: torch.Tensor) -> dict[str, torch.Tensor]:
     """Results of the usual mistakes in mask_and_renormalize, for (..., n, n) attention weights."""
     n = weights.shape[-1]
     ones = torch.ones(n, n)
+    past = weights * torch.tril(ones)  # the future zeroed, the rows not renormalized
     return {
-        "mask-not-renormalized": weights * torch.tril(ones),
+        "mask-not-renormalized": past,
         "mask-includes-diagonal": _kept_renormalized(weights, torch.tril(ones, diagonal=-1)),
         "mask-not-causal": weights,
         "mask-wrong-triangle:torch.triu keeps the diagonal and the future": _kept_renormalized(
@@ -152,17 +153,16 @@ def renormalize_variants(weights: torch.Tensor) -> dict[str, torch.Tensor]:
         ),
         "mask-wrong-triangle:torch.triu, without renormalizing": weights * torch.triu(ones),
         # masked.sum(dim=-1) without keepdim=True is (..., n): it lines up with the last dimension, the keys
-        "mask-not-renormalized:the sums lack keepdim=True, so row j's sum divides column j, not row j": weights
-        * torch.tril(ones)
-        / (weights * torch.tril(ones)).sum(-1).unsqueeze(-2),
+        "mask-not-renormalized:the sums lack keepdim=True, so row j's sum divides column j, not row j": past
+        / past.sum(-1).unsqueeze(-2),
     }
 
 
 def causal_softmax_variants(scores: torch.Tensor, d_k: int) -> dict[str, torch.Tensor]:
     """Results of the usual mistakes in causal_softmax, for (..., n, n) scores."""
     n = scores.shape[-1]
-    future = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
-    diagonal_too = torch.triu(torch.ones(n, n, dtype=torch.bool))
+    hides = {what: mask(torch.ones(n, n, dtype=torch.bool)) for what, mask in HIDDEN.items()}
+    future = hides["the future"]
 
     def softmax(hidden: torch.Tensor | None, divisor: float, dim: int = -1, fill: float = -torch.inf) -> torch.Tensor:
         masked = scores if hidden is None else scores.masked_fill(hidden, fill)
@@ -176,11 +176,13 @@ def causal_softmax_variants(scores: torch.Tensor, d_k: int) -> dict[str, torch.T
         ),
         "scaling-after-softmax": softmax(future, 1.0) / d_k**0.5,
         "mask-zero-instead-of-inf": softmax(future, d_k**0.5, fill=0.0),
-        "mask-includes-diagonal": softmax(diagonal_too, d_k**0.5),
-        "mask-wrong-triangle:torch.tril hides the past and the diagonal": softmax(~future, d_k**0.5),
-        "mask-wrong-triangle:torch.tril(..., diagonal=-1) hides the past": softmax(~diagonal_too, d_k**0.5),
+        "mask-includes-diagonal": softmax(hides["the future and the diagonal"], d_k**0.5),
+        "mask-wrong-triangle:torch.tril hides the past and the diagonal": softmax(
+            hides["the past and the diagonal"], d_k**0.5
+        ),
+        "mask-wrong-triangle:torch.tril(..., diagonal=-1) hides the past": softmax(hides["the past"], d_k**0.5),
         "mask-wrong-triangle:torch.tril(..., diagonal=1) hides the past, the diagonal and the next token": softmax(
-            HIDDEN["the past, the diagonal and the next token"](torch.ones(n, n, dtype=torch.bool)), d_k**0.5
+            hides["the past, the diagonal and the next token"], d_k**0.5
         ),
         "softmax-wrong-dim": softmax(future, d_k**0.5, dim=-2),
         "mask-not-causal": softmax(None, d_k**0.5),
