@@ -13,8 +13,6 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
 from tests.grading import ALTERNATIVES, BONUS_ON, MUTANTS, batch, learner_copy  # noqa: F401 - for test_mutants
 
 # Hints that name no mistake but say what the report itself shows (results-first: every result check of the
@@ -29,10 +27,6 @@ def truthful(mutant: dict) -> set[str]:
 
 def nameable(mutant: dict) -> bool:
     return mutant.get("nameable", bool(truthful(mutant)))
-
-
-def runnable(mutant: dict) -> bool:
-    return not mutant.get("needs_cuda") or torch.cuda.is_available()
 
 
 @dataclass
@@ -85,13 +79,14 @@ class Verdict:
 
 
 def grade_mutants(folder: Path, *options: str, mutants: list[dict] = MUTANTS) -> list[Verdict]:
-    """Every runnable mutant as one student of a class, graded in one batch (the bonus stages too when a
-    mutant is in one of them)."""
-    chosen = [m for m in mutants if runnable(m)]
-    for index, mutant in enumerate(chosen):
+    """Every mutant as one student of a class, graded in one batch (the bonus stages too when a mutant is in
+    one of them)."""
+    for index, mutant in enumerate(mutants):
         learner_copy(folder / "class" / f"mutant-{index:03d}", mutant)
     batch(folder / "class", folder / "out", "--timeout", "2", "--course", str(BONUS_ON), *options)
-    return [Verdict(m, json.loads((folder / "out" / f"mutant-{i:03d}.json").read_text())) for i, m in enumerate(chosen)]
+    return [
+        Verdict(m, json.loads((folder / "out" / f"mutant-{i:03d}.json").read_text())) for i, m in enumerate(mutants)
+    ]
 
 
 @dataclass

@@ -13,6 +13,7 @@ BOOK = REPO / "tests" / "book"
 # assigns new parameters that view v2's memory and never mentions a bias; section 3.5.1 makes its masks with
 # torch.ones inside the functions, on one (n, n) matrix.
 BOOK_NOTES = {
+    ("stage1", "note.fixed_device"),
     ("stage3", "note.in_place"),
     ("stage3", "note.bias_refused"),
     ("stage4", "note.fixed_device"),

@@ -5,6 +5,7 @@ import torch
 
 from grader.judge.document_values import document_values
 from grader.runner.document_examples import run_recipe
+from tests.conftest import REPO
 from tests.grading import BONUS_ON, grade, learner_copy
 
 pytestmark = pytest.mark.cuda
@@ -56,3 +57,19 @@ def test_the_solutions_score_full_marks_when_graded_on_cuda_bonus_stages_include
     lost = {c["id"]: c["message"] for s in report["stages"] for c in s["checks"] if c["status"] != "passed"}
     assert lost == {} and report["score"] == report["max_score"]
     assert {s["track"] for s in report["stages"]} == {"core", "bonus"}
+
+
+@needs_cuda
+def test_the_books_code_scores_full_marks_on_cuda_and_its_cpu_tensors_are_a_note(tmp_path):
+    """The book makes tensors with torch.empty/torch.ones and no device=: on a GPU those calls fail, are
+    graded on the CPU, and the stage's note.fixed_device (0 points) says what failed on the GPU."""
+    book = tmp_path / "book"
+    book.mkdir()
+    for stage_file in (REPO / "tests" / "book").glob("*.py"):
+        (book / stage_file.name).write_text(stage_file.read_text())
+    _, report = grade(book, "--device", "cuda")
+    assert report["device"] == "cuda" and report["score"] == report["max_score"] == 100
+    notes = {s["id"]: c for s in report["stages"] for c in s["checks"] if c["id"] == "note.fixed_device"}
+    assert notes["stage1"]["status"] == notes["stage4"]["status"] == "failed"
+    assert "on the GPU it raised RuntimeError" in notes["stage4"]["message"]
+    assert notes["stage2"]["status"] == notes["stage5"]["status"] == "passed"

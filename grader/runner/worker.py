@@ -107,13 +107,11 @@ def serve(
         except ConnectionError:
             return
         capture.start()
-        if import_error is None:
-            try:
-                answer = {"ok": PROBES[request["op"]](implementation, device, **request["params"])}
-            except BaseException as error:  # SystemExit and friends are learner behaviour to report
-                answer = {"error": describe(error, submission)}
-        else:
-            answer = {"error": import_error}
+        answer = (
+            {"error": import_error}
+            if import_error is not None
+            else _answer(implementation, device, request, submission)
+        )
         if guard.attempts:  # even when the learner's code caught the ImportError
             answer = {
                 "error": {
@@ -125,6 +123,24 @@ def serve(
                 }
             }
         send(sock, {**answer, "printed_more": capture.finish()})
+
+
+def _answer(implementation, device: str, request: dict, submission: Path) -> dict:
+    """The probe's result, or the error the learner's code raised. Where it raises on a GPU only, the answer
+    is the CPU's, with the GPU's error beside it (``device_fallback``): device portability is a note, advice
+    beyond the book, so the book's code (tensors made with torch.ones, no device=) is graded on its maths
+    and the stage's note.fixed_device says what failed on the GPU."""
+    probe = PROBES[request["op"]]
+    try:
+        return {"ok": probe(implementation, device, **request["params"])}
+    except BaseException as error:  # SystemExit and friends are learner behaviour to report
+        failure = describe(error, submission)
+    if device == "cpu":
+        return {"error": failure}
+    try:
+        return {"ok": probe(implementation, "cpu", **request["params"]), "device_fallback": failure}
+    except BaseException as error:  # a mistake of the maths: the CPU's words, as a CPU grading gives them
+        return {"error": describe(error, submission)}
 
 
 def _load(submission: Path, stage: int, modules: dict[int, str]):

@@ -196,6 +196,12 @@ class LearnerWorkers:
                 where=told["where"][:200] if isinstance(told.get("where"), str) else None,
             )
             raise self._encoding_told(failure, stage) if kind == "import_error" else failure
+        if isinstance(reply["ok"], dict) and isinstance(reply.get("device_fallback"), dict):
+            # The learner's side says its code failed on the GPU and answered from the CPU: it can only cost
+            # the note that reads it (note.fixed_device), never earn a point.
+            told = reply["device_fallback"]
+            where = f" ({told['where'][:200]})" if isinstance(told.get("where"), str) else ""
+            reply["ok"]["device_fallback"] = f"{str(told.get('type'))[:100]}: {str(told.get('message'))[:400]}{where}"
         return reply["ok"]
 
     @property

@@ -46,9 +46,8 @@ def make_class(root: Path) -> Path:
     correct = CLASS_SIZE - len(hostile) - wrong - stubs
     for n in range(correct):
         learner_copy(submissions / f"correct-{n:02d}")
-    mutants = [m for m in MUTANTS if not m.get("needs_cuda")]
     for n in range(wrong):
-        learner_copy(submissions / f"wrong-{n:02d}", mutants[n % len(mutants)])
+        learner_copy(submissions / f"wrong-{n:02d}", MUTANTS[n % len(MUTANTS)])
     for n in range(stubs):
         shutil.copytree(REPO / "exercises", submissions / f"stub-{n:02d}", ignore=shutil.ignore_patterns("__pycache__"))
     for case in hostile:

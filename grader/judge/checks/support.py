@@ -239,14 +239,10 @@ def _draws(state: dict) -> list[float]:
     return sorted(x for v in values for x in v.flatten().tolist())
 
 
-def expect_inputs_kept(learner: LearnerWorkers, stage: int, cases: dict[str, list], watch_device: bool = False) -> None:
-    """Each function, called on its arguments, leaves them as they were: the caller still needs them.
-
-    With ``watch_device``, it also makes no tensor on a fixed device that meets its arguments (on a
-    GPU that fails).
-    """
+def expect_inputs_kept(learner: LearnerWorkers, stage: int, cases: dict[str, list]) -> None:
+    """Each function, called on its arguments, leaves them as they were: the caller still needs them."""
     for function, args in cases.items():
-        reply = learner.request(stage, "call", function=function, args=list(args), watch_device=watch_device)
+        reply = learner.request(stage, "call", function=function, args=list(args))
         for index, (before, after) in enumerate(zip(args, reply["args_after"])):
             if isinstance(after, torch.Tensor) and not torch.equal(after.to("cpu"), before):
                 raise CheckFailed(
@@ -254,12 +250,28 @@ def expect_inputs_kept(learner: LearnerWorkers, stage: int, cases: dict[str, lis
                     "other numbers than the caller passed",
                     "input-overwritten",
                 )
-        if reply["fixed_device_use"]:
-            raise CheckFailed(
-                f"{function} makes a tensor on the default device, the CPU (no device=), and combines it "
-                f"with its arguments ({reply['fixed_device_use']}): on a GPU that fails",
-                "fixed-device",
+
+
+def expect_device_followed(learner: LearnerWorkers, stage: int, cases: dict[str, list]) -> None:
+    """note.fixed_device of functions: each, called on its arguments, makes no tensor on a fixed device that
+    meets them and returns its result on their device (on a GPU the one fails, the other hands the caller a
+    CPU tensor). One note names every function it concerns."""
+    found = []
+    for function, args in cases.items():
+        reply = learner.request(stage, "call", function=function, args=list(args), watch_device=True)
+        result, given = reply["result"], [a for a in reply["args_after"] if isinstance(a, torch.Tensor)]
+        if failed := fixed_device_failure(reply, function, "its arguments"):
+            found.append(failed)
+        elif isinstance(result, torch.Tensor) and given and result.learner_device != given[0].learner_device:
+            found.append(
+                CheckFailed(
+                    f"{function} returned its result on {result.learner_device} for arguments on "
+                    f"{given[0].learner_device}: a tensor it made without device= holds the result",
+                    "fixed-device",
+                )
             )
+    if found:
+        raise CheckFailed("\n".join(f.message for f in found), found[0].hint)
 
 
 def call(learner: LearnerWorkers, stage: int, function: str, *args, **kwargs) -> object:
@@ -290,16 +302,28 @@ def expect_documented_names(cls: str, held: list, documented: list) -> None:
         )
 
 
+def fixed_device_failure(reply: dict, who: str, meets: str) -> CheckFailed | None:
+    """note.fixed_device's failure, as a call proved it: a tensor made without device= met ``meets`` (the
+    worker's watch), or the call failed on the GPU and was answered from the CPU (``device_fallback``)."""
+    operation, on_gpu = reply.get("fixed_device_use"), reply.get("device_fallback")
+    if operation is None and on_gpu is None:
+        return None
+    made = (
+        f"{who} makes a tensor on the default device, the CPU (no device=), and combines it with {meets} ({operation})"
+        if operation
+        else f"{who} fails on the GPU"
+    )
+    then = (
+        f": on the GPU it raised {on_gpu}. The other checks graded it on the CPU"
+        if on_gpu
+        else ": on a GPU that raises an error, or leaves the result on the CPU"
+    )
+    return CheckFailed(made + then, "fixed-device")
+
+
 def device_hint(reply: dict, cls: str) -> CheckFailed | None:
     """The failure a module's forward proves: a tensor made on a fixed device meets the module's own."""
-    operation = reply.get("fixed_device_use")
-    if operation is None:
-        return None
-    return CheckFailed(
-        f"{cls}.forward makes a tensor on the default device, the CPU (no device=), and combines it "
-        f"with the module's tensors ({operation}): on a GPU that fails",
-        "fixed-device",
-    )
+    return fixed_device_failure(reply, f"{cls}.forward", "the module's tensors")
 
 
 def expect_no_fixed_device(learner, stage: int, cls: str, args: list, x: torch.Tensor) -> None:

@@ -9,6 +9,7 @@ from grader.judge.checks.support import (
     call,
     check,
     expect_close,
+    expect_device_followed,
     expect_function_on_cases,
     expect_inputs_kept,
     generator,
@@ -155,7 +156,7 @@ def test_softmax_naive_is_written_by_hand(learner, learner_source, reference):
 
 
 @check("structure.outputs")
-def test_output_shapes_and_devices(learner, device):
+def test_output_shapes(learner):
     rng = generator("structure.outputs")
     inputs, query, score = torch.rand(1, 4, generator=rng), torch.rand(4, generator=rng), torch.rand(1, generator=rng)
     results = {
@@ -168,7 +169,17 @@ def test_output_shapes_and_devices(learner, device):
         if not isinstance(result, torch.Tensor) or tuple(result.shape) != shape:
             got = tuple(result.shape) if isinstance(result, torch.Tensor) else type(result).__name__
             raise CheckFailed(f"{name} with a single token: expected shape {shape}, got {got}", "wrong-shape")
-        if result.learner_device.split(":")[0] != device:
-            raise CheckFailed(
-                f"{name} returned a tensor on {result.learner_device} for inputs on {device}", "device-mismatch"
-            )
+
+
+# A note: the book makes its scores with torch.empty(n), on the CPU whatever the inputs' device; what we know
+# beyond the book costs nothing unless an instructor prices it (course.toml [notes]).
+@check("note.fixed_device", visible=True)
+def test_no_fixed_device(learner):
+    rng = generator("note.fixed_device")
+    inputs = torch.rand(5, 3, generator=rng)
+    expect_device_followed(learner, STAGE, {
+        "attention_scores": [inputs, inputs[2].clone()],
+        "softmax_naive": [torch.rand(5, generator=rng)],
+        "context_vector": [inputs, torch.softmax(torch.rand(5, generator=rng), dim=0)],
+        "simple_self_attention": [inputs],
+    })  # fmt: skip

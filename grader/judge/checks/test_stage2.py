@@ -10,6 +10,7 @@ from grader.judge.checks.support import (
     build,
     build_with_weights,
     check,
+    device_hint,
     expect_all_close,
     expect_book_signature,
     expect_documented_names,
@@ -170,6 +171,19 @@ def test_shortcut_v1(learner, learner_source, reference):
 @check("shortcut.SelfAttention_v2", target="SelfAttention_v2")
 def test_shortcut_v2(learner, learner_source, reference):
     _shortcut_check(learner, learner_source, reference, "SelfAttention_v2")
+
+
+@check("note.fixed_device", visible=True)
+def test_no_fixed_device(learner):
+    """A note: a forward that makes a tensor without device= (a scale, a mask) fails on a GPU; it costs nothing
+    unless an instructor prices it."""
+    x = torch.rand(4, 3, generator=generator("note.fixed_device"))  # (num_tokens, d_in): the book's 2-D inputs
+    found = [
+        device_hint(build(learner, STAGE, cls, [3, 2], device_input=x), cls)
+        for cls in ("SelfAttention_v1", "SelfAttention_v2")
+    ]
+    if failed := [f for f in found if f is not None]:
+        raise CheckFailed("\n".join(f.message for f in failed), failed[0].hint)
 
 
 @check("note.signature", visible=True)

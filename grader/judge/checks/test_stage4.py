@@ -19,6 +19,7 @@ from grader.judge.checks.support import (
     expect_all_close,
     expect_book_signature,
     expect_close,
+    expect_device_followed,
     expect_documented_names,
     expect_input_dependent,
     expect_inputs_kept,
@@ -165,10 +166,7 @@ def test_inputs_kept(learner):
 @check("note.fixed_device", visible=True)
 def test_no_fixed_device(learner):
     cases = _function_cases(generator("note.fixed_device"))
-    found = [
-        _failure(lambda: expect_inputs_kept(learner, STAGE, {function: args}, watch_device=True))
-        for function, args in cases.items()
-    ]
+    found = [_failure(lambda: expect_device_followed(learner, STAGE, cases))]
     found.append(
         _failure(lambda: expect_no_fixed_device(learner, STAGE, "CausalAttention", [4, 3, 6, 0.1], torch.rand(2, 5, 4)))
     )

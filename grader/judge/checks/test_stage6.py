@@ -17,6 +17,7 @@ from grader.judge.checks.support import (
     call,
     check,
     expect_close,
+    expect_device_followed,
     expect_inputs_kept,
     generator,
     reference_state,
@@ -296,7 +297,7 @@ def test_inputs_kept(learner):
 def test_no_fixed_device(learner):
     """A note: what we know beyond the book, which costs nothing unless an instructor prices it."""
     for args in _inputs_cases(generator("note.fixed_device")):
-        expect_inputs_kept(learner, STAGE, {FUNCTION: args}, watch_device=True)
+        expect_device_followed(learner, STAGE, {FUNCTION: args})
 
 
 # Every keyword argument, at its default: a caller may name any of them.
