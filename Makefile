@@ -25,11 +25,12 @@ DOCS_STAMP := $(VENV)/.docs-installed
 SIMILARITY_STAMP := $(VENV)/.similarity-installed
 
 .DEFAULT_GOAL := help
-.PHONY: help grade grade-all gradescope nbgrader nbgrader-demo nbgrader-reconcile figures release test test-fast lint stubs bench-grade bench-batch bench-against bench-kv-cache clean
+.PHONY: help grade watch grade-all gradescope nbgrader nbgrader-demo nbgrader-reconcile figures release test test-fast lint stubs bench-grade bench-batch bench-watch bench-against bench-kv-cache clean
 .PHONY: similarity canvas-export moodle-export
 
 help:
 	@echo "make grade         grade exercises/ (STAGE=N for one stage, SUBMISSION=folder-or-zip for another); details in $(HTML_REPORT)"
+	@echo "make watch         grade exercises/, then again each time you save a stage file (STAGE=N for one stage); Ctrl-C stops"
 	@echo "make grade-all     grade a class: SUBMISSIONS=folder as the LMS downloaded it (Canvas, Moodle, Gradescope, nbgrader, or a folder or .zip each) OUT=folder"
 	@echo "make similarity    pairs of students whose code is alike: SUBMISSIONS=folder OUT=folder (installs copydetect)"
 	@echo "make canvas-export OUT's grades.csv as a Canvas gradebook import: OUT=folder ROSTER=roster.csv [EXPORT=file]"
@@ -46,6 +47,7 @@ help:
 	@echo "make stubs         regenerate exercises/ from solutions/ (overwrites your work!)"
 	@echo "make bench-grade   time make grade against a bare 'import torch'"
 	@echo "make bench-batch   time grading 100 submissions against a process per submission"
+	@echo "make bench-watch   time make watch's re-grade of one stage after a save (target: 0.5 s)"
 	@echo "make bench-against REF=commit  time this tree's batch grader against another commit's, same class, one run"
 	@echo "make bench-kv-cache  time greedy decoding of 256 tokens with stage 7's KV cache against without it"
 	@echo "make clean         remove .venv and caches"
@@ -86,6 +88,9 @@ $(DEV_STAMP): pyproject.toml $(RUNTIME_STAMP)
 
 grade: $(RUNTIME_STAMP)
 	@$(PY) -m grader $(SUBMISSION) $(if $(STAGE),--stage $(STAGE)) --html $(HTML_REPORT) $(GRADE_ARGS)
+
+watch: $(RUNTIME_STAMP)
+	@$(PY) -m grader.cli.watch $(SUBMISSION) $(if $(STAGE),--stage $(STAGE)) --html $(HTML_REPORT) $(GRADE_ARGS)
 
 grade-all: $(INSTRUCTOR_STAMP)
 	@test -n "$(SUBMISSIONS)" -a -n "$(OUT)" || { echo "usage: make grade-all SUBMISSIONS=folder OUT=folder [GRADE_ARGS=...]"; exit 2; }
@@ -137,6 +142,9 @@ bench-grade: $(RUNTIME_STAMP)
 
 bench-batch: $(INSTRUCTOR_STAMP) $(NBGRADER_STAMP)
 	@$(PY) -m tests.benchmarks.bench_batch
+
+bench-watch: $(RUNTIME_STAMP)
+	@$(PY) -m tests.benchmarks.bench_watch
 
 bench-against: $(INSTRUCTOR_STAMP)
 	@test -n "$(REF)" || { echo "usage: make bench-against REF=commit"; exit 2; }

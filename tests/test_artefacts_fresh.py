@@ -37,6 +37,7 @@ from grader.notebook import SUMMARY
 from tests.conftest import REPO
 from tests.grading import learner_copy
 from tests.test_gradescope import install
+from tests.watching import Watcher
 
 pytestmark = pytest.mark.artefacts
 
@@ -173,6 +174,19 @@ def test_the_release_gives_the_books_own_code_every_visible_point(release, solve
         assert "Notes (marked i above: advice beyond the book" in done.stdout and "What to fix" not in done.stdout
     finally:
         learner_copy(folder / "exercises", stages=STAGES)
+
+
+def test_the_releases_make_watch_grades_a_save_again(release, solved):
+    folder, _, _ = release
+    stage_file = folder / "exercises" / f"{STAGE_MODULES[4]}.py"
+    correct = stage_file.read_text()
+    try:
+        with Watcher(["make", "-s", "watch", "STAGE=4"], folder, fresh_env()) as watcher:
+            assert f"Provisional total (visible checks only): {VISIBLE[4]:g}/{VISIBLE[4]:g}" in watcher.report()
+            unmasked, _ = watcher.saved(stage_file, correct.replace("masked_fill_", "masked_fill"))
+            assert f"{VISIBLE[4]:g}/{VISIBLE[4]:g}" not in unmasked.split("Provisional total")[-1], unmasked
+    finally:
+        stage_file.write_text(correct)
 
 
 def test_the_releases_make_submit_zips_the_stage_files(release, solved):

@@ -15,6 +15,7 @@ PROVEN_BY_TESTS = {
     "nbgrader-demo": ("tests/test_nbgrader.py", "grader.authoring.nbgrader.demo"),
     "stubs": ("tests/test_stubs.py", "grader.authoring.stubs"),
     "figures": ("tests/test_figures.py", "grader.authoring.figures"),
+    "watch": ("tests/test_watch.py", "grader.cli.watch"),
 }
 RUN_HERE = {"grade", "grade-all", "release", "gradescope", "nbgrader"}
 PROVEN_BY_CI = {"grade", "test"}

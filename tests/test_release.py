@@ -20,6 +20,7 @@ from grader.core.stages import CORE, STAGE_MODULES, stages_of
 from grader.judge.plugin import planned_checks
 from tests.grading import REPO, batch, learner_copy
 from tests.grading import make as run_make
+from tests.watching import Watcher
 
 ALLOWED = [
     ".gitignore",
@@ -262,3 +263,16 @@ def test_random_thing(learner):
     assert "test_document_thing" in released and "helper" in released and "SEED = 123" in released
     for secret in ("SHAPES", "random.thing", "generator", "hidden inputs"):
         assert secret not in released
+
+
+def test_make_watch_in_the_release_grades_each_save_with_the_visible_checks(release, tmp_path):
+    folder, _ = release
+    solved = shutil.copytree(folder, tmp_path / "solved")
+    learner_copy(solved / "exercises")
+    stage_file = solved / "exercises" / "stage2_self_attention.py"
+    command = ["make", "-s", "watch", "STAGE=2", f"PY={sys.executable}", "SETUP=", f"HTML_REPORT={tmp_path / 'w.html'}"]
+    with Watcher(command, solved) as watcher:
+        first = watcher.report()
+        assert "Provisional total (visible checks only)" in first and "stage 2" in first
+        unscaled, _ = watcher.saved(stage_file, stage_file.read_text().replace(" ** 0.5", " ** 0.0"))
+        assert "missing-scaling" in unscaled or "wrong-scaling" in unscaled, unscaled
