@@ -23,7 +23,7 @@ from grader.sandbox.printed import PrintedOutput
 from grader.views.html import render_html
 from grader.views.terminal import render_text
 from tests.conftest import REPO
-from tests.grading import learner_copy
+from tests.grading import MUTANTS, grade, learner_copy
 
 SCHEMA = json.loads((REPO / "grader" / "core" / "schemas" / "report.schema.json").read_text())
 HOSTILE = "\x1b[2J\u202e<script>alert(1)</script>"
@@ -376,3 +376,20 @@ def test_full_marks_on_the_chapter_point_the_next_step_at_the_first_bonus_stage(
     assert "open whole/stage6_sdpa.py" in step and "make grade STAGE=6" in step and "docs/stage6.md" in step
     _, one_stage = grade(learner_copy(tmp_path / "one", stages=[1]), "--stage", "1")
     assert "Next step" not in render_text(from_json(one_stage), "one", color=False)  # 2-5 come first
+
+
+def test_checks_that_fail_for_one_proven_cause_are_said_once_with_their_checks_listed(tmp_path):
+    """Missing scaling in stage 2: every result check of both classes fails with the one hint, which the
+    terminal and the page each say once, with one heat map, and the failed checks listed under it."""
+    unscaled = next(m for m in MUTANTS if m.get("hint") == "missing-scaling" and m["stage"] == 2)
+    result, report = grade(
+        learner_copy(tmp_path / "work", unscaled, stages=[2]), "--stage", "2", "--html", str(tmp_path / "r.html")
+    )
+    failed = [c["id"] for c in report["stages"][0]["checks"] if c["hint"] == "missing-scaling"]
+    assert len(failed) >= 3
+    text, page = result.stdout, (tmp_path / "r.html").read_text()
+    assert f"stage 2 · {len(failed)} checks failed for one reason:" in text
+    assert text.count("hint [missing-scaling]") == 1 and text.count("expected         yours") == 1
+    assert all(f"  · {check}" in text for check in failed)
+    assert page.count("<b>hint [missing-scaling]</b>") == 1
+    assert page.count(f"{len(failed)} checks failed for one reason") == 1

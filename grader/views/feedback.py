@@ -2,6 +2,7 @@
 flags in plain words, the checks to fix with one message per cause, the next step."""
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from grader.core.report import CheckReport, FlagKind, Report, StageReport, Status
 from grader.core.stages import BONUS, CORE, is_note, registry
@@ -95,6 +96,64 @@ def checks_to_fix(report: Report) -> Iterator[tuple[int, CheckReport, str | None
         for check in stage["checks"]:
             if check["status"] not in (Status.PASSED, Status.NOT_IMPLEMENTED) and not is_note(check["id"]):
                 yield stage_number(stage), check, repeats.get(check["id"])
+
+
+@dataclass
+class Cause:
+    """Failed checks of one stage that one proven cause explains (the hint they share), or a check alone: a view
+    says the cause (its hint, its evidence) once and lists the checks under it."""
+
+    stage: int
+    checks: list[tuple[CheckReport, str | None]]  # (check, the id of the check whose message it repeats, or None)
+
+    @property
+    def hint(self) -> str | None:
+        return self.checks[0][0]["hint"]
+
+    @property
+    def score(self) -> tuple[float, float]:
+        return sum(c["score"] for c, _ in self.checks), sum(c["max_score"] for c, _ in self.checks)
+
+    @property
+    def evidences(self) -> list[dict]:
+        """The distinct evidence of its checks, in their order."""
+        found: list[dict] = []
+        for check, _ in self.checks:
+            if check["evidence"] and check["evidence"] not in found:
+                found.append(check["evidence"])
+        return found
+
+
+def causes_to_fix(report: Report) -> list[Cause]:
+    """checks_to_fix, grouped: the checks of a stage that carry one hint form one cause, placed where the
+    first of them is; a check without a hint, or repeating a stage-wide cause's message, stands alone."""
+    causes: list[Cause] = []
+    by_hint: dict[tuple[int, str], Cause] = {}
+    for number, check, same_as in checks_to_fix(report):
+        key = (number, check["hint"]) if check["hint"] and not same_as else None
+        if key in by_hint:
+            by_hint[key].checks.append((check, same_as))
+            continue
+        causes.append(Cause(number, [(check, same_as)]))
+        if key:
+            by_hint[key] = causes[-1]
+    return causes
+
+
+def cause_heading(cause: Cause) -> str:
+    """'stage 2 · 3 checks failed for one reason: 0/10' (or the check's own line, when it is alone)."""
+    scored, worth = cause.score
+    what = (
+        check_title(cause.checks[0][0])
+        if len(cause.checks) == 1
+        else f"{len(cause.checks)} checks failed for one reason"
+    )
+    return f"stage {cause.stage} · {what}: {points_text(scored)}/{points_text(worth)}"
+
+
+def check_title(check: CheckReport) -> str:
+    """The check's id, said to be hidden where it is."""
+    return check["id"] + ("" if check["visibility"] == "visible" else " (hidden check)")
 
 
 def notes_to_read(report: Report) -> list[tuple[int, CheckReport]]:

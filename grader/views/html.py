@@ -16,7 +16,9 @@ from grader.runner.escaping import printable
 from grader.views.feedback import (
     PRINTED_HEADING,
     STATUS_WORDS,
-    checks_to_fix,
+    cause_heading,
+    causes_to_fix,
+    check_title,
     flag_sentences,
     is_advice,
     mark,
@@ -95,19 +97,24 @@ def _stage_table(report: Report) -> str:
 
 
 def _what_to_fix(report: Report, folder: Path) -> str:
+    """One card per cause (feedback.causes_to_fix): its checks' messages, then its hint and every heat map."""
     sections = []
-    for number, c, same_as in checks_to_fix(report):
-        hidden = "" if c["visibility"] == "visible" else " (hidden check)"
-        score = f"{points_text(c['score'])}/{points_text(c['max_score'])}"
-        body = [f"<h3>stage {number} · {_text(c['id'])}{hidden}: {score}</h3>"]
-        if same_as:
-            body.append(f"<p>{_text(repeat_message(same_as))}</p>")
-        else:
+    for cause in causes_to_fix(report):
+        alone = len(cause.checks) == 1
+        body = [f"<h3>{_text(cause_heading(cause))}</h3>"]
+        for c, same_as in cause.checks:
+            if not alone:
+                body.append(
+                    f"<h4>{_text(check_title(c))}: {points_text(c['score'])}/{points_text(c['max_score'])}</h4>"
+                )
+            if same_as:
+                body.append(f"<p>{_text(repeat_message(same_as))}</p>")
+                continue
             body.append(f"<pre>{_text(c['message'])}</pre>" if c["message"] else "")
-            body.append(_hint(c["hint"], number, folder) if c["hint"] else "")
-            body.append(_evidence(c["evidence"]) if c["evidence"] else "")
             body.append(f"<h4>{PRINTED_HEADING}</h4><pre>{_text(c['printed'])}</pre>" if c["printed"] else "")
-        sections.append(f"<section class='check {c['status']}'>{''.join(body)}</section>")
+        body.append(_hint(cause.hint, cause.stage, folder) if cause.hint and not cause.checks[0][1] else "")
+        body.extend(_evidence(evidence) for evidence in cause.evidences)
+        sections.append(f"<section class='check {cause.checks[0][0]['status']}'>{''.join(body)}</section>")
     return "<h2>What to fix</h2>" + "".join(sections) if sections else ""
 
 

@@ -9,7 +9,9 @@ from grader.core.stages import BONUS, CORE, STAGE_MODULES, registry
 from grader.runner.escaping import printable
 from grader.views.feedback import (
     PRINTED_HEADING,
-    checks_to_fix,
+    cause_heading,
+    causes_to_fix,
+    check_title,
     flag_sentences,
     is_advice,
     mark,
@@ -89,27 +91,36 @@ def _by_track(report: Report) -> str:
 
 
 def _what_to_fix(report: Report) -> list[Line]:
+    """One entry per cause (feedback.causes_to_fix): its checks' messages, then its hint and one heat map."""
     lines: list[Line] = []
     shown: dict[str, str] = {}  # an evidence's title -> the check that showed its heat map
-    for number, c, same_as in checks_to_fix(report):
+    for cause in causes_to_fix(report):
         if not lines:
             lines += [_plain(""), [("What to fix", "bold")]]
-        visibility = "" if c["visibility"] == "visible" else " (hidden check)"
-        score = f"{points_text(c['score'])}/{points_text(c['max_score'])}"
-        lines.append([(f"stage {number} · {c['id']}{visibility}: {score}", _tone(c["status"]))])
-        if same_as:
-            lines.append(_plain(f"    {repeat_message(same_as)}"))
-            continue
-        lines += _indented(c["message"])
-        if c["hint"]:
-            lines.append([(f"    hint [{c['hint']}]: {explain(c['hint'], number)}", "dim")])
-        if c["evidence"] and repr(c["evidence"]) in shown:
-            lines.append(_plain(f"    (the heat map is under {shown[repr(c['evidence'])]} above)"))
-        elif c["evidence"]:
-            shown[repr(c["evidence"])] = c["id"]
-            lines += [_plain(f"    {line}") for line in heat_map_lines(c["evidence"])]
-        if c["printed"]:
-            lines += [_plain(f"    {PRINTED_HEADING}"), *_indented(c["printed"], "    | ")]
+        first = cause.checks[0][0]
+        lines.append([(cause_heading(cause), _tone(first["status"]))])
+        alone = len(cause.checks) == 1
+        printed: list[Line] = []  # a check alone: what its code printed comes last, after the hint and the map
+        for c, same_as in cause.checks:
+            indent = "    " if alone else "      "
+            if not alone:
+                score = f"{points_text(c['score'])}/{points_text(c['max_score'])}"
+                lines.append([(f"  · {check_title(c)}: {score}", _tone(c["status"]))])
+            if same_as:
+                lines.append(_plain(f"{indent}{repeat_message(same_as)}"))
+                continue
+            lines += _indented(c["message"], indent)
+            if c["printed"]:
+                own = [_plain(f"{indent}{PRINTED_HEADING}"), *_indented(c["printed"], f"{indent}| ")]
+                (printed if alone else lines).extend(own)
+        if cause.hint and not cause.checks[0][1]:
+            lines.append([(f"    hint [{cause.hint}]: {explain(cause.hint, cause.stage)}", "dim")])
+        if cause.evidences and repr(cause.evidences[0]) in shown:
+            lines.append(_plain(f"    (the heat map is under {shown[repr(cause.evidences[0])]} above)"))
+        elif cause.evidences:
+            shown[repr(cause.evidences[0])] = first["id"]
+            lines += [_plain(f"    {line}") for line in heat_map_lines(cause.evidences[0])]
+        lines += printed
     return lines
 
 
