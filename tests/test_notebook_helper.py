@@ -3,6 +3,8 @@
 import pytest
 import torch
 
+from grader.core.points import points_in_use
+from grader.judge.plugin import planned_checks
 from grader.notebook import NotebookGradingError, check, load
 from tests.grading import REPO, learner_copy
 
@@ -26,7 +28,8 @@ def test_load_imports_the_latest_save(tmp_path, monkeypatch):
 def test_check_splits_visible_and_hidden_points(tmp_path, monkeypatch, capsys):
     learner_copy(tmp_path)
     monkeypatch.chdir(tmp_path)
-    assert check(1) == 6 and check(1, hidden=True) == 14
+    visible = sum(c.points for c in planned_checks([1], points_in_use()) if c.visibility == "visible")
+    assert check(1) == visible and check(1, hidden=True) == 20 - visible
     printed = capsys.readouterr().out
     assert "✓ document.softmax_naive: 2/2" in printed and "✓ random.softmax_naive: 2/2" in printed
     (tmp_path / "stage1_softmax.py").write_text((REPO / "exercises" / "stage1_softmax.py").read_text())

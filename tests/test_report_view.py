@@ -225,7 +225,7 @@ def test_cells_that_are_not_numbers_or_below_zero_are_marked():
 def test_flags_read_as_plain_words():
     text = render_text(a_report([a_check()], flags=["provisional", "ignored: notes.md"]), "work", color=False)
     assert "flags:" not in text
-    assert "the hidden checks run when your instructor grades your work" in text
+    assert "When your instructor grades, hidden checks add the same functions on other inputs" in text
     assert "ignored: notes.md (only the five stage files are graded)" in text
 
 

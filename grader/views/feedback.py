@@ -20,8 +20,11 @@ STATUS_WORDS = {
 WITHHELD = "the hidden check's inputs are not shown; see the visible checks and the stage's guide"
 PRINTED_HEADING = "Your code printed:"
 PROVISIONAL = (
-    "Only the visible checks ran (the documents' worked examples); the hidden checks run when "
-    "your instructor grades your work."
+    "Only the visible checks ran: the documents' worked examples, and the behaviour any input shows (inputs "
+    "left as they were, dropout on the weights and only in training, the cache, the documented errors). "
+    "When your instructor grades, hidden checks add the same functions on other inputs and shapes, further "
+    "properties (rows that sum to 1, causality), the layout of parameters and buffers, and that the work is "
+    "done by hand rather than by torch's own attention."
 )
 
 

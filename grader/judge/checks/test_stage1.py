@@ -128,7 +128,7 @@ def test_softmax_naive_properties(learner):
         raise CheckFailed(failed.message, failed.hint or (proven and hint_of(proven))) from None
 
 
-@check("property.inputs_kept")
+@check("property.inputs_kept", visible=True)
 def test_inputs_kept(learner):
     rng = generator("property.inputs_kept")
     inputs = torch.rand(4, 3, generator=rng)

@@ -3,7 +3,8 @@
 import torch
 
 from grader.judge.checks.attention_probe import showing_attention
-from grader.judge.checks.causal import expect_causal_and_independent, expect_dropout_on_weights, run_injected
+from grader.judge.checks.causal import expect_causal_and_independent, run_injected
+from grader.judge.checks.dropout_probe import expect_dropout_on_weights
 from grader.judge.checks.examples import (
     expect_example,
     expect_function_values_explained,
@@ -137,7 +138,7 @@ def test_causal_attention_properties(learner, reference):
     )
 
 
-@check("property.dropout", target="CausalAttention")
+@check("property.dropout", visible=True, target="CausalAttention")
 def test_causal_attention_dropout(learner):
     expect_dropout_on_weights(
         learner, STAGE, "CausalAttention",
@@ -154,7 +155,7 @@ def _function_cases(rng: torch.Generator, *batch: int) -> dict[str, list]:
     }
 
 
-@check("property.inputs_kept")
+@check("property.inputs_kept", visible=True)
 def test_inputs_kept(learner):
     expect_inputs_kept(learner, STAGE, _function_cases(generator("property.inputs_kept")))
 

@@ -9,12 +9,8 @@ import torch
 
 from grader.judge.checks import documented
 from grader.judge.checks.attention_probe import showing_attention
-from grader.judge.checks.causal import (
-    expect_causal_and_independent,
-    expect_dropout_on_weights,
-    one_head_state,
-    run_injected,
-)
+from grader.judge.checks.causal import expect_causal_and_independent, run_injected
+from grader.judge.checks.dropout_probe import expect_dropout_on_weights, one_head_state
 from grader.judge.checks.examples import expect_example, explain_with_example
 from grader.judge.checks.shortcut import expect_attention_by_hand
 from grader.judge.checks.support import (
@@ -173,7 +169,7 @@ def test_multihead_properties(learner, reference):
     )
 
 
-@check("property.dropout.MultiHeadAttention", target="MultiHeadAttention")
+@check("property.dropout.MultiHeadAttention", visible=True, target="MultiHeadAttention")
 def test_multihead_dropout(learner):
     expect_dropout_on_weights(
         learner, STAGE, "MultiHeadAttention", args_for=lambda n, d_out: [n, d_out, n, 0.5, 1], state_for=one_head_state

@@ -221,7 +221,7 @@ DROPOUT_P = 0.3
 TOKENS = 40
 
 
-@check("property.dropout", target=FUNCTION)
+@check("property.dropout", visible=True, target=FUNCTION)
 def test_dropout_on_weights(learner):
     """With zero queries every weight is 1/S; with value = I the output is the weights themselves.
 
@@ -287,7 +287,7 @@ def _inputs_cases(rng: torch.Generator) -> list[list]:
     return [[q, k, v, mixed_mask(rng, (4, 6))], [q, k, v, None, 0.0, True], [q, k, v, torch.randn(4, 6, generator=rng)]]
 
 
-@check("property.inputs_kept", target=FUNCTION)
+@check("property.inputs_kept", visible=True, target=FUNCTION)
 def test_inputs_kept(learner):
     for args in _inputs_cases(generator("property.inputs_kept")):
         expect_inputs_kept(learner, STAGE, {FUNCTION: args})

@@ -14,8 +14,8 @@ import zlib
 import torch
 
 from grader.judge.checks import documented
-from grader.judge.checks.causal import expect_dropout_on_weights, one_head_state
 from grader.judge.checks.delegation import delegated_shortcut
+from grader.judge.checks.dropout_probe import expect_dropout_on_weights, one_head_state
 from grader.judge.checks.examples import fail_if_example_fails
 from grader.judge.checks.kv_cache_held import cached_keys_values, expect_cache, is_none
 from grader.judge.checks.kv_feeding import CLS, STAGE, chunk_steps, expect_cached_example, fed_case, feed, joined
@@ -143,7 +143,7 @@ def test_random_chunks(learner, reference):
     )
 
 
-@check("property.use_cache_off", target=CLS)
+@check("property.use_cache_off", visible=True, target=CLS)
 def test_use_cache_off(learner, reference):
     """use_cache=False (and the default) neither reads nor changes the cache."""
     args = [4, 6, 8, 0.0, 3]
@@ -187,7 +187,7 @@ def test_use_cache_off(learner, reference):
     )
 
 
-@check("property.reset_cache", target=CLS)
+@check("property.reset_cache", visible=True, target=CLS)
 def test_reset_cache(learner, reference):
     """reset_cache() empties the cache: the next tokens start a new sequence."""
     args = [5, 8, 8, 0.0, 2]
@@ -225,7 +225,7 @@ def test_reset_cache(learner, reference):
     )
 
 
-@check("property.context_length", target=CLS)
+@check("property.context_length", visible=True, target=CLS)
 def test_context_length(learner):
     """Exactly context_length tokens fit in the cache; one more raises ValueError."""
     args = [3, 4, 6, 0.0, 2]
@@ -275,7 +275,7 @@ def test_context_length(learner):
             )
 
 
-@check("property.dropout", target=CLS)
+@check("property.dropout", visible=True, target=CLS)
 def test_dropout(learner):
     """Dropout acts on the attention weights in training, as in stage 5 (forward without the cache)."""
     expect_dropout_on_weights(

@@ -11,13 +11,9 @@ import zlib
 
 import torch
 
-from grader.judge.checks.causal import (
-    expect_causal_and_independent,
-    expect_dropout_on_weights,
-    one_head_state,
-    run_injected,
-)
+from grader.judge.checks.causal import expect_causal_and_independent, run_injected
 from grader.judge.checks.delegation import expect_attention_by_hand_or_delegated
+from grader.judge.checks.dropout_probe import expect_dropout_on_weights, one_head_state
 from grader.judge.checks.examples import build_causal
 from grader.judge.checks.gqa_reference import (
     CLS,
@@ -261,7 +257,7 @@ def test_causal(learner, reference):
     )
 
 
-@check("property.dropout", target=CLS)
+@check("property.dropout", visible=True, target=CLS)
 def test_dropout(learner):
     expect_dropout_on_weights(
         learner, STAGE, CLS, args_for=lambda n, d_out: [n, d_out, n, 0.5, 1, 1], state_for=one_head_state
@@ -326,7 +322,7 @@ def test_no_fixed_device(learner):
     expect_no_fixed_device(learner, STAGE, CLS, [4, 8, 5, 0.1, 4, 2], torch.rand(2, 4, 4))
 
 
-@check("structure.groups_refused", target=CLS)
+@check("structure.groups_refused", visible=True, target=CLS)
 def test_groups_refused(learner):
     build(learner, STAGE, CLS, [4, 12, 5, 0.0, 6, 3])  # a right module builds: what follows is about the groups
     for args in ([4, 12, 5, 0.0, 6, 4], [4, 8, 5, 0.0, 4, 3]):
