@@ -53,7 +53,7 @@ def test_the_html_page_shows_the_notes_apart_and_nothing_to_fix(book_report):
 
     page = render_html(report, "book", REPO / "grade-report.html")
     assert "What to fix" not in page and "<h2>Notes (marked i above: advice beyond the book" in page
-    assert page.count("<section class='check note'>") == len(BOOK_NOTES)
+    assert page.count("<section class='cause note'>") == len(BOOK_NOTES)
     assert page.count("<span class='note'") == len(BOOK_NOTES) and "<span class='failed'" not in page
 
 

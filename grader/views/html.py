@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from grader.core.hints import docs_link, sentence
-from grader.core.report import Report
+from grader.core.report import CheckReport, Report, Status
 from grader.core.stages import STAGE_MODULES
 from grader.runner.escaping import printable
 from grader.views.feedback import (
@@ -37,20 +37,35 @@ REPO = Path(__file__).resolve().parents[2]  # where docs/ is, in this repository
 # where it is smaller; grey for a cell that is not a number.
 BLUE, RED, MISSING = (31, 119, 180), (214, 39, 40), "#bbb"
 STYLE = """
-body { font-family: system-ui, sans-serif; max-width: 72rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
-h1 { margin-bottom: .2rem; } .meta, .flags { color: #555; } .total { font-size: 1.4rem; font-weight: bold; }
-table.stages { border-collapse: collapse; } table.stages td, table.stages th { padding: .2rem .8rem; text-align: left; }
-.passed { color: #1a7f37; } .failed, .error { color: #cf222e; } .timeout { color: #9a6700; }
-.not_implemented { color: #888; }
-section.check { border-left: 4px solid #cf222e; padding: .2rem 1rem; margin: 1.2rem 0; background: #fafafa; }
-section.check.timeout { border-color: #d4a72c; }
-section.check.note { border-color: #57606a; } .note { color: #57606a; }
-pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f0f0f0; padding: .5rem; }
-.maps { display: flex; flex-wrap: wrap; gap: 1.5rem; } figure { margin: 0; }
+body { font-family: system-ui, sans-serif; max-width: 64rem; margin: 1.5rem auto; padding: 0 1rem; color: #1f2328;
+       line-height: 1.45; }
+h1 { margin-bottom: .2rem; } h2 { margin-top: 2rem; } h3 { margin: .6rem 0; font-size: 1.05rem; }
+h4 { margin: .8rem 0 .3rem; font-size: .95rem; } .meta, .flags { color: #57606a; }
+.total { font-size: 1.4rem; font-weight: bold; }
+.scroll { overflow-x: auto; max-width: 100%; }
+table.stages { border-collapse: collapse; } table.stages td, table.stages th { padding: .2rem .6rem; text-align: left; }
+td.marks { word-break: break-all; letter-spacing: .05rem; }
+.marks .passed, .verdict.passed { color: #1a7f37; } .marks .failed, .marks .error, .verdict.failed, .verdict.error
+{ color: #cf222e; } .marks .timeout, .verdict.timeout { color: #9a6700; }
+.marks .not_implemented, .verdict.not_implemented { color: #6e7781; } .marks .note { color: #57606a; }
+.verdict { font-weight: bold; white-space: nowrap; }
+section.cause { border-left: 4px solid #cf222e; padding: .3rem 1rem .6rem; margin: 1.2rem 0; background: #f6f8fa; }
+section.cause.timeout { border-color: #d4a72c; } section.cause.not_implemented { border-color: #8c959f; }
+section.cause.note { border-color: #8c959f; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #fff; border: 1px solid #d0d7de; padding: .5rem;
+      font-size: .85rem; }
+details > summary { cursor: pointer; margin: .3rem 0; }
+.maps { display: flex; flex-wrap: wrap; gap: 1.5rem; } figure { margin: 0; max-width: 100%; overflow-x: auto; }
 table.heat { border-collapse: collapse; font-size: .75rem; }
-table.heat td { width: 2.6rem; height: 1.6rem; text-align: center; border: 1px solid #ddd; }
-table.heat th { font-weight: normal; color: #777; padding: 0 .3rem; }
-.bar { display: inline-block; width: 10rem; height: .8rem; vertical-align: middle; border: 1px solid #ccc; }
+table.heat td { width: 2.6rem; height: 1.6rem; text-align: center; border: 1px solid #d0d7de; }
+table.heat th { font-weight: normal; color: #57606a; padding: 0 .3rem; } table.heat th.nan-row { color: #cf222e; }
+.bar { display: inline-block; width: 8rem; height: .8rem; vertical-align: middle; border: 1px solid #d0d7de; }
+ul.passed-checks { columns: 16rem; color: #1f2328; }
+@media (max-width: 40rem) {
+  body { margin: .8rem auto; padding: 0 .6rem; }
+  table.heat td { width: 1.9rem; height: 1.3rem; font-size: .65rem; }
+  table.stages td, table.stages th { padding: .2rem .3rem; }
+}
 """
 
 
@@ -70,9 +85,11 @@ def render_html(report: Report, submission: str, page: Path, student_facing: boo
         _what_to_fix(report, page.parent),
         _notes(report, page.parent),
         _next_step(report, submission),
+        _passed(report),
     ]
     return (
         "<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
         f"<title>Grading report: {total}</title><style>{STYLE}</style></head>\n<body>\n"
         + "\n".join(part for part in parts if part)
         + "\n</body></html>\n"
@@ -90,32 +107,60 @@ def _stage_table(report: Report) -> str:
         )
         rows.append(
             f"<tr><td>stage {stage_number(stage)}</td><td>{_text(stage['title'])}</td>"
-            f"<td>{points_text(stage['score'])}/{points_text(stage['max_score'])}</td><td>{marks}</td></tr>"
+            f"<td>{points_text(stage['score'])}/{points_text(stage['max_score'])}</td>"
+            f"<td class='marks'>{marks}</td></tr>"
         )
     header = "<tr><th>stage</th><th></th><th>score</th><th>checks</th></tr>"
-    return f"<table class='stages'>{header}{''.join(rows)}</table>"
+    return f"<div class='scroll'><table class='stages'>{header}{''.join(rows)}</table></div>"
+
+
+def _passed(report: Report) -> str:
+    """The checks that passed, a folded list per stage: there to look up, out of the way of what to fix."""
+    folds = []
+    for stage in report["stages"]:
+        passed = [c for c in stage["checks"] if c["status"] == Status.PASSED]
+        if passed:
+            items = "".join(f"<li>{_text(check_title(c))}</li>" for c in passed)
+            folds.append(
+                f"<details><summary>stage {stage_number(stage)}: {len(passed)} of {len(stage['checks'])} checks "
+                f"passed</summary><ul class='passed-checks'>{items}</ul></details>"
+            )
+    return "<h2>Checks that passed</h2>" + "".join(folds) if folds else ""
 
 
 def _what_to_fix(report: Report, folder: Path) -> str:
-    """One card per cause (feedback.causes_to_fix): its checks' messages, then its hint and every heat map."""
+    """One card per cause (feedback.causes_to_fix): its checks' messages (folded but the first, where it
+    has several), then its hint and every heat map its checks carry."""
     sections = []
     for cause in causes_to_fix(report):
-        alone = len(cause.checks) == 1
-        body = [f"<h3>{_text(cause_heading(cause))}</h3>"]
-        for c, same_as in cause.checks:
-            if not alone:
-                body.append(
-                    f"<h4>{_text(check_title(c))}: {points_text(c['score'])}/{points_text(c['max_score'])}</h4>"
-                )
-            if same_as:
-                body.append(f"<p>{_text(repeat_message(same_as))}</p>")
+        status = cause.checks[0][0]["status"]
+        heading, _, score = cause_heading(cause).rpartition(": ")
+        body = [f"<h3>{_text(heading)}: <span class='verdict {status}'>{_text(score)}</span></h3>"]
+        for index, (c, same_as) in enumerate(cause.checks):
+            said = (
+                f"<p>{_text(repeat_message(same_as))}</p>"
+                if same_as
+                else (f"<pre>{_text(c['message'])}</pre>" if c["message"] else "") + _printed(c)
+            )
+            if len(cause.checks) == 1:
+                body.append(said)
                 continue
-            body.append(f"<pre>{_text(c['message'])}</pre>" if c["message"] else "")
-            body.append(f"<h4>{PRINTED_HEADING}</h4><pre>{_text(c['printed'])}</pre>" if c["printed"] else "")
+            score = f"{points_text(c['score'])}/{points_text(c['max_score'])}"
+            opened = " open" if index == 0 else ""
+            body.append(
+                f"<details{opened}><summary>{_text(check_title(c))}: <span class='verdict {c['status']}'>"
+                f"{score}</span></summary>{said}</details>"
+            )
         body.append(_hint(cause.hint, cause.stage, folder) if cause.hint and not cause.checks[0][1] else "")
         body.extend(_evidence(evidence) for evidence in cause.evidences)
-        sections.append(f"<section class='check {cause.checks[0][0]['status']}'>{''.join(body)}</section>")
+        sections.append(f"<section class='cause {status}'>{''.join(body)}</section>")
     return "<h2>What to fix</h2>" + "".join(sections) if sections else ""
+
+
+def _printed(check: CheckReport) -> str:
+    if not check["printed"]:
+        return ""
+    return f"<details><summary>{PRINTED_HEADING}</summary><pre>{_text(check['printed'])}</pre></details>"
 
 
 def _notes(report: Report, folder: Path) -> str:
@@ -129,7 +174,7 @@ def _notes(report: Report, folder: Path) -> str:
             f"<pre>{_text(c['message'])}</pre>" if c["message"] else "",
             _hint(c["hint"], number, folder) if c["hint"] else "",
         ]
-        sections.append(f"<section class='check note'>{''.join(body)}</section>")
+        sections.append(f"<section class='cause note'>{''.join(body)}</section>")
     return f"<h2>{_text(notes_heading(notes))}</h2>" + "".join(sections) if sections else ""
 
 
@@ -176,7 +221,11 @@ def _heat_table(table: list[list[float | None]], colour) -> str:
             shown = "NaN" if value is None else f"{value:.2f}"
             exact = "not a number" if value is None else f"{value:.4f}"
             cells.append(f"<td style='{colour(value)}' title='row {i}, column {j}: {exact}'>{shown}</td>")
-        rows.append(f"<tr><th>{i}</th>{''.join(cells)}</tr>")
+        if all(value is None for value in row):  # a query that attends to nothing: every key of it masked
+            label = f"<th class='nan-row' title='row {i}: not a number in any column (every key hidden?)'>{i} ⚠</th>"
+        else:
+            label = f"<th>{i}</th>"
+        rows.append(f"<tr>{label}{''.join(cells)}</tr>")
     return f"<table class='heat'>{header}{''.join(rows)}</table>"
 
 
