@@ -239,15 +239,19 @@ def _draws(state: dict) -> list[float]:
     return sorted(x for v in values for x in v.flatten().tolist())
 
 
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")  # of a call's arguments
+
+
 def expect_inputs_kept(learner: LearnerWorkers, stage: int, cases: dict[str, list]) -> None:
     """Each function, called on its arguments, leaves them as they were: the caller still needs them."""
     for function, args in cases.items():
         reply = learner.request(stage, "call", function=function, args=list(args))
         for index, (before, after) in enumerate(zip(args, reply["args_after"])):
             if isinstance(after, torch.Tensor) and not torch.equal(after.to("cpu"), before):
+                which = "its argument" if len(args) == 1 else f"its {ORDINALS[index]} argument"
                 raise CheckFailed(
-                    f"{function} changed its argument {index + 1} in place: after the call it holds "
-                    "other numbers than the caller passed",
+                    f"{function} changed {which} in place: after the call it holds other numbers than the "
+                    "caller passed",
                     "input-overwritten",
                 )
 

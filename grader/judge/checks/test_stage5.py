@@ -52,7 +52,10 @@ def expect_concatenated_heads(reply: dict, what: str, num_heads: int) -> torch.T
         output,
         torch.cat(heads, dim=-1),
         f"{what}: the output against its heads' outputs concatenated",
-        variants={"wrapper-concat-dim": torch.cat(heads, dim=1)},
+        variants={
+            f"wrapper-concat-dim:the heads joined along dim={dim}, the {axis}": torch.cat(heads, dim=dim)
+            for dim, axis in ((1, "tokens' axis"), (0, "batch's axis"))
+        },
     )
     return output
 
