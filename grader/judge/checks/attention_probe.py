@@ -113,13 +113,14 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def _spread_evenly(weights: torch.Tensor) -> bool:
-    """Each (..., n) row, with all scores equal, spreads evenly over the keys it keeps (NaN where it keeps none):
-    what a softmax does, over whichever keys a mask leaves."""
+    """Each (..., n) row, with all scores equal, gives the keys it keeps one equal weight (NaN where it keeps
+    none): what a softmax does, over whichever keys a mask leaves. The weight need not be 1 / kept: weights
+    scaled after the softmax are still weights, and their map shows the rows' wrong sums."""
     for row in weights.reshape(-1, weights.shape[-1]):
         if row.isnan().all():
             continue
         kept = row[row.abs() > 1e-6]
-        if row.isnan().any() or len(kept) == 0 or not _same(kept, torch.full_like(kept, 1 / len(kept))):
+        if row.isnan().any() or len(kept) == 0 or not _same(kept, torch.full_like(kept, float(kept[0]))):
             return False
     return True
 
@@ -142,6 +143,9 @@ def _evidence(cls: str, n: int, expected: torch.Tensor, read: torch.Tensor, q: t
     note = (
         f"yours: {describe_weights(read[0], scores, causal)}. Expected: {describe_weights(expected[0], scores, causal)}"
     )
+    if torch.allclose(read, expected, atol=1e-4):
+        after = "the values, how the heads are put together, or out_proj" if len(read) > 1 else "the values"
+        note = f"your attention weights are the expected ones (in every head): what differs comes after them: {after}"
     head = " of head 1" if len(read) > 1 else ""
     return attention_evidence(
         f"{cls}: attention weights{head} on {n} one-hot tokens (rows: queries, columns: keys)",
@@ -176,18 +180,19 @@ def expect_attention(learner, stage: int, cls: str, n: int, heads: int, rng: tor
 
 
 def evidence_for(
-    learner, stage: int, cls: str, n: int = 5, heads: int = 1, rng: torch.Generator | None = None
+    learner, stage: int, cls: str, n: int = 5, heads: int = 1, rng: torch.Generator | None = None, right_too=False
 ) -> dict | None:
     """Heat-map evidence for a failed check: the learner's attention on a probe next to the expected one.
 
-    None when the weights cannot be read, or are right (the mistake lies elsewhere: a map would not show it).
+    None when the weights cannot be read, or are right (the mistake lies elsewhere: a map would not show it),
+    unless ``right_too``: then right weights are shown as such, saying that what differs comes after them.
     """
     rng = rng or torch.Generator().manual_seed(n * 100 + heads)
     try:
         read, expected, q, k = _measure(learner, stage, cls, n, heads, rng)
     except (LearnerFailure, CheckFailed):  # evidence is extra: what keeps it from being read stays unsaid
         return None
-    if read is None or torch.allclose(read, expected, atol=1e-4):
+    if read is None or (torch.allclose(read, expected, atol=1e-4) and not right_too):
         return None
     return _evidence(cls, n, expected, read, q, k)
 
@@ -247,9 +252,9 @@ def describe_weights(weights: torch.Tensor, scores: torch.Tensor | None, causal:
 
 
 def measured_evidence(learner, stage: int, cls: str) -> dict | None:
-    """The heat-map evidence of ``cls``'s measured attention, for a failed check of what it computes; None
-    where ``cls`` is no module the probe reads, or its map cannot be read or is right (see evidence_for)."""
-    return evidence_for(learner, stage, cls, heads=PROBES[cls].heads) if cls in PROBES else None
+    """The heat-map evidence of ``cls``'s measured attention, for a failed check of what it computes (right
+    weights too, said to be right); None where ``cls`` is no module the probe reads, or its map cannot be read."""
+    return evidence_for(learner, stage, cls, heads=PROBES[cls].heads, right_too=True) if cls in PROBES else None
 
 
 @contextlib.contextmanager

@@ -163,6 +163,18 @@ def expect_function_example(learner, stage: int, function: str) -> None:
         raise
 
 
+def function_example_failure(learner, stage: int, function: str) -> CheckFailed | None:
+    """How a weight function fails its small example (its map as evidence, its proven hint), for a failed
+    check of the function that carries no map of its own; None where the example passes or cannot run."""
+    try:
+        expect_function_example(learner, stage, function)
+    except CheckFailed as failed:
+        return failed if failed.evidence is not None else None
+    except LearnerFailure:
+        return None
+    return None
+
+
 def fail_if_example_fails(failed: CheckFailed, run_example) -> None:
     """Raise ``failed`` told apart by a small example: with the example's proven hint and evidence when
     the example fails too, as it is when the learner's code cannot run the example; else return."""
