@@ -158,8 +158,9 @@ def test_use_cache_off(learner, reference):
     ]
     reply = feed(learner, args, x, steps, state)
     full = lambda tokens: reference_output(reference.name("MultiHeadAttention"), args, state, tokens)  # noqa: E731
-    keys, values = cached_keys_values(x[:, :3], state, 3)
-    expect_cache(reply["steps"][0]["cache"], keys, values, "after forward(x[:, 0:3], use_cache=True)", x)
+    # What the cache holds, in whatever layout, is structure.MultiHeadAttentionKV's to judge; here it must
+    # only stay as forward(x[:, 0:3], use_cache=True) left it.
+    before = reply["steps"][0]["cache"]
     for done, call in zip(reply["steps"][1:3], ("forward(x[:, 3:8])", "forward(x[:, 3:8], use_cache=False)")):
         expect_close(
             done["output"],
@@ -167,13 +168,12 @@ def test_use_cache_off(learner, reference):
             f"{call} after 3 tokens were cached, against the causal forward of those 5 tokens alone",
             {"cache-without-use-cache": full(x)[:, 3:8]},
         )
-        try:
-            expect_cache(done["cache"], keys, values, f"after {call}", x)
-        except CheckFailed as failed:
+        if changed := [name for name in ("cache_k", "cache_v") if not _same(done["cache"][name], before[name])]:
             raise CheckFailed(
-                f"{call} changed the cache that 3 tokens fed with use_cache=True left: {failed.message}",
+                f"{call} changed the cache that forward(x[:, 0:3], use_cache=True) left: {' and '.join(changed)} "
+                f"went from {_held(before[changed[0]])} to {_held(done['cache'][changed[0]])}",
                 "cache-without-use-cache",
-            ) from None
+            )
     if reply["steps"][3]["raised"]:
         raise CheckFailed(
             f"forward(x[:, 3:5], use_cache=True) after the calls without the cache raised "
@@ -185,6 +185,16 @@ def test_use_cache_off(learner, reference):
         "forward(x[:, 3:5], use_cache=True) after the calls without the cache, against rows 4-5 of the "
         "causal forward of x[:, 0:5]",
     )
+
+
+def _same(held: object, before: object) -> bool:
+    if isinstance(held, torch.Tensor) and isinstance(before, torch.Tensor):
+        return held.shape == before.shape and torch.equal(held.nan_to_num(), before.nan_to_num())
+    return type(held) is type(before) and not isinstance(held, torch.Tensor) and held == before
+
+
+def _held(value: object) -> str:
+    return f"a tensor of shape {tuple(value.shape)}" if isinstance(value, torch.Tensor) else describe_value(value)
 
 
 @check("property.reset_cache", visible=True, target=CLS)
