@@ -230,6 +230,12 @@ def test_make_submit_gives_what_the_batch_grader_takes(release, tmp_path):
     result = batch(class_folder, tmp_path / "grades")
     assert result.returncode == 0, result.stderr
     assert json.loads((tmp_path / "grades" / "ada.json").read_text())["score"] == 100
+    missing = f"{STAGE_MODULES[5]}.py"
+    (solved / "exercises" / missing).unlink()
+    partial = make(solved, "submit", "STUDENT=bo")
+    assert partial.returncode == 0 and partial.stdout.startswith(f"bo.zip lacks {missing}: not in exercises/"), partial
+    with zipfile.ZipFile(solved / "bo.zip") as bundle:
+        assert missing not in bundle.namelist() and len(bundle.namelist()) == len(STAGES) - 1
 
 
 def test_visible_only_drops_hidden_checks_with_their_data():

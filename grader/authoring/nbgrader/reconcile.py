@@ -239,12 +239,13 @@ def main(argv: list[str] | None = None) -> int:
     except CannotCompare as error:
         print(f"nbgrader-reconcile: {error}", file=sys.stderr)
         return 2
+    of_students = f"{students} student{'' if students == 1 else 's'}"
     if not found:
-        print(f"nbgrader and grade-all agree on every stage of {students} students.")
+        print(f"nbgrader and grade-all agree on every stage of {of_students}.")
         return 0
     per_student = len(course_modules())
     stages = sum(per_student if d.stage is None else 1 for d in found)
-    print(f"nbgrader and grade-all differ on {stages} stages of {students} students:")
+    print(f"nbgrader and grade-all differ on {stages} stage{'' if stages == 1 else 's'} of {of_students}:")
     for disagreement in found:
         print(disagreement.line())
     return 1
