@@ -110,12 +110,23 @@ class Cause:
     checks: list[tuple[CheckReport, str | None]]  # (check, the id of the check whose message it repeats, or None)
 
     @property
-    def hint(self) -> str | None:
-        return self.checks[0][0]["hint"]
+    def title(self) -> str:
+        """'stage 2 · 3 checks failed for one reason', or the check's own title when it is alone."""
+        alone = len(self.checks) == 1
+        return f"stage {self.stage} · " + (
+            check_title(self.checks[0][0]) if alone else f"{len(self.checks)} checks failed for one reason"
+        )
 
     @property
-    def score(self) -> tuple[float, float]:
-        return sum(c["score"] for c, _ in self.checks), sum(c["max_score"] for c, _ in self.checks)
+    def hint(self) -> str | None:
+        """The hint to say with it: none where its check repeats another's message, which says it."""
+        check, same_as = self.checks[0]
+        return None if same_as else check["hint"]
+
+    @property
+    def score(self) -> str:
+        """'0/10': the points its checks earned of their worth."""
+        return score_text(sum(c["score"] for c, _ in self.checks), sum(c["max_score"] for c, _ in self.checks))
 
     @property
     def evidences(self) -> list[dict]:
@@ -141,17 +152,6 @@ def causes_to_fix(report: Report) -> list[Cause]:
         if key:
             by_hint[key] = causes[-1]
     return causes
-
-
-def cause_heading(cause: Cause) -> str:
-    """'stage 2 · 3 checks failed for one reason: 0/10' (or the check's own line, when it is alone)."""
-    scored, worth = cause.score
-    what = (
-        check_title(cause.checks[0][0])
-        if len(cause.checks) == 1
-        else f"{len(cause.checks)} checks failed for one reason"
-    )
-    return f"stage {cause.stage} · {what}: {points_text(scored)}/{points_text(worth)}"
 
 
 def check_title(check: CheckReport) -> str:
@@ -221,6 +221,11 @@ def stage_number(stage: StageReport) -> int:
 
 def points_text(value: float) -> str:
     return f"{value:g}"
+
+
+def score_text(scored: float, worth: float) -> str:
+    """'3/5': points earned of points possible."""
+    return f"{points_text(scored)}/{points_text(worth)}"
 
 
 def repeated_causes(stage: StageReport) -> dict[str, str]:

@@ -16,7 +16,6 @@ from grader.runner.escaping import printable
 from grader.views.feedback import (
     PRINTED_HEADING,
     STATUS_WORDS,
-    cause_heading,
     causes_to_fix,
     check_title,
     flag_sentences,
@@ -25,8 +24,8 @@ from grader.views.feedback import (
     next_step,
     notes_heading,
     notes_to_read,
-    points_text,
     repeat_message,
+    score_text,
     stage_number,
     student_view,
     total_label,
@@ -75,7 +74,7 @@ def render_html(report: Report, submission: str, page: Path, student_facing: boo
     ``student_facing``: hidden checks show their verdict and hint only (grader.views.feedback.student_view).
     """
     report = student_view(report) if student_facing else report
-    total = f"{points_text(report['score'])}/{points_text(report['max_score'])}"
+    total = score_text(report["score"], report["max_score"])
     parts = [
         f"<h1>Grading report</h1><p class='meta'>{_text(submission)} on {_text(report['device'])} "
         f"(torch {_text(report['torch'])})</p>",
@@ -107,7 +106,7 @@ def _stage_table(report: Report) -> str:
         )
         rows.append(
             f"<tr><td>stage {stage_number(stage)}</td><td>{_text(stage['title'])}</td>"
-            f"<td>{points_text(stage['score'])}/{points_text(stage['max_score'])}</td>"
+            f"<td>{score_text(stage['score'], stage['max_score'])}</td>"
             f"<td class='marks'>{marks}</td></tr>"
         )
     header = "<tr><th>stage</th><th></th><th>score</th><th>checks</th></tr>"
@@ -134,8 +133,7 @@ def _what_to_fix(report: Report, folder: Path) -> str:
     sections = []
     for cause in causes_to_fix(report):
         status = cause.checks[0][0]["status"]
-        heading, _, score = cause_heading(cause).rpartition(": ")
-        body = [f"<h3>{_text(heading)}: <span class='verdict {status}'>{_text(score)}</span></h3>"]
+        body = [f"<h3>{_text(cause.title)}: <span class='verdict {status}'>{cause.score}</span></h3>"]
         for index, (c, same_as) in enumerate(cause.checks):
             said = (
                 f"<p>{_text(repeat_message(same_as))}</p>"
@@ -145,13 +143,12 @@ def _what_to_fix(report: Report, folder: Path) -> str:
             if len(cause.checks) == 1:
                 body.append(said)
                 continue
-            score = f"{points_text(c['score'])}/{points_text(c['max_score'])}"
             opened = " open" if index == 0 else ""
             body.append(
                 f"<details{opened}><summary>{_text(check_title(c))}: <span class='verdict {c['status']}'>"
-                f"{score}</span></summary>{said}</details>"
+                f"{score_text(c['score'], c['max_score'])}</span></summary>{said}</details>"
             )
-        body.append(_hint(cause.hint, cause.stage, folder) if cause.hint and not cause.checks[0][1] else "")
+        body.append(_hint(cause.hint, cause.stage, folder) if cause.hint else "")
         body.extend(_evidence(evidence) for evidence in cause.evidences)
         sections.append(f"<section class='cause {status}'>{''.join(body)}</section>")
     return "<h2>What to fix</h2>" + "".join(sections) if sections else ""
@@ -168,7 +165,7 @@ def _notes(report: Report, folder: Path) -> str:
     notes = notes_to_read(report)
     sections = []
     for number, c in notes:
-        worth = f": {points_text(c['score'])}/{points_text(c['max_score'])}" if c["max_score"] else ""
+        worth = f": {score_text(c['score'], c['max_score'])}" if c["max_score"] else ""
         body = [
             f"<h3>stage {number} · {_text(c['id'])}{worth}</h3>",
             f"<pre>{_text(c['message'])}</pre>" if c["message"] else "",

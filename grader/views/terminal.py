@@ -9,7 +9,6 @@ from grader.core.stages import BONUS, CORE, STAGE_MODULES, registry
 from grader.runner.escaping import printable
 from grader.views.feedback import (
     PRINTED_HEADING,
-    cause_heading,
     causes_to_fix,
     check_title,
     flag_sentences,
@@ -20,6 +19,7 @@ from grader.views.feedback import (
     notes_to_read,
     points_text,
     repeat_message,
+    score_text,
     stage_number,
     student_view,
     total_label,
@@ -74,7 +74,7 @@ def _lines(report: Report, submission: str, folder: str) -> list[Line]:
     lines.extend(_notes(report))
     lines.extend(_next_step(report, folder))
     lines.append(_plain(""))
-    total = f"{points_text(report['score'])}/{points_text(report['max_score'])}"
+    total = score_text(report["score"], report["max_score"])
     lines.append([(f"{total_label(report)}: {total}{_by_track(report)}", "bold")])
     return lines
 
@@ -87,7 +87,7 @@ def _by_track(report: Report) -> str:
         tracks[stage.get("track", CORE)] = (score + stage["score"], max_score + stage["max_score"])
     if len(tracks) < 2:
         return ""
-    return " (" + ", ".join(f"{track} {points_text(s)}/{points_text(m)}" for track, (s, m) in tracks.items()) + ")"
+    return " (" + ", ".join(f"{track} {score_text(s, m)}" for track, (s, m) in tracks.items()) + ")"
 
 
 def _what_to_fix(report: Report) -> list[Line]:
@@ -98,14 +98,13 @@ def _what_to_fix(report: Report) -> list[Line]:
         if not lines:
             lines += [_plain(""), [("What to fix", "bold")]]
         first = cause.checks[0][0]
-        lines.append([(cause_heading(cause), _tone(first["status"]))])
+        lines.append([(f"{cause.title}: {cause.score}", _tone(first["status"]))])
         alone = len(cause.checks) == 1
         printed: list[Line] = []  # a check alone: what its code printed comes last, after the hint and the map
         for c, same_as in cause.checks:
             indent = "    " if alone else "      "
             if not alone:
-                score = f"{points_text(c['score'])}/{points_text(c['max_score'])}"
-                lines.append([(f"  · {check_title(c)}: {score}", _tone(c["status"]))])
+                lines.append([(f"  · {check_title(c)}: {score_text(c['score'], c['max_score'])}", _tone(c["status"]))])
             if same_as:
                 lines.append(_plain(f"{indent}{repeat_message(same_as)}"))
                 continue
@@ -113,7 +112,7 @@ def _what_to_fix(report: Report) -> list[Line]:
             if c["printed"]:
                 own = [_plain(f"{indent}{PRINTED_HEADING}"), *_indented(c["printed"], f"{indent}| ")]
                 (printed if alone else lines).extend(own)
-        if cause.hint and not cause.checks[0][1]:
+        if cause.hint:
             lines.append([(f"    hint [{cause.hint}]: {explain(cause.hint, cause.stage)}", "dim")])
         if cause.evidences and repr(cause.evidences[0]) in shown:
             lines.append(_plain(f"    (the heat map is under {shown[repr(cause.evidences[0])]} above)"))
@@ -130,7 +129,7 @@ def _notes(report: Report) -> list[Line]:
         return []
     lines: list[Line] = [_plain(""), [(notes_heading(notes), "bold")]]
     for number, c in notes:
-        worth = f": {points_text(c['score'])}/{points_text(c['max_score'])}" if c["max_score"] else ""
+        worth = f": {score_text(c['score'], c['max_score'])}" if c["max_score"] else ""
         lines.append([(f"stage {number} · {c['id']}{worth}", "dim" if not c["max_score"] else _tone(c["status"]))])
         lines += _indented(c["message"])
         if c["hint"]:
