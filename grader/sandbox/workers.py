@@ -15,7 +15,7 @@ import itertools
 import math
 import socket
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from grader.core.stages import STAGE_MODULES
 from grader.runner.commands import send_command
@@ -68,6 +68,19 @@ class LearnerFailure(Exception):
         where = f" ({self.where})" if self.where else ""
         kind = f"{self.type}: " if self.type else ""
         return f"{kind}{self.message}{where}"
+
+
+def told_failure(told: object) -> LearnerFailure:
+    """What a worker said of its code's failure, as the judge keeps it. Strings were cut and escaped as they
+    were decoded (protocol.decode): cut again to the report's sizes. A kind the judge does not know is an
+    exception."""
+    told = told if isinstance(told, dict) else {}
+    return LearnerFailure(
+        kind=told["kind"] if told.get("kind") in LEARNER_FAILURE_KINDS else "exception",
+        message=str(told.get("message", ""))[:800],
+        type=told["type"][:100] if isinstance(told.get("type"), str) else None,
+        where=told["where"][:200] if isinstance(told.get("where"), str) else None,
+    )
 
 
 def not_utf8_text(data: bytes) -> str | None:
@@ -185,23 +198,13 @@ class LearnerWorkers:
             self._discard(worker)
             raise LearnerFailure("crash", "the process running your code sent a malformed answer")
         if "error" in reply:
-            told = reply["error"] if isinstance(reply["error"], dict) else {}
-            # Strings were cut and escaped as they were decoded (protocol.decode): cut again to the report's
-            # sizes. A kind the judge does not know is an exception.
-            kind = told["kind"] if told.get("kind") in LEARNER_FAILURE_KINDS else "exception"
-            failure = LearnerFailure(
-                kind=kind,
-                message=str(told.get("message", ""))[:800],
-                type=told["type"][:100] if isinstance(told.get("type"), str) else None,
-                where=told["where"][:200] if isinstance(told.get("where"), str) else None,
-            )
-            raise self._encoding_told(failure, stage) if kind == "import_error" else failure
+            failure = told_failure(reply["error"])
+            raise self._encoding_told(failure, stage) if failure.kind == "import_error" else failure
         if isinstance(reply["ok"], dict) and isinstance(reply.get("device_fallback"), dict):
             # The learner's side says its code failed on the GPU and answered from the CPU: it can only cost
             # the note that reads it (note.fixed_device), never earn a point.
-            told = reply["device_fallback"]
-            where = f" ({told['where'][:200]})" if isinstance(told.get("where"), str) else ""
-            reply["ok"]["device_fallback"] = f"{str(told.get('type'))[:100]}: {str(told.get('message'))[:400]}{where}"
+            on_gpu = told_failure(reply["device_fallback"])
+            reply["ok"]["device_fallback"] = str(replace(on_gpu, message=on_gpu.message[:400]))
         return reply["ok"]
 
     @property

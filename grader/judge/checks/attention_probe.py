@@ -140,12 +140,12 @@ def _measure(learner, stage: int, cls: str, n: int, heads: int, rng: torch.Gener
 
 def _evidence(cls: str, n: int, expected: torch.Tensor, read: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> dict:
     scores, causal = q[0] @ k[0].T, PROBES[cls].causal
-    note = (
-        f"yours: {describe_weights(read[0], scores, causal)}. Expected: {describe_weights(expected[0], scores, causal)}"
-    )
     if torch.allclose(read, expected, atol=1e-4):
         after = "the values, how the heads are put together, or out_proj" if len(read) > 1 else "the values"
         note = f"your attention weights are the expected ones (in every head): what differs comes after them: {after}"
+    else:
+        yours, right = describe_weights(read[0], scores, causal), describe_weights(expected[0], scores, causal)
+        note = f"yours: {yours}. Expected: {right}"
     head = " of head 1" if len(read) > 1 else ""
     return attention_evidence(
         f"{cls}: attention weights{head} on {n} one-hot tokens (rows: queries, columns: keys)",
@@ -180,7 +180,13 @@ def expect_attention(learner, stage: int, cls: str, n: int, heads: int, rng: tor
 
 
 def evidence_for(
-    learner, stage: int, cls: str, n: int = 5, heads: int = 1, rng: torch.Generator | None = None, right_too=False
+    learner,
+    stage: int,
+    cls: str,
+    n: int = 5,
+    heads: int = 1,
+    rng: torch.Generator | None = None,
+    right_too: bool = False,
 ) -> dict | None:
     """Heat-map evidence for a failed check: the learner's attention on a probe next to the expected one.
 

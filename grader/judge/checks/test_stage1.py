@@ -128,16 +128,20 @@ def test_softmax_naive_properties(learner):
         raise CheckFailed(failed.message, failed.hint or (proven and hint_of(proven))) from None
 
 
-@check("property.inputs_kept", visible=True)
-def test_inputs_kept(learner):
-    rng = generator("property.inputs_kept")
+def _calls(rng: torch.Generator) -> dict[str, list]:
+    """Arguments for each of the stage's functions: 4 tokens of size 3, the second as the query."""
     inputs = torch.rand(4, 3, generator=rng)
-    expect_inputs_kept(learner, STAGE, {
+    return {
         "attention_scores": [inputs, inputs[1].clone()],
         "softmax_naive": [torch.rand(5, generator=rng) * 4 - 2],
         "context_vector": [inputs, torch.softmax(torch.rand(4, generator=rng), dim=0)],
         "simple_self_attention": [inputs],
-    })  # fmt: skip
+    }
+
+
+@check("property.inputs_kept", visible=True)
+def test_inputs_kept(learner):
+    expect_inputs_kept(learner, STAGE, _calls(generator("property.inputs_kept")))
 
 
 @check("shortcut.softmax_naive", target="softmax_naive")
@@ -175,11 +179,4 @@ def test_output_shapes(learner):
 # beyond the book costs nothing unless an instructor prices it (course.toml [notes]).
 @check("note.fixed_device", visible=True)
 def test_no_fixed_device(learner):
-    rng = generator("note.fixed_device")
-    inputs = torch.rand(5, 3, generator=rng)
-    expect_device_followed(learner, STAGE, {
-        "attention_scores": [inputs, inputs[2].clone()],
-        "softmax_naive": [torch.rand(5, generator=rng)],
-        "context_vector": [inputs, torch.softmax(torch.rand(5, generator=rng), dim=0)],
-        "simple_self_attention": [inputs],
-    })  # fmt: skip
+    expect_device_followed(learner, STAGE, _calls(generator("note.fixed_device")))

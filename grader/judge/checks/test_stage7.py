@@ -190,11 +190,14 @@ def test_use_cache_off(learner, reference):
 def _same(held: object, before: object) -> bool:
     if isinstance(held, torch.Tensor) and isinstance(before, torch.Tensor):
         return held.shape == before.shape and torch.equal(held.nan_to_num(), before.nan_to_num())
-    return type(held) is type(before) and not isinstance(held, torch.Tensor) and held == before
+    return type(held) is type(before) and held == before  # None, "missing" (no such attribute), or a value
 
 
 def _held(value: object) -> str:
-    return f"a tensor of shape {tuple(value.shape)}" if isinstance(value, torch.Tensor) else describe_value(value)
+    """What a cache attribute holds, in words: a tensor's shape, or what else it is."""
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {tuple(value.shape)}"
+    return "no such attribute" if value == "missing" else describe_value(value)
 
 
 @check("property.reset_cache", visible=True, target=CLS)
@@ -326,14 +329,9 @@ def test_structure(learner, reference, device):
     for name in ("cache_k", "cache_v"):
         held = reply["cache_before"][name]
         if not is_none(held):
-            shown = (
-                "no such attribute"
-                if held == "missing"
-                else describe_value(held)
-                if not isinstance(held, torch.Tensor)
-                else f"a tensor of shape {tuple(held.shape)}"
+            raise CheckFailed(
+                f"a new MultiHeadAttentionKV should have {name} = None (an empty cache); it has {_held(held)}"
             )
-            raise CheckFailed(f"a new MultiHeadAttentionKV should have {name} = None (an empty cache); it has {shown}")
     keys, values = cached_keys_values(x, state, 3)
     for t, done in enumerate(reply["steps"], start=1):
         when = f"after {t} token{'s' if t > 1 else ''} fed one at a time with use_cache=True"
