@@ -67,3 +67,31 @@ def test_feedback_cites_the_book_and_lists_at_most_three_values(full):
             for check in stage["checks"]:
                 assert not SEED_FILE.search(check["message"]), check["message"]
                 assert len(VALUE_LINE.findall(check["message"])) <= 3, check["message"]
+
+
+# What a picture of attention weights cannot show: stage 1's scores and context vectors, stage 3's transfer.
+NOT_WEIGHTS = ("attention_scores", "context_vector", "transfer")
+# A stage whose code gives results of another shape, or cannot hold the weights a probe puts in, has no map to
+# read; a function that calls torch's own attention never returned a result of its own.
+NO_MAP_TO_READ = ("expected shape", "holds weights of other shapes than documented")
+
+
+def test_every_failed_result_of_attention_weights_carries_a_picture(full):
+    """Issue 24: a failed document, example or random check of a function or module that computes attention
+    weights carries evidence (a heat map), unless the function never returned a result a map can hold."""
+    missing = []
+    for verdict in full:
+        for stage in verdict.report["stages"]:
+            if any(reason in c["message"] for c in stage["checks"] for reason in NO_MAP_TO_READ):
+                continue
+            for c in stage["checks"]:
+                kind, _, target = c["id"].partition(".")
+                if (
+                    kind in ("document", "example", "random")
+                    and c["status"] == "failed"
+                    and target not in NOT_WEIGHTS
+                    and c["hint"] not in ("banned-api", "recorder-tampered")
+                    and not c["evidence"]
+                ):
+                    missing.append(f"{_id(verdict.mutant)}: {c['id']}")
+    assert missing == []

@@ -75,6 +75,7 @@ class CheckReport(TypedDict):
     hint: str | None
     evidence: dict | None  # grader.judge.evidence.bounded_evidence: two attention maps for the heat maps
     printed: str  # what the learner's code printed during the check, "" if nothing
+    warned: NotRequired[str]  # the warnings it raised during the check, a line each, where it raised any
     visible_verdict: NotRequired[
         VisibleVerdict
     ]  # what a visible check's own inputs earned, where a hidden one voided it
@@ -119,6 +120,7 @@ class CheckResult:
     hint: str | None
     evidence: dict | None
     printed: str
+    warned: str = ""  # warnings raised during the check, a line each
     from_source: bool = False  # the verdict rests on the source alone (CheckFailed.from_source)
     visible_verdict: VisibleVerdict | None = None  # set where a hidden input's shortcut voided a visible check
 
@@ -184,6 +186,8 @@ def _check(c: CheckResult) -> CheckReport:
         "evidence": c.evidence,
         "printed": c.printed,
     }
+    if c.warned:
+        check["warned"] = c.warned
     if c.visible_verdict:
         check["visible_verdict"] = c.visible_verdict
     return check

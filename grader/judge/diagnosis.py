@@ -155,6 +155,8 @@ def renormalize_variants(weights: torch.Tensor) -> dict[str, torch.Tensor]:
         # masked.sum(dim=-1) without keepdim=True is (..., n): it lines up with the last dimension, the keys
         "mask-not-renormalized:the sums lack keepdim=True, so row j's sum divides column j, not row j": past
         / past.sum(-1).unsqueeze(-2),
+        "mask-not-renormalized:the sums run down the columns (dim=-2 or 0), not along each row (dim=-1)": past
+        / past.sum(-2, keepdim=True),
     }
 
 

@@ -81,6 +81,9 @@ PRINTING_IS_SLOW = (
     "(not inside loops) and it may finish in time"
 )
 # What a check's calls printed is shown for these statuses only: a passed check needs no debugging.
+# How the grader's own words begin where the book's code, run on the learner's classes, cannot go on
+# (grader.runner.book_calls, grader.runner.document_examples): no line of the learner's raised them.
+BOOK_CODE_WORDS = ("the book's code ", "the grader builds ")
 SHOWS_PRINTED = {Status.FAILED, Status.ERROR, Status.TIMEOUT}
 
 
@@ -196,6 +199,7 @@ class GradingPlugin:
             hint=hint,
             evidence=bounded_evidence(verdict and verdict.evidence),
             printed="" if printed is None else printed.text(),
+            warned="" if printed is None else printed.warned(),
             from_source=verdict is not None and verdict.from_source,
         )
 
@@ -267,6 +271,8 @@ def _classify(excinfo) -> tuple[Status, str, str | None]:
         if error.kind in FAILURE_STATUS:
             status, hint = FAILURE_STATUS[error.kind]
             return status, str(error), hint
+        if error.where is None and error.message.startswith(BOOK_CODE_WORDS):
+            return Status.ERROR, error.message, _hint_for_exception(error.message)
         return Status.ERROR, f"your code raised {error}", _hint_for_exception(error.message)
     if isinstance(error, SandboxError):  # the grader's failure, never the learner's: graded again later
         return Status.ERROR, f"not graded: the grader failed while running your code ({error})", None
@@ -281,6 +287,8 @@ def _hint_for_exception(message: str) -> str | None:
     """A cause an exception's own words prove. A shape error proves none: many mistakes raise one."""
     if "Expected all tensors to be on the same device" in message:
         return "device-mismatch"
+    if "in nn.Linear's layout" in message and "the book's code multiplies" in message:  # document_examples
+        return "weights-layout"
     if "which the book's signature" in message:  # grader.runner.book_calls: a book call the signature refuses
         return "signature"
     return None

@@ -136,3 +136,16 @@ def projection(module: object, name: str) -> object:
         if len(held) == len(PROJECTIONS):
             return held[PROJECTIONS.index(name)]
     return getattr(module, name)  # raises the AttributeError the learner's module gives
+
+
+def in_book_layout(module: object, d_in: int, d_out: int) -> object:
+    """``module``, whose weights the book's code multiplies as x @ W: a weight held transposed, (d_out, d_in)
+    as nn.Linear holds its own, is said in words, where torch would only say that shapes cannot be multiplied."""
+    for name in ("W_query", "W_key", "W_value"):
+        shape = tuple(getattr(projection(module, name), "shape", ()))
+        if d_in != d_out and shape == (d_out, d_in):
+            raise ValueError(
+                f"the book's code multiplies x @ {name}, which takes {name} as (d_in, d_out) = ({d_in}, {d_out}); "
+                f"your SelfAttention_v1({d_in}, {d_out}) holds it as ({d_out}, {d_in}), in nn.Linear's layout"
+            )
+    return module

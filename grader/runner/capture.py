@@ -1,15 +1,25 @@
-"""What learner code prints in a worker: sys.stdout and sys.stderr, caught at the Python level.
+"""What learner code prints in a worker: sys.stdout and sys.stderr, caught at the Python level, and the
+warnings it raises (its own, or torch's about how it called torch), kept apart from its prints.
 
 The first lines of each request (and of the import) go to the judge as soon as they are printed,
 as {"printed": [...]} frames before the answer, so that they reach the report even when the code
 then hangs. The rest is only counted: once a request's share is sent, text collects in the stream's
 C buffer and reaches Python once per 8 KiB, so printing a lot costs about what printing to
 /dev/null does and cannot push a call past its time limit.
+
+A warning goes as a {"warned": "stage2_self_attention.py:31: UserWarning: ..."} frame, naming the last
+line of the learner's files on the stack when it was raised (torch's "(Triggered internally at ...)" left
+out); each distinct warning once per request, at most SENT_WARNINGS of them. One raised where no learner
+line is on the stack is the grader's own, and is not shown.
 """
 
 import io
+import re
 import socket
 import sys
+import traceback
+import warnings
+from pathlib import Path
 
 from grader.runner.protocol import send
 
@@ -17,13 +27,21 @@ from grader.runner.protocol import send
 # could notice. Beyond it, lines are counted, not sent.
 SENT_BYTES = 4096
 SENT_LINES = 10
+SENT_WARNINGS = 3
+SENT_WARNING_CHARACTERS = 400
+TORCH_INTERNALS = re.compile(r"\s*\(Triggered internally at [^)]*\)\.?$")
 
 
 class PrintCapture:
-    """Installs itself as sys.stdout and sys.stderr; ``start`` before each request, ``finish`` after it."""
+    """Installs itself as sys.stdout, sys.stderr and warnings.showwarning; ``start`` before each request,
+    ``finish`` after it. ``submission``: the folder of the learner's files, whose lines a warning names."""
 
-    def __init__(self, sock: socket.socket):
+    def __init__(self, sock: socket.socket, submission: Path):
         self._sock = sock
+        self._folder = str(submission.resolve())
+        self._warned: set[str] = set()  # this request's warnings, as sent
+        # Every check sees its own warnings, not only the first check that raised one at that line.
+        warnings.defaultaction = "always"
         self._stream: io.TextIOWrapper | None = None
         self._room_bytes = self._room_lines = 0
         self._unsent_newlines = 0
@@ -40,6 +58,8 @@ class PrintCapture:
         else:
             self._stream.reconfigure(line_buffering=True)  # also sends what was printed between requests
         sys.stdout = sys.stderr = self._stream
+        warnings.showwarning = self._warn
+        self._warned = set()
         self._room_bytes, self._room_lines = SENT_BYTES, SENT_LINES
         self._unsent_newlines, self._unsent_open, self._cut = 0, False, False
 
@@ -71,6 +91,24 @@ class PrintCapture:
             self._cut = True  # the stream stops handing over each line
             send(self._sock, {"printed": [], "cut": True})
             self._stream.reconfigure(line_buffering=False)
+
+    def _warn(self, message, category, filename, lineno, file=None, line=None) -> None:
+        """warnings.showwarning: sends the warning apart from the prints, naming the learner's line."""
+        where = self._learner_line(filename, lineno)
+        if where is None or len(self._warned) >= SENT_WARNINGS:
+            return
+        said = TORCH_INTERNALS.sub("", str(message))
+        text = f"{where}: {getattr(category, '__name__', 'Warning')}: {said}"[:SENT_WARNING_CHARACTERS]
+        if text not in self._warned:
+            self._warned.add(text)
+            send(self._sock, {"warned": text})
+
+    def _learner_line(self, filename: str, lineno: int) -> str | None:
+        """file:line of the warning if it names a learner file, else of the last learner line on the stack."""
+        if str(filename).startswith(self._folder):
+            return f"{Path(filename).name}:{lineno}"
+        frames = [f for f in traceback.extract_stack() if f.filename.startswith(self._folder)]
+        return f"{Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else None
 
 
 def _first_lines(data: bytes, lines: int) -> bytes:

@@ -11,7 +11,7 @@ import torch
 import torch.nn as nn
 from torch.overrides import TorchFunctionMode
 
-from grader.runner.book_calls import projection
+from grader.runner.book_calls import in_book_layout, projection
 from grader.runner.implementation import Implementation
 from grader.runner.seeding import manual_seed
 
@@ -136,7 +136,7 @@ def all_context_vecs(impl: Implementation, device: torch.device) -> torch.Tensor
 
 
 def book_sa_v1(impl: Implementation, device: torch.device) -> nn.Module:
-    return seeded(123, lambda: impl.SelfAttention_v1(3, 2), device)
+    return in_book_layout(seeded(123, lambda: impl.SelfAttention_v1(3, 2), device), 3, 2)
 
 
 @recipe

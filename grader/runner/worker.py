@@ -78,7 +78,7 @@ def run(
     install_stand_ins(stage, stages, attention_off="attention" in off.routes)
     switch_off(off, done=SwitchedOff.from_wire(inherited))
     guard = confine.guard_imports()
-    capture = PrintCapture(sock)
+    capture = PrintCapture(sock, submission)
     capture.start()
     implementation, import_error = _load(submission, stage, {number: s["module"] for number, s in stages.items()})
     send(sock, {"loaded": import_error is None, "printed_more": capture.finish()})

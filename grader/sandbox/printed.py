@@ -1,4 +1,5 @@
-"""What learner code printed during one check, as the report shows it: its first lines and how many more.
+"""What learner code printed during one check, as the report shows it: its first lines and how many more;
+and apart from them, the warnings it raised (torch's own about how it was called, or the learner's).
 
 The worker sends the text as it is printed (grader.runner.capture); the wire format has already
 cut and escaped each piece (grader.runner.protocol). Nothing here takes the worker's word for a
@@ -9,6 +10,8 @@ rest, and clamps the line counts it is told.
 SHOWN_LINES = 10
 SHOWN_LINE_CHARACTERS = 200
 MAX_COUNT = 10**9  # a worker's count of unsent lines is believed up to here
+SHOWN_WARNINGS = 3
+SHOWN_WARNING_CHARACTERS = 400
 
 
 class PrintedOutput:
@@ -23,6 +26,7 @@ class PrintedOutput:
         self._line_open = False  # the line being printed has text
         self._unsent = 0
         self.a_lot = False  # a call printed past what a worker sends: more than a screenful
+        self._warnings: list[str] = []  # distinct, in the order raised
 
     def add(self, pieces: object, cut: object = False) -> None:
         """Text a worker sent, split at its newlines; ``cut``: the worker stopped sending, there is more.
@@ -37,6 +41,19 @@ class PrintedOutput:
             if piece:
                 self._line_open = True
                 self._keep(piece)
+
+    def add_warning(self, text: object) -> None:
+        """A warning a worker sent ("file:line: UserWarning: ..."); one seen before is not kept twice.
+        Raises ValueError for anything that is not a string."""
+        if not isinstance(text, str):
+            raise ValueError("a warning is a string")
+        text = text[:SHOWN_WARNING_CHARACTERS]
+        if text not in self._warnings and len(self._warnings) < SHOWN_WARNINGS:
+            self._warnings.append(text)
+
+    def warned(self) -> str:
+        """The warnings, a line each; "" for none."""
+        return "\n".join(self._warnings)
 
     def add_unsent(self, count: object) -> None:
         """A worker's count of the lines it printed but did not send; anything but a count is none."""

@@ -241,12 +241,18 @@ class LearnerWorkers:
 
     def _answer(self, sock: socket.socket, seconds: float) -> object:
         """The worker's next message that is not printed output, within ``seconds``; the printed
-        output on the way is kept, so that what came before a hang is kept too."""
+        output and warnings on the way are kept, so that what came before a hang is kept too."""
         deadline = time.monotonic() + seconds
         while True:
             message = receive(sock, max(0.0, deadline - time.monotonic()))
             if isinstance(message, dict) and message.keys() == {"calling"}:
                 self._calling = message["calling"]
+                continue
+            if isinstance(message, dict) and message.keys() == {"warned"}:
+                try:
+                    self.printed.add_warning(message["warned"])
+                except ValueError as error:
+                    raise ProtocolError(str(error)) from None
                 continue
             if not (isinstance(message, dict) and "printed" in message):
                 break

@@ -19,6 +19,16 @@ STATUS_WORDS = {
 }
 WITHHELD = "the hidden check's inputs are not shown; see the visible checks and the stage's guide"
 PRINTED_HEADING = "Your code printed:"
+WARNED_HEADING = "Warnings your code raised:"
+
+
+def shown_output(check: CheckReport) -> list[tuple[str, str]]:
+    """What the learner's code showed during ``check``, each under its heading: its prints, then apart
+    from them the warnings it raised (torch's about how it was called are clues, not the learner's words)."""
+    said = [(PRINTED_HEADING, check["printed"]), (WARNED_HEADING, check.get("warned", ""))]
+    return [(heading, text) for heading, text in said if text]
+
+
 PROVISIONAL = (
     "Only the visible checks ran: the documents' worked examples, and the behaviour any input shows (inputs "
     "left as they were, dropout on the weights and only in training, the cache, the documented errors). "
@@ -64,7 +74,7 @@ def late_sentence(late: dict | None) -> str | None:
 def student_view(report: Report) -> Report:
     """``report`` as a student may read it. A hidden check keeps its id, status, score and hint (a view
     explains the hint from the public catalog), never its message, evidence or what the learner's code
-    printed during it: a message, a heat map or printed output could quote the hidden inputs, shapes and
+    printed or warned during it: a message, a heat map or printed output could quote the hidden inputs, shapes and
     expected values, which fixed seeds keep the same every term. Not even a message a visible check shares:
     the learner's code picks its own exception's words, and could pick them by what a hidden input holds.
     A hidden check without a hint says only its status and where to look instead."""
@@ -80,7 +90,9 @@ def _withheld(check: CheckReport) -> CheckReport:
         message = ""
     else:
         message = f"{STATUS_WORDS[check['status']]}: {WITHHELD}"
-    return {**check, "message": message, "evidence": None, "printed": ""}
+    withheld: CheckReport = {**check, "message": message, "evidence": None, "printed": ""}
+    withheld.pop("warned", None)
+    return withheld
 
 
 def total_label(report: Report) -> str:

@@ -14,7 +14,6 @@ from grader.core.report import CheckReport, Report, Status
 from grader.core.stages import STAGE_MODULES
 from grader.runner.escaping import printable
 from grader.views.feedback import (
-    PRINTED_HEADING,
     STATUS_WORDS,
     causes_to_fix,
     check_title,
@@ -26,6 +25,7 @@ from grader.views.feedback import (
     notes_to_read,
     repeat_message,
     score_text,
+    shown_output,
     stage_number,
     student_view,
     total_label,
@@ -155,9 +155,8 @@ def _what_to_fix(report: Report, folder: Path) -> str:
 
 
 def _printed(check: CheckReport) -> str:
-    if not check["printed"]:
-        return ""
-    return f"<details><summary>{PRINTED_HEADING}</summary><pre>{_text(check['printed'])}</pre></details>"
+    shown = shown_output(check)
+    return "".join(f"<details><summary>{head}</summary><pre>{_text(text)}</pre></details>" for head, text in shown)
 
 
 def _notes(report: Report, folder: Path) -> str:

@@ -8,11 +8,11 @@ from grader.core.report import CheckReport, Report, StageReport, Status
 from grader.core.stages import is_note
 from grader.runner.escaping import printable
 from grader.views.feedback import (
-    PRINTED_HEADING,
     flag_sentences,
     points_text,
     repeat_message,
     repeated_causes,
+    shown_output,
     stage_number,
     student_view,
 )
@@ -31,8 +31,8 @@ def _checks_with_feedback(report: Report) -> Iterator[tuple[int, CheckReport, st
             output = c["message"] or ""
             if c["hint"]:
                 output += f"\nhint [{c['hint']}]: {explain(c['hint'], number)}"
-            if c["printed"]:
-                output += f"\n{PRINTED_HEADING}\n{c['printed']}"
+            for heading, text in shown_output(c):
+                output += f"\n{heading}\n{text}"
             yield number, c, output.strip()
 
 

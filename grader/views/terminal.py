@@ -8,7 +8,6 @@ from grader.core.report import Report, Status
 from grader.core.stages import BONUS, CORE, STAGE_MODULES, registry
 from grader.runner.escaping import printable
 from grader.views.feedback import (
-    PRINTED_HEADING,
     causes_to_fix,
     check_title,
     flag_sentences,
@@ -20,6 +19,7 @@ from grader.views.feedback import (
     points_text,
     repeat_message,
     score_text,
+    shown_output,
     stage_number,
     student_view,
     total_label,
@@ -109,8 +109,8 @@ def _what_to_fix(report: Report) -> list[Line]:
                 lines.append(_plain(f"{indent}{repeat_message(same_as)}"))
                 continue
             lines += _indented(c["message"], indent)
-            if c["printed"]:
-                own = [_plain(f"{indent}{PRINTED_HEADING}"), *_indented(c["printed"], f"{indent}| ")]
+            for heading, text in shown_output(c):
+                own = [_plain(f"{indent}{heading}"), *_indented(text, f"{indent}| ")]
                 (printed if alone else lines).extend(own)
         if cause.hint:
             lines.append([(f"    hint [{cause.hint}]: {explain(cause.hint, cause.stage)}", "dim")])

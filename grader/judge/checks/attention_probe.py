@@ -28,6 +28,22 @@ def _linear_state(v: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> dict:
     return {"W_query.weight": q, "W_key.weight": k, "W_value.weight": v}
 
 
+def _multihead_state(v: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> dict:
+    """Stage 5's layout (and stage 8's, whose keys and values may have fewer heads), out_proj passing the heads
+    through."""
+    return {**_linear_state(v, q, k), "out_proj.weight": torch.eye(len(q)), "out_proj.bias": torch.zeros(len(q))}
+
+
+def _wrapper_state(v: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> dict:
+    """The wrapper's heads, each a CausalAttention with its (n, n) block of each weight."""
+    n = v.shape[1]
+    return {
+        f"heads.{h}.{name}.weight": weight[h * n : (h + 1) * n]
+        for h in range(len(q) // n)
+        for name, weight in (("W_query", q), ("W_key", k), ("W_value", v))
+    }
+
+
 @dataclass(frozen=True)
 class Probe:
     """How to build a module class for the probe: n tokens, ``heads`` heads of size n each."""
@@ -37,26 +53,38 @@ class Probe:
     causal: bool
     batch: bool  # takes (b, n, d_in) rather than (n, d_in)
     heads: int = 1  # how many heads a map is read with, for a failed check's evidence
+    groups: Callable[[int], int] = lambda heads: heads  # key/value heads for that many query heads
+    # For a module documented to keep (d_in, d_out) matrices: the state in nn.Linear's layout, (d_out, d_in).
+    # A module whose weights read only this way computes x @ W.T: it keeps its weights transposed.
+    transposed_state: StateFor | None = None
 
 
 PROBES = {
     "SelfAttention_v1": Probe(
-        lambda n, h: [n, n], lambda v, q, k: {"W_query": q.T, "W_key": k.T, "W_value": v.T}, causal=False, batch=False
+        lambda n, h: [n, n],
+        lambda v, q, k: {"W_query": q.T, "W_key": k.T, "W_value": v.T},
+        causal=False,
+        batch=False,
+        transposed_state=lambda v, q, k: {"W_query": q, "W_key": k, "W_value": v},
     ),
     "SelfAttention_v2": Probe(lambda n, h: [n, n], _linear_state, causal=False, batch=False),
     "CausalAttention": Probe(lambda n, h: [n, n, n, 0.0], _linear_state, causal=True, batch=True),
-    "MultiHeadAttention": Probe(
-        lambda n, h: [n, h * n, n, 0.0, h],
-        lambda v, q, k: {
-            **_linear_state(v, q, k),
-            "out_proj.weight": torch.eye(len(v)),
-            "out_proj.bias": torch.zeros(len(v)),
-        },
+    "MultiHeadAttentionWrapper": Probe(
+        lambda n, h: [n, n, n, 0.0, h], _wrapper_state, causal=True, batch=True, heads=2
+    ),
+    "MultiHeadAttention": Probe(lambda n, h: [n, h * n, n, 0.0, h], _multihead_state, causal=True, batch=True, heads=2),
+    # Four query heads in two groups: head h shares the keys and values of group h // 2, which tells the
+    # grouping of repeat_interleave from that of repeat.
+    "GroupedQueryAttention": Probe(
+        lambda n, h: [n, h * n, n, 0.0, h, h // 2],
+        _multihead_state,
         causal=True,
         batch=True,
-        heads=2,
+        heads=4,
+        groups=lambda heads: heads // 2,
     ),
 }
+PROBES["MultiHeadAttentionKV"] = PROBES["MultiHeadAttention"]  # its forward without the cache is stage 5's
 
 
 def _route(n: int, heads: int, order: torch.Tensor) -> torch.Tensor:
@@ -76,36 +104,48 @@ def read_attention(
     w_key: torch.Tensor,
     batch: bool,
     expected: torch.Tensor | None = None,
-) -> torch.Tensor | None:
-    """The module's attention weights (heads, n, n) for queries x W_query^T and keys x W_key^T, x = I.
+) -> "Reading":
+    """The module's attention weights (heads, n, n) for queries x W_query^T and keys x W_key^T, x = I,
+    and its output they are read from. ``w_key`` holds one (n, n) block per key/value head, which the
+    value projection follows.
 
-    None when an assumption of the probe does not hold (see the module's docstring). What the
-    learner's code raises on the probe's inputs is raised. An output that is exactly ``expected``
-    is returned without the checks: it proves nothing wrong, so no claim rests on it.
+    The weights are None when an assumption of the probe does not hold (see the module's docstring). What
+    the learner's code raises on the probe's inputs is raised. An output that is exactly ``expected``
+    is taken as the weights without the checks: it proves nothing wrong, so no claim rests on it.
     """
     eye = torch.eye(n)
     x = eye[None] if batch else eye
     identity, shuffled = torch.arange(n), torch.roll(torch.arange(n), 1)
-    zeros = torch.zeros_like(w_query)
+    groups = len(w_key) // n
 
     def run(value_weight: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor | None:
         out = build(learner, stage, cls, args, state=state_for(value_weight, q, k), inputs=[x])["outputs"][0]
-        if not isinstance(out, torch.Tensor) or out.numel() != n * heads * n:
+        if not isinstance(out, torch.Tensor) or tuple(out.shape) != (*x.shape[:-1], heads * n):
             return None
         return out.detach().to(torch.float64).reshape(n, heads, n).transpose(0, 1)  # (heads, n, n)
 
-    read = run(_route(n, heads, identity), w_query, w_key)
+    read = run(_route(n, groups, identity), w_query, w_key)
     if read is not None and expected is not None and torch.allclose(read, expected, atol=1e-5):
-        return read  # exactly a right module's weights: nothing to claim, so nothing to verify
-    doubled = run(2 * _route(n, heads, identity), w_query, w_key)
-    permuted = run(_route(n, heads, shuffled), w_query, w_key)
-    even = run(_route(n, heads, identity), zeros, zeros)
+        return Reading(read, read)  # exactly a right module's weights: nothing to claim, so nothing to verify
+    doubled = run(2 * _route(n, groups, identity), w_query, w_key)
+    permuted = run(_route(n, groups, shuffled), w_query, w_key)
+    even = run(_route(n, groups, identity), torch.zeros_like(w_query), torch.zeros_like(w_key))
     if any(r is None for r in (read, doubled, permuted, even)) or read.isnan().all():
-        return None
+        return Reading(read, None)
     # A row that hides every key is NaN, in each run alike: the reading keeps it, for the map to show.
     if not _same(doubled, 2 * read) or not _same(permuted, read[..., shuffled]):
-        return None
-    return read if _spread_evenly(even) else None
+        return Reading(read, None)
+    return Reading(read, read if _spread_evenly(even) else None)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the probe saw of a module: ``output``, its output (heads, n, n) on x = I with W_value routing
+    token s to feature s of every head (None where the output has another size), which for a module that
+    computes weights @ values is its weights; ``weights``, the same once the probe's assumptions held."""
+
+    output: torch.Tensor | None
+    weights: torch.Tensor | None
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -125,47 +165,98 @@ def _spread_evenly(weights: torch.Tensor) -> bool:
     return True
 
 
-def _measure(learner, stage: int, cls: str, n: int, heads: int, rng: torch.Generator):
-    """(read weights or None, expected weights, queries, keys) for random query and key weights."""
+@dataclass(frozen=True)
+class Measured:
+    """A module's reading for random query and key weights (queries ``q``, keys ``k``, one (n, n) each a head),
+    the weights a right module gives, and whether they were read only from weights in nn.Linear's layout."""
+
+    reading: Reading
+    expected: torch.Tensor
+    q: torch.Tensor
+    k: torch.Tensor
+    transposed: bool = False
+
+
+def _measure(learner, stage: int, cls: str, n: int, heads: int, rng: torch.Generator) -> Measured:
     probe = PROBES[cls]
-    w_query, w_key = torch.randn(heads * n, n, generator=rng), torch.randn(heads * n, n, generator=rng)
-    # x = I: head h's queries are rows h*n..(h+1)*n of W_query, transposed; the same for keys
-    q, k = (w.view(heads, n, n).transpose(-2, -1) for w in (w_query, w_key))
+    groups = probe.groups(heads)
+    w_query, w_key = torch.randn(heads * n, n, generator=rng), torch.randn(groups * n, n, generator=rng)
+    # x = I: head h's queries are rows h*n..(h+1)*n of W_query, transposed; the same for the keys of its group
+    q = w_query.view(heads, n, n).transpose(-2, -1)
+    k = w_key.view(groups, n, n).transpose(-2, -1).repeat_interleave(heads // groups, dim=0)
     expected = attention_weights(q, k, divisor=n**0.5, causal=probe.causal).double()
-    read = read_attention(
-        learner, stage, cls, probe.args(n, heads), probe.state_for, n, heads, w_query, w_key, probe.batch, expected
-    )
-    return read, expected, q, k
+
+    def read(state_for: StateFor) -> Reading:
+        return read_attention(
+            learner, stage, cls, probe.args(n, heads), state_for, n, heads, w_query, w_key, probe.batch, expected
+        )
+
+    documented = read(probe.state_for)
+    if documented.weights is None and probe.transposed_state is not None:
+        transposed = read(probe.transposed_state)
+        if transposed.weights is not None:
+            return Measured(transposed, expected, q, k, transposed=True)
+    return Measured(documented, expected, q, k)
 
 
-def _evidence(cls: str, n: int, expected: torch.Tensor, read: torch.Tensor, q: torch.Tensor, k: torch.Tensor) -> dict:
-    scores, causal = q[0] @ k[0].T, PROBES[cls].causal
-    if torch.allclose(read, expected, atol=1e-4):
+TRANSPOSED = (
+    "it computes x @ W.T, as with weights in nn.Linear's layout (d_out, d_in), where it documents (d_in, d_out)"
+)
+
+
+def _evidence(cls: str, n: int, measured: Measured) -> dict | None:
+    """The heat map of what ``measured`` read, in the first head that differs (head 1 where none does): the
+    weights, else the output they would be read from; None where the output has another size."""
+    expected, read, output = measured.expected, measured.reading.weights, measured.reading.output
+    shown = read if read is not None else output
+    if shown is None:
+        return None
+    h = next((h for h in range(len(expected)) if not _same(shown[h], expected[h])), 0)
+    scores, causal = measured.q[h] @ measured.k[h].T, PROBES[cls].causal
+    head = f" of head {h + 1}" if len(expected) > 1 else ""
+    if read is None:
+        return attention_evidence(
+            f"{cls}: output{head} on {n} one-hot tokens with W_value = I (rows: queries; for a right module, its "
+            "attention weights)",
+            expected[h],
+            output[h],
+            "its attention weights could not be read apart from what it does to the values (see the message), "
+            "so this is its output itself: with these inputs a module that computes weights @ values returns "
+            "its weights",
+        )
+    right = torch.allclose(read, expected, atol=1e-4)
+    if measured.transposed:
+        note = f"read with each weight transposed, since {TRANSPOSED}"
+        note += "" if right else f"; yours: {describe_weights(read[h], scores, causal)}"
+    elif right:
         after = "the values, how the heads are put together, or out_proj" if len(read) > 1 else "the values"
         note = f"your attention weights are the expected ones (in every head): what differs comes after them: {after}"
     else:
-        yours, right = describe_weights(read[0], scores, causal), describe_weights(expected[0], scores, causal)
-        note = f"yours: {yours}. Expected: {right}"
-    head = " of head 1" if len(read) > 1 else ""
+        yours, wanted = describe_weights(read[h], scores, causal), describe_weights(expected[h], scores, causal)
+        note = f"yours: {yours}. Expected: {wanted}"
     return attention_evidence(
         f"{cls}: attention weights{head} on {n} one-hot tokens (rows: queries, columns: keys)",
-        expected[0],
-        read[0],
+        expected[h],
+        read[h],
         note,
     )
 
 
 def expect_attention(learner, stage: int, cls: str, n: int, heads: int, rng: torch.Generator) -> None:
     """The module's measured attention weights must be the expected ones; a proven mistake is named."""
-    read, expected, q, k = _measure(learner, stage, cls, n, heads, rng)
+    measured = _measure(learner, stage, cls, n, heads, rng)
+    read, expected, q, k = measured.reading.weights, measured.expected, measured.q, measured.k
     what = f"{cls} on {n} one-hot tokens with W_value = I"
     if read is None:
         raise CheckFailed(
-            f"{what}: its attention weights could not be measured, because the output is not "
-            "weights @ values: doubling W_value should double the output, permuting W_value should "
-            "permute it the same way, and equal scores should spread the weights evenly; one of these "
-            "did not hold (the other checks' messages say what differs)"
+            f"{what}: its attention weights could not be read from its output. Reading them needs doubling "
+            "W_value to double the output, permuting W_value to permute it the same way, and equal scores to "
+            "spread the weights evenly, and one of these did not hold (a bias in the projections, or something "
+            "done to the values, breaks them): the other checks' messages say what differs",
+            evidence=_evidence(cls, n, measured),
         )
+    if measured.transposed:
+        raise CheckFailed(f"{what}: {TRANSPOSED}", "weights-layout", _evidence(cls, n, measured))
     try:
         expect_close(
             read if heads > 1 else read[0],
@@ -176,7 +267,7 @@ def expect_attention(learner, stage: int, cls: str, n: int, heads: int, rng: tor
             },
         )
     except CheckFailed as failed:
-        raise CheckFailed(failed.message, failed.hint, _evidence(cls, n, expected, read, q, k)) from None
+        raise CheckFailed(failed.message, failed.hint, _evidence(cls, n, measured)) from None
 
 
 def evidence_for(
@@ -195,12 +286,17 @@ def evidence_for(
     """
     rng = rng or torch.Generator().manual_seed(n * 100 + heads)
     try:
-        read, expected, q, k = _measure(learner, stage, cls, n, heads, rng)
+        measured = _measure(learner, stage, cls, n, heads, rng)
     except (LearnerFailure, CheckFailed):  # evidence is extra: what keeps it from being read stays unsaid
         return None
-    if read is None or (torch.allclose(read, expected, atol=1e-4) and not right_too):
+    read = measured.reading.weights
+    if (
+        read is not None
+        and torch.allclose(read, measured.expected, atol=1e-4)
+        and not (right_too or measured.transposed)
+    ):
         return None
-    return _evidence(cls, n, expected, read, q, k)
+    return _evidence(cls, n, measured)
 
 
 def effective_divisor(weights: torch.Tensor, scores: torch.Tensor) -> float | None:
@@ -250,9 +346,9 @@ def describe_weights(weights: torch.Tensor, scores: torch.Tensor | None, causal:
         sums_to_one = torch.allclose(sums, torch.ones(len(sums), dtype=sums.dtype), atol=1e-4)
         divisor = effective_divisor(weights, scores) if sums_to_one else None
         parts.append(
-            f"scores divided by {divisor:.3g}"
+            f"the softmax of the scores divided by {divisor:.3g}"
             if divisor is not None
-            else "not a softmax of the scores divided by one number"
+            else "no softmax of the expected scores gives these weights, whatever the scores are divided by"
         )
     return "; ".join(parts)
 

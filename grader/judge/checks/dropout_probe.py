@@ -68,6 +68,26 @@ def _even_causal(n: int) -> torch.Tensor:
     return torch.tril(torch.ones(n, n, dtype=torch.float64)) / torch.arange(1, n + 1, dtype=torch.float64).view(n, 1)
 
 
+def _dropout_before_weights(learner, stage: int, cls: str, args_for, state_for, n: int) -> bool:
+    """Whether training mode gives other weights than eval mode once the scores differ (random W_query and
+    W_key, x = I, W_value = I), none of them dropped: dropout acted on the inputs, queries, keys or scores,
+    which equal scores (the main probe's) hide, since dropping a zero score changes nothing."""
+    rng = torch.Generator().manual_seed(n)
+    state = {
+        name: torch.randn(weight.shape, generator=rng) if name in ("W_query.weight", "W_key.weight") else weight
+        for name, weight in state_for(n, n, torch.eye(n)).items()
+    }
+    eye = torch.eye(n).expand(4, n, n).contiguous()
+    trained, evaluated = (
+        build(learner, stage, cls, args_for(n, n), state=state, inputs=[eye], train=train)["outputs"][0]
+        for train in (True, False)
+    )
+    if not all(isinstance(t, torch.Tensor) and t.shape == (4, n, n) for t in (trained, evaluated)):
+        return False
+    allowed = torch.ones(n, n, dtype=torch.bool).tril().expand(4, n, n)
+    return bool((trained.double()[allowed] != 0).all()) and not agrees(trained, evaluated)
+
+
 def _dropout_problem(learner, stage: int, cls: str, args_for, state_for, n: int, p: float) -> CheckFailed | None:
     """What training mode shows wrong about dropout, read with the probe of expect_dropout_on_weights."""
     eye = torch.eye(n).expand(4, n, n).contiguous()
@@ -84,7 +104,7 @@ def _dropout_problem(learner, stage: int, cls: str, args_for, state_for, n: int,
     kept = revealed.double()[allowed] != 0
     dropped = 1 - kept.double().mean().item()
     if dropped < 0.01:
-        changed = not agrees(revealed, even)
+        changed = not agrees(revealed, even) or _dropout_before_weights(learner, stage, cls, args_for, state_for, n)
         return CheckFailed(
             f"{cls} with dropout={p} in training mode dropped no attention weight"
             + (

@@ -112,7 +112,9 @@ def expect_example(learner, stage: int, cls: str) -> None:
 
 
 # Functions whose result is a matrix of attention weights: a failure shows them as a heat map.
-WEIGHT_FUNCTIONS = ("mask_and_renormalize", "causal_softmax")
+# The functions whose small example shows attention weights: their own result, or (simple_self_attention,
+# whose inputs are its values) its output times the inverse of its square inputs.
+WEIGHT_FUNCTIONS = ("softmax_naive", "simple_self_attention", "mask_and_renormalize", "causal_softmax")
 
 
 def _function_example(function: str) -> tuple[list, torch.Tensor, dict[str, torch.Tensor]]:
@@ -127,7 +129,8 @@ def _function_example(function: str) -> tuple[list, torch.Tensor, dict[str, torc
     if function == "context_vector":
         weights = torch.softmax(torch.randn(n, generator=rng), dim=0)
         return [inputs, weights], weights @ inputs, {}
-    if function == "simple_self_attention":
+    if function == "simple_self_attention":  # square and far from singular, for its weights to be read
+        inputs = torch.rand(5, 5, generator=rng) + torch.eye(5)
         return [inputs], attend(inputs, inputs, inputs, divisor=None), simple_attention_variants(inputs)
     w = torch.softmax(torch.randn(n, n, generator=rng), dim=-1)
     if function == "mask_and_renormalize":
@@ -152,15 +155,25 @@ def expect_function_example(learner, stage: int, function: str) -> None:
         expect_close(actual, expected, f"{function} on a small example", variants)
     except CheckFailed as failed:
         if function in WEIGHT_FUNCTIONS and isinstance(actual, torch.Tensor) and actual.shape == expected.shape:
-            scores = args[0] if function == "causal_softmax" else None  # the raw scores: the fit finds the divisor
-            note = f"yours: {describe_weights(actual, scores)}. Expected: {describe_weights(expected, scores)}"
-            failed.evidence = attention_evidence(
-                f"{function}: attention weights of a small example (rows: queries, columns: keys)",
-                expected,
-                actual,
-                note,
-            )
+            failed.evidence = failed.evidence or _example_weights(function, args[0], expected, actual)
         raise
+
+
+def _example_weights(function: str, first: torch.Tensor, expected: torch.Tensor, actual: torch.Tensor) -> dict:
+    """The heat map of a weight function's small example; ``first``: its first argument."""
+    title, read = f"{function}: attention weights of a small example (rows: queries, columns: keys)", ""
+    scores = first if function in ("causal_softmax", "softmax_naive") else None  # the fit finds the divisor
+    if function == "simple_self_attention":  # output = weights @ inputs, inputs square: weights = output @ inputs⁻¹
+        inverse = torch.linalg.inv(first.double())
+        expected, actual, scores = expected.double() @ inverse, actual.double() @ inverse, first @ first.T
+        read = "read as your output times the inverse of the inputs, which for a function that returns weights @ "
+        read += "inputs are its weights. "
+    if expected.dim() == 1:  # one query's weights: a map of one row
+        expected, actual, scores = expected[None], actual[None], scores[None]
+        title = f"{function}: the weights of a small example, as one row (columns: keys)"
+    causal = function in ("mask_and_renormalize", "causal_softmax")
+    yours, right = describe_weights(actual, scores, causal), describe_weights(expected, scores, causal)
+    return attention_evidence(title, expected, actual, f"{read}Yours: {yours}. Expected: {right}")
 
 
 def function_example_failure(learner, stage: int, function: str) -> CheckFailed | None:

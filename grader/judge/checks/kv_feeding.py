@@ -72,6 +72,43 @@ def feed_chunks(learner, args: list, state: dict, x: torch.Tensor, sizes: list[i
         ) from None
 
 
+def feed_past_a_reset(learner, args: list, x: torch.Tensor, steps: list[dict], state: dict) -> dict:
+    """``feed`` through steps with one reset_cache() between tokens, naming a reset that leaves the old sequence
+    behind when the failure proves it: the steps after the reset raise, yet take a fresh module's cache."""
+    try:
+        return feed(learner, args, x, steps, state)
+    except LearnerFailure as failure:
+        reset = max(i for i, step in enumerate(steps) if step.get("reset"))
+        try:
+            feed(learner, args, x, steps[:reset], state)
+            feed(learner, args, x, [{"reset": True}, *steps[reset + 1 :]], state)
+        except LearnerFailure:
+            raise failure from None
+        raise CheckFailed(
+            f"after tokens fed with use_cache=True and reset_cache(), the next forward raised {failure}; a fresh "
+            "module takes the same tokens: reset_cache() leaves something of the old sequence behind (a count of "
+            "the cached tokens, say)",
+            "cache-not-reset",
+        ) from None
+
+
+def refused_early(
+    done: list[dict], steps: list[dict], raised: int, fed: str, context: int, heads: tuple
+) -> CheckFailed:
+    """The verdict on a cache that refused step ``raised`` of ``steps`` though it would not grow past ``context``
+    tokens; ``heads``: (batch, num_heads) of a cache laid out right. Off by one (>= for >) is proven only of a
+    cache laid out right, refused with ValueError on the chunk that fills it exactly."""
+    kind, message = done[raised]["raised"]
+    start, end = steps[raised]["tokens"]
+    before = done[raised - 1]["cache"]["cache_k"] if raised else None
+    laid_out = start == 0 or isinstance(before, torch.Tensor) and tuple(before.shape[:3]) == (*heads, start)
+    return CheckFailed(
+        f"{fed} with use_cache=True raised {kind}: {message}, on the chunk that brings the cache to {end} tokens: it "
+        "is full at context_length tokens, and only a chunk that would grow it past that raises",
+        "cache-past-context" if end == context and kind == "ValueError" and laid_out else None,
+    )
+
+
 def joined(reply: dict, x: torch.Tensor, steps: list[dict], d_out: int, what: str) -> torch.Tensor:
     """The forward steps' outputs side by side along the tokens; a step's output of the wrong kind or shape fails."""
     outputs = []

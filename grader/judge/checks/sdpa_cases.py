@@ -77,27 +77,53 @@ def expect_cases(learner: LearnerWorkers, cases: list[Case]) -> None:
         raise
 
 
+def float32_evidence(learner: LearnerWorkers, case: Case) -> dict | None:
+    """The attention weights of ``case`` widened to float32 (a float mask too), where that case fails as
+    well: what a bfloat16 case gets wrong that float32 gets right is its dtype, which no map shows."""
+    options = {
+        name: value.to(torch.float32) if isinstance(value, torch.Tensor) and value.is_floating_point() else value
+        for name, value in case.options.items()
+    }
+    widened = Case(case.query.float(), case.key.float(), case.value.float(), options)
+    try:
+        output = widened.run(learner)
+    except LearnerFailure:
+        return None
+    evidence = None if agrees(output, widened.expected()) else _weights_evidence(learner, widened, output)
+    return evidence and {**evidence, "title": f"{evidence['title']}, of the same case in float32"}
+
+
 def _weights_evidence(learner: LearnerWorkers, case: Case, output: object) -> dict | None:
-    """The learner's attention weights for ``case``, read as its output for value = I, beside torch's.
+    """The learner's attention weights for ``case``, read as its outputs for values that pick one key each
+    (the value's own shape kept, since a function may read its size), beside torch's.
 
     Read only when its output for the case's own values is those weights times the values: else
     the reading would show something the function does not compute, and nothing is shown.
     """
-    S = case.key.shape[-2]
-    eye = torch.eye(S, dtype=case.value.dtype).expand(*case.value.shape[:-2], S, S).contiguous()
-    try:
-        read = call(learner, STAGE, FUNCTION, case.query, case.key, eye, **case.options)
-    except LearnerFailure:
+    S, L, Ev = case.key.shape[-2], case.query.shape[-2], case.value.shape[-1]
+    eye = torch.eye(S, dtype=torch.float64)
+    columns = []
+    for first in range(0, S, Ev):  # value column i carries key first + i: the output's column i is its weight
+        picks = torch.zeros(S, Ev, dtype=case.value.dtype)
+        picks[first : first + Ev, : S - first] = eye[first : first + Ev, first : first + Ev].to(case.value.dtype)
+        picks = picks.expand(case.value.shape).contiguous()
+        try:
+            out = call(learner, STAGE, FUNCTION, case.query, case.key, picks, **case.options)
+        except LearnerFailure:
+            return None
+        if not isinstance(out, torch.Tensor) or tuple(out.shape) != (*case.query.shape[:-1], Ev):
+            return None
+        columns.append(out.to(torch.float64)[..., : min(Ev, S - first)])
+    read = torch.cat(columns, dim=-1)  # (..., L, S)
+    values = [case.value.to(torch.float64)]
+    if case.options.get("enable_gqa"):  # each key/value head serves its group of consecutive query heads, or
+        group = case.query.shape[-3] // case.value.shape[-3]  # in a tiling (the mistake), every group-th one
+        tiling = [1] * (values[0].dim() - 3) + [group, 1, 1]
+        values = [values[0].repeat_interleave(group, dim=-3), values[0].repeat(*tiling)]
+    if not any(agrees(output, read.to(torch.float64) @ v) for v in values):
         return None
-    L = case.query.shape[-2]
-    if not isinstance(read, torch.Tensor) or tuple(read.shape) != (*case.query.shape[:-1], S):
-        return None
-    values = case.value.to(torch.float64)
-    if case.options.get("enable_gqa"):  # each key/value head serves its group of consecutive query heads
-        values = values.repeat_interleave(case.query.shape[-3] // case.value.shape[-3], dim=-3)
-    if not agrees(output, read.to(torch.float64) @ values):
-        return None
-    expected = Case(case.query, case.key, eye, case.options).expected().reshape(-1, L, S)[0]
+    identity = eye.to(case.value.dtype).expand(*case.value.shape[:-2], S, S)
+    expected = Case(case.query, case.key, identity, case.options).expected().reshape(-1, L, S)[0]
     read = read.to(torch.float64).reshape(-1, L, S)[0]
     scores = None  # the raw scores, for the divisor that fits the weights: of square maps without masks
     if L == S and not {"attn_mask", "is_causal", "enable_gqa"} & case.options.keys():
@@ -108,7 +134,8 @@ def _weights_evidence(learner: LearnerWorkers, case: Case, output: object) -> di
         f" at [{', '.join(['0'] * (case.query.dim() - 2))}] of the leading dimensions" if case.query.dim() > 2 else ""
     )
     return attention_evidence(
-        f"{FUNCTION}: attention weights{first} (rows: queries, columns: keys), read as the output for value = I",
+        f"{FUNCTION}: attention weights{first} (rows: queries, columns: keys), read as its output for values that "
+        "pick one key each",
         expected,
         read,
         note,

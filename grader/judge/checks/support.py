@@ -7,6 +7,7 @@ import zlib
 import pytest
 import torch
 
+from grader.core import hints
 from grader.judge.checks import documented
 from grader.judge.checks.documented import DOCUMENTED
 from grader.judge.class_source import init_signature
@@ -115,21 +116,29 @@ def build(learner: LearnerWorkers, stage: int, cls: str, args: list, probe: str 
     reply = learner.request(stage, probe, cls=cls, args=list(args), **options)
     mismatched = [_shapes(r) for r in reply.get("rejected", []) if "size mismatch" in r]
     if mismatched:
+        transposed = all(shapes and shapes[1] == shapes[2][::-1] for _, shapes in mismatched)
         raise CheckFailed(
             f"{cls}{tuple(args)} holds weights of other shapes than documented, so the grader cannot "
-            f"put the documented weights in: {'; '.join(mismatched)}"
+            f"put the documented weights in: {'; '.join(words for words, _ in mismatched)}"
+            + ("; each is the documented shape transposed" if transposed else ""),
+            "weights-layout" if transposed and stage in hints.catalog()["weights-layout"]["stages"] else None,
         )
     return reply
 
 
-def _shapes(torch_words: str) -> str:
+def _shapes(torch_words: str) -> tuple[str, tuple[str, tuple[str, ...], tuple[str, ...]] | None]:
     """torch's "size mismatch for W_query: copying a param with shape torch.Size([3, 2]) from checkpoint,
-    the shape in current model is torch.Size([2, 3])." as "W_query is (2, 3), documented (3, 2)"."""
+    the shape in current model is torch.Size([2, 3])." as "W_query is (2, 3), documented (3, 2)", with the
+    name and both shapes (None where torch's words are not these)."""
     found = re.search(r"for ([\w.]+):.*?Size\(\[([\d, ]*)\]\).*?Size\(\[([\d, ]*)\]\)", torch_words)
     if found is None:
-        return torch_words
+        return torch_words, None
     name, documented, held = found.groups()
-    return f"{name} is ({held}), documented ({documented})"
+    return f"{name} is ({held}), documented ({documented})", (name, _dims(held), _dims(documented))
+
+
+def _dims(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(","))
 
 
 def build_with_weights(learner: LearnerWorkers, stage: int, cls: str, args: list, state: dict, **options) -> dict:

@@ -125,8 +125,11 @@ def test_structure_v1(learner):
         )
     wrong = [(n, s) for n, s in shape["parameters"] if s != [4, 3]]
     if wrong:
+        transposed = all(s == [3, 4] for _, s in wrong)
         raise CheckFailed(
-            f"SelfAttention_v1(4, 3): each weight should have shape (d_in, d_out) = (4, 3); got {wrong}", "wrong-shape"
+            f"SelfAttention_v1(4, 3): each weight should have shape (d_in, d_out) = (4, 3); got {wrong}"
+            + (": (d_out, d_in), nn.Linear's layout" if transposed else ""),
+            "weights-layout" if transposed else "wrong-shape",
         )
 
 

@@ -66,6 +66,19 @@ def v2_weights(d_in: int, d_out: int, seed: int) -> dict[str, torch.Tensor]:
     return {name: getattr(sa_v2, name).weight.detach() for name in NAMES}
 
 
+def expect_transferred(v1: dict, d_in: int, d_out: int, seed: int, what: str) -> None:
+    """sa_v1's weights after the transfer between the pair built under ``seed`` must be v2's, transposed; a
+    weight that still holds what v1 was built with was not copied."""
+    before, _ = seeded_transfer_pair(d_in, d_out, seed)
+    for name in NAMES:
+        if torch.equal(v1[name], getattr(before, name).detach()):
+            raise CheckFailed(
+                f"{what}: sa_v1.{name} still holds the values sa_v1 was built with: nothing was copied into it",
+                "weight-not-copied",
+            )
+    expect_transposed(v1, v2_weights(d_in, d_out, seed), what)
+
+
 def expect_transposed(v1: dict, v2: dict, what: str) -> None:
     for name in NAMES:
         others = [v2[other].T for other in NAMES if other != name and not torch.equal(v2[other], v2[name])]
@@ -99,7 +112,7 @@ def test_document_transfer(learner):
     value = next(v for v in document_values(STAGE) if v.id == "stage3.v1_after_transfer")
     problem = value.check(documented.attention(x, reply["v1"]))
     if problem is not None:
-        expect_transposed(reply["v1"], v2_weights(3, 2, seed=123), "exercise 3.1")  # names a mistake we know
+        expect_transferred(reply["v1"], 3, 2, 123, "exercise 3.1")  # names a mistake we know
         raise CheckFailed(f"{value.citation}: {problem}")
 
 
@@ -107,7 +120,7 @@ def test_document_transfer(learner):
 def test_random_transfer(learner):
     for index, (d_in, d_out) in enumerate(SHAPES):
         reply = transfer(learner, d_in, d_out, seed=2000 + index)
-        expect_transposed(reply["v1"], v2_weights(d_in, d_out, 2000 + index), f"d_in={d_in}, d_out={d_out}")
+        expect_transferred(reply["v1"], d_in, d_out, 2000 + index, f"d_in={d_in}, d_out={d_out}")
 
 
 @check("property.outputs_agree", target="transfer_weights_v2_to_v1")

@@ -10,7 +10,7 @@ import torch
 
 from grader.judge.checks.documented import DOCUMENTED
 from grader.judge.checks.examples import fail_if_example_fails
-from grader.judge.checks.sdpa_cases import FUNCTION, STAGE, Case, expect_cases, mixed_mask, qkv
+from grader.judge.checks.sdpa_cases import FUNCTION, STAGE, Case, expect_cases, float32_evidence, mixed_mask, qkv
 from grader.judge.checks.shortcut import ATTENTION_BY_HAND, expect_not_spelled, expect_work_recorded, switched_off_reply
 from grader.judge.checks.support import (
     CheckFailed,
@@ -208,7 +208,11 @@ def test_random_bfloat16(learner):
     ]
     for case in cases:
         actual, expected = case.run(learner), case.expected()
-        expect_close(actual, expected, str(case), tolerance=BF16_ATOL + BF16_RTOL * expected.abs())
+        try:
+            expect_close(actual, expected, str(case), tolerance=BF16_ATOL + BF16_RTOL * expected.abs())
+        except CheckFailed as failed:
+            failed.evidence = failed.evidence or float32_evidence(learner, case)
+            raise
         if actual.learner_dtype != "bfloat16":
             raise CheckFailed(
                 f"{case} returned {actual.learner_dtype} values for bfloat16 inputs: the result "

@@ -18,7 +18,17 @@ from grader.judge.checks.delegation import delegated_shortcut
 from grader.judge.checks.dropout_probe import expect_dropout_on_weights, one_head_state
 from grader.judge.checks.examples import fail_if_example_fails
 from grader.judge.checks.kv_cache_held import cached_keys_values, expect_cache, is_none
-from grader.judge.checks.kv_feeding import CLS, STAGE, chunk_steps, expect_cached_example, fed_case, feed, joined
+from grader.judge.checks.kv_feeding import (
+    CLS,
+    STAGE,
+    chunk_steps,
+    expect_cached_example,
+    fed_case,
+    feed,
+    feed_past_a_reset,
+    joined,
+    refused_early,
+)
 from grader.judge.checks.shortcut import SHORTCUT_SEED, expect_work_recorded, switched_off_reply
 from grader.judge.checks.support import (
     CheckFailed,
@@ -212,7 +222,7 @@ def test_reset_cache(learner, reference):
         {"reset": True},
         {"tokens": [4, 7], "use_cache": True},
     ]
-    reply = feed(learner, args, x, steps, state)
+    reply = feed_past_a_reset(learner, args, x, steps, state)
     for name in ("cache_k", "cache_v"):
         held = reply["steps"][2]["cache"][name]
         if held == "missing":
@@ -249,13 +259,7 @@ def test_context_length(learner):
         raised = next((i for i, step in enumerate(done) if step["raised"]), None)
         fed = "one token at a time" if len(sizes) == 7 else f"in chunks of {sizes} tokens"
         if raised is not None and raised < len(steps) - 1:
-            kind, message = done[raised]["raised"]
-            raise CheckFailed(
-                f"{CLS}(3, 4, context_length=6, ...) fed x {fed} with use_cache=True raised {kind}: "
-                f"{message}, on the chunk that brings the cache to {steps[raised]['tokens'][1]} "
-                "tokens: it is full at context_length tokens, and only a chunk that would grow it past "
-                "that raises"
-            )
+            raise refused_early(done, steps, raised, f"{CLS}(3, 4, context_length=6, ...) fed x {fed}", 6, (2, 2))
         if raised is None:
             # The claim needs a full cache: one that never held six tokens' keys misses more than a check.
             before = done[-2]["cache"]["cache_k"] if len(done) > 1 else torch.empty(x.shape[0], 6, args[1])
