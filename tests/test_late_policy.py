@@ -171,7 +171,13 @@ def test_a_course_file_sets_due_dates_and_the_penalty_rule(tmp_path):
         ('[late_penalty]\nper = "week"\n', 'late_penalty.per = \'week\'; write "day" or "hour"'),
         ("[late_penalty]\npenalty = -5\n", "late_penalty.penalty = -5 must be a number, 0 or more"),
         ("[late_penalty]\ncap = 150\n", "late_penalty.cap = 150 is over 100 percent"),
-        ("[late]\npenalty = 10\n", "unknown setting late (known: due, late_penalty, notes, stages)"),
+        ("[late]\npenalty = 10\n", "unknown setting late (known: due, extensions, late_penalty, notes, stages)"),
+        ("[extensions]\nada = 2025-03-20T23:59:00\n", "extensions.ada = 2025-03-20T23:59:00 needs a date, a time"),
+        ("[extensions]\nada = { stage9 = 2025-03-20T23:59:00Z }\n", "unknown setting extensions.ada.stage9"),
+        ("[extensions]\nada = 3\n", "extensions.ada = 3 needs a date, a time and a UTC offset"),
+        ("extensions = 3\n", "[extensions] is a table of student id = due time"),
+        ("[due]\nassignment = 2025-03-14T23:59:00Z\n[late_penalty]\nslip_days = -1\n", "slip_days = -1 must be"),
+        ("[due]\nassignment = 2025-03-14T23:59:00Z\n[late_penalty]\nslip_days = 1.5\n", "slip_days = 1.5 must be"),
         ("[due\n", "Expected ']'"),
         ("due = 2025-03-14T23:59:00Z\n", "due must be a table, [due], holding assignment, stage1"),
         ("[late_penalty]\ngrace = 1e300\n", "late_penalty.grace = 1e+300 minutes is longer than any term"),
@@ -191,6 +197,73 @@ def test_a_course_file_that_cannot_be_used_is_refused_in_one_line(tmp_path, text
     with pytest.raises(CourseError) as refused:
         load_course(course)
     assert said in str(refused.value) and "\n" not in str(refused.value), refused.value
+
+
+# Extensions and slip days ------------------------------------------------------------------------
+
+
+def test_an_extension_moves_a_students_due_dates_later_and_never_earlier():
+    stage1_due = DUE - 7 * DAY
+    policy = LatePolicy(
+        due=DUE,
+        stage_due={"stage1": stage1_due},
+        per="day",
+        penalty=10,
+        extensions={"ada": {"assignment": DUE + 3 * DAY}, "bo": {"stage2": DUE + DAY}, "cy": {"assignment": DUE - DAY}},
+    )
+    assert policy.due_of("stage1", "ada") == DUE + 3 * DAY and policy.due_of("stage2", "ada") == DUE + 3 * DAY
+    assert policy.due_of("stage1", "bo") == stage1_due and policy.due_of("stage2", "bo") == DUE + DAY
+    assert policy.due_of("stage2", "cy") == DUE  # an extension never moves a due date earlier
+    assert policy.due_of("stage1", "cy") == DUE - DAY  # and moves every later one it reaches
+    assert policy.due_of("stage2", "di") == DUE and policy.due_of("stage2") == DUE
+    two_days_late = DUE + 2 * DAY
+    ada = late_record(policy, two_days_late, False, stages(20, 20), student="ada")
+    assert ada["penalty_points"] == 0 and ada["extended"] and ada["due"] == "2025-03-18T04:59:00+00:00"
+    di = late_record(policy, two_days_late, False, stages(20, 20), student="di")  # no extension of their own
+    assert [s["penalty_points"] for s in di["stages"]] == [18, 4] and not di["extended"]  # 9 and 2 days late
+
+
+def test_slip_days_are_spent_where_they_lower_the_penalty_most_and_no_more():
+    policy = LatePolicy(due=DUE, per="day", penalty=10, slip_days=3)
+    on_time = late_record(policy, DUE, False, stages(20, 20))
+    assert on_time["slip_days_used"] == 0 and on_time["penalty_points"] == 0
+    a_day_and_a_half = late_record(policy, DUE + 1.5 * DAY, False, stages(20, 20))
+    assert a_day_and_a_half["slip_days_used"] == 2 and a_day_and_a_half["penalty_points"] == 0
+    assert a_day_and_a_half["due"] == "2025-03-17T04:59:00+00:00"  # the due time it was judged against
+    five_days = late_record(policy, DUE + 5 * DAY, False, stages(20, 20))
+    assert five_days["slip_days_used"] == 3 and five_days["penalty_points"] == 8  # 2 days left: 20 % of 40
+    nothing_earned = late_record(policy, DUE + 1.5 * DAY, False, stages(0, 0))
+    assert nothing_earned["slip_days_used"] == 0  # a day that saves nothing is not spent
+
+
+@given(
+    late_hours=st.integers(min_value=-48, max_value=24 * 12),
+    budget=st.integers(min_value=0, max_value=6),
+    scores=st.lists(st.integers(min_value=0, max_value=20), min_size=1, max_size=5),
+)
+def test_slip_days_never_cost_and_each_one_spent_saves_points(late_hours, budget, scores):
+    with_days, without = (LatePolicy(due=DUE, per="day", penalty=15, cap=80, slip_days=days) for days in (budget, 0))
+    submitted = DUE + late_hours * HOUR
+    record = late_record(with_days, submitted, False, stages(*scores))
+    assert 0 <= record["slip_days_used"] <= budget
+    assert record["penalty_points"] <= late_record(without, submitted, False, stages(*scores))["penalty_points"]
+    if record["slip_days_used"]:  # one day fewer would have cost more
+        fewer = LatePolicy(due=DUE, per="day", penalty=15, cap=80, slip_days=record["slip_days_used"] - 1)
+        assert late_record(fewer, submitted, False, stages(*scores))["penalty_points"] > record["penalty_points"]
+
+
+def test_a_course_file_gives_extensions_and_slip_days(tmp_path):
+    course = tmp_path / "course.toml"
+    course.write_text(
+        "[due]\nassignment = 2025-03-14T23:59:00-05:00\n\n[late_penalty]\npenalty = 10\nslip_days = 2\n\n"
+        '[extensions]\nada = 2025-03-20T23:59:00Z\n"s-102" = { stage4 = 2025-03-21T23:59:00Z }\n'
+    )
+    policy = load_course(course)
+    assert policy.slip_days == 2
+    assert policy.extensions == {
+        "ada": {"assignment": dt.datetime(2025, 3, 20, 23, 59, tzinfo=dt.UTC)},
+        "s-102": {"stage4": dt.datetime(2025, 3, 21, 23, 59, tzinfo=dt.UTC)},
+    }
 
 
 # A batch with submission times -------------------------------------------------------------------
@@ -257,6 +330,8 @@ def test_a_class_graded_with_submission_times_gets_its_penalties_in_the_gradeboo
             "stage4",
             "stage5",
             "submitted",
+            "due",
+            "slip_days_used",
             "late_penalty",
             "final",
             "flags",
@@ -294,4 +369,32 @@ def test_a_class_graded_with_submission_times_gets_its_penalties_in_the_gradeboo
     assert "0 of 5 to grade; 5 unchanged" in result.stderr
     assert json.loads((out / "bo.json").read_text())["late"]["penalty_points"] == 0
     assert "late:" not in (out / "bo.txt").read_text()  # the feedback follows the new date too
-    assert "2025-03-09T17:00:00+00:00,0,20," in (out / "grades.csv").read_text()
+    assert "2025-03-09T17:00:00+00:00,2025-03-15T04:59:00+00:00,0,0,20," in (out / "grades.csv").read_text()
+
+
+def test_a_class_with_an_extension_and_slip_days_shows_each_students_due_time_and_days_used(tmp_path):
+    for name in ("ada", "bo", "cy"):
+        learner_copy(tmp_path / "class" / name, stages=[1])
+    course = tmp_path / "course.toml"
+    course.write_text(
+        "[due]\nassignment = 2025-03-14T23:59:00-05:00\n\n"
+        '[late_penalty]\nper = "day"\npenalty = 10\nslip_days = 1\n\n'
+        "[extensions]\nada = 2025-03-18T23:59:00-05:00\nadda = 2025-03-18T23:59:00-05:00\n"  # adda: a typo
+    )
+    times = {name: "2025-03-17T12:00:00-05:00" for name in ("ada", "bo", "cy")}  # 2.5 days after the due time
+    out = tmp_path / "out"
+    result = batch_with_times(times, [], tmp_path / "class", "--out", out, "--workers", "2", "--course", course)
+    assert f"{course} [extensions] gives due times to 1 id of no student of the class: adda" in result.stderr
+    with open(out / "grades.csv", newline="") as handle:
+        rows = {row["student_id"]: row for row in csv.DictReader(handle)}
+    shown = {name: (row["due"], row["slip_days_used"], row["late_penalty"], row["final"]) for name, row in rows.items()}
+    assert shown == {
+        "ada": ("2025-03-19T04:59:00+00:00", "0", "0", "20"),  # their extension: on time, no slip day spent
+        "bo": ("2025-03-16T04:59:00+00:00", "1", "4", "16"),  # one slip day: 1.5 days left, 2 started: 20 %
+        "cy": ("2025-03-16T04:59:00+00:00", "1", "4", "16"),
+    }
+    report = json.loads((out / "bo.json").read_text())
+    jsonschema.validate(report, SCHEMA)
+    assert report["late"]["slip_days_used"] == 1 and not report["late"]["extended"]
+    assert json.loads((out / "ada.json").read_text())["late"]["extended"]
+    assert "; 1 slip day used" in (out / "bo.txt").read_text()

@@ -26,6 +26,8 @@ def csv_columns(stages: list[int]) -> list[str]:
         "max_score",
         *[f"stage{n}" for n in stages],
         "submitted",
+        "due",
+        "slip_days_used",
         "late_penalty",
         "final",
         "flags",
@@ -34,7 +36,9 @@ def csv_columns(stages: list[int]) -> list[str]:
 
 def late_of(policy: LatePolicy, student: Student, report: Report) -> dict:
     # Canvas marks a submission LATE though its download gives no time: the mark is kept apart from a time.
-    return late_record(policy, student.submitted, student.late_marked, report["stages"], student.time_unread)
+    return late_record(
+        policy, student.submitted, student.late_marked, report["stages"], student.time_unread, student.id
+    )
 
 
 def write_gradebook(
@@ -58,7 +62,7 @@ def write_gradebook(
             why = (
                 "; ".join(report["flags"]) if report and reason == INCOMPLETE else f"not graded: {_row_reason(reason)}"
             )
-            writer.writerow(inert([student.id, "", "", *[""] * len(stages_graded), submitted, "", "", why]))
+            writer.writerow(inert([student.id, "", "", *[""] * len(stages_graded), submitted, "", "", "", "", why]))
             continue
         late = late_of(policy, student, report)
         if report.get("late") != late:
@@ -83,6 +87,8 @@ def write_gradebook(
                     report["max_score"],
                     *[stages.get(f"stage{n}", "") for n in stages_graded],
                     submitted,
+                    late["due"] or "",
+                    late["slip_days_used"],
                     late["penalty_points"],
                     rounded(max(0, report["score"] - late["penalty_points"])),
                     "; ".join([*report["flags"], *late["flags"]]),

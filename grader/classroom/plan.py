@@ -4,6 +4,7 @@ asked for (a typo answered with the ids it may have meant), and names that may b
 import datetime as dt
 import sys
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
@@ -127,14 +128,20 @@ def plan_summary(total: int, todo_reasons: list[str], chosen: set[str] | None, r
 
 def with_times(students: list[Student], times: dict[str, dt.datetime], source: Path) -> list[Student]:
     """``students`` with the times ``source`` gives them; an id there that is no student here is named, not dropped."""
-    strangers = sorted(set(times) - {s.id for s in students})
+    name_strangers(times, students, f"{source} gives times")
+    return [replace(s, submitted=times[s.id]) if s.id in times else s for s in students]
+
+
+def name_strangers(given: Iterable[str], students: list[Student], what: str) -> None:
+    """Say on a line which ids of ``given`` are no student of the class (``what`` gives them something): a
+    misspelt id must not pass for a student without a time or an extension."""
+    strangers = sorted(set(given) - {s.id for s in students})
     if strangers:
         print(
-            f"grader batch: {source} gives times to {counted(strangers, 'id')} of no student of the class: "
+            f"grader batch: {what} to {counted(strangers, 'id')} of no student of the class: "
             f"{listing(strangers, MAX_SUMMARY_IDS)}",
             file=sys.stderr,
         )
-    return [replace(s, submitted=times[s.id]) if s.id in times else s for s in students]
 
 
 def counted(items: list, noun: str) -> str:

@@ -25,8 +25,18 @@ from grader.classroom.class_record import INPUT_FILE_OPTIONS, check_class_record
 from grader.classroom.fingerprint import RunFingerprint, grader_hash, points_hash
 from grader.classroom.gradebook import file_summary_lines, late_summary, write_gradebook
 from grader.classroom.lanes import LaneError, grade_all
-from grader.classroom.plan import MAX_SUMMARY_IDS, case_twins, chosen_ids, counted, plan, second_copies, with_times
+from grader.classroom.plan import (
+    MAX_SUMMARY_IDS,
+    case_twins,
+    chosen_ids,
+    counted,
+    name_strangers,
+    plan,
+    second_copies,
+    with_times,
+)
 from grader.cli.options import add_grading_options, grading_options
+from grader.core.course import COURSE_FILE
 from grader.core.late_policy import load_course
 from grader.core.options import ClassOptions, GradingOptions
 from grader.intake.layouts import LAYOUTS, detect_layout, list_students
@@ -125,6 +135,7 @@ def main(argv: list[str]) -> int:
         if args.times:
             students = with_times(students, load_times(args.times, args.times_zone), args.times)
         policy = load_course(args.course)
+        name_strangers(policy.extensions, students, f"{args.course or COURSE_FILE} [extensions] gives due times")
         grading = grading_options(args, args.course, points_file=args.points)
         chosen = chosen_ids(students, args.student, args.submissions)
         earlier_folder = check_class_record(out, layout, args.submissions, _input_files(args))

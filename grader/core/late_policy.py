@@ -5,6 +5,10 @@ The judge computes the penalty from the time the LMS says the work was handed in
 file: never from anything a submission holds. A penalty is a percentage of a late stage's points
 possible (as Canvas's late policy takes it), for each started day or hour after its due time, up
 to a cap; a late stage never loses more than it earned, and on-time stages lose nothing.
+
+A student may have an extension ([extensions]: a due date for every stage, or one per stage), which
+never moves a due date earlier, and every student a budget of slip days ([late_penalty] slip_days):
+whole days added to each of their due dates, as many as lower their penalty, and no more.
 """
 
 import datetime as dt
@@ -16,6 +20,7 @@ from grader.core.points import rounded
 from grader.core.stages import STAGES
 
 UNITS = {"day": dt.timedelta(days=1), "hour": dt.timedelta(hours=1)}
+MAX_SLIP_DAYS = 366
 STAGE_KEYS = {f"stage{n}" for n in STAGES}
 NO_SUBMISSION_TIME = "no-submission-time"
 MARKED_LATE_WITHOUT_TIME = "late (marked by Canvas, no time)"
@@ -31,13 +36,20 @@ class LatePolicy:
     penalty: float = 0  # percent of a late stage's points possible, per started unit
     cap: float = 100  # percent, at most
     grace: dt.timedelta = dt.timedelta(0)
+    # student id -> "assignment" (every stage) or "stage<N>" -> the due time of their extension
+    extensions: dict[str, dict[str, dt.datetime]] = field(default_factory=dict)
+    slip_days: int = 0  # whole days each student may hand in late without penalty
 
-    def due_of(self, stage_id: str) -> dt.datetime | None:
-        return self.stage_due.get(stage_id, self.due)
+    def due_of(self, stage_id: str, student: str | None = None) -> dt.datetime | None:
+        """When ``stage_id`` is due, for ``student`` if given: their extension where it is later."""
+        due = self.stage_due.get(stage_id, self.due)
+        own = self.extensions.get(student, {}) if student is not None else {}
+        extended = own.get(stage_id, own.get("assignment"))
+        return extended if extended is not None and (due is None or extended > due) else due
 
     @property
     def has_due_date(self) -> bool:
-        return self.due is not None or bool(self.stage_due)
+        return self.due is not None or bool(self.stage_due) or bool(self.extensions)
 
     def percent(self, submitted: dt.datetime, due: dt.datetime) -> float:
         """The percentage a stage due at ``due`` loses when handed in at ``submitted``: nothing up to the
@@ -55,11 +67,11 @@ def load_course(path: Path | None) -> LatePolicy:
     course = read_course(path)
     path = path or COURSE_FILE
     tracks(course, path)  # the file's other setting is checked here too: one bad line, one message
-    _known_keys(path, "", course, {"due", "late_penalty", "stages", "notes"})
+    _known_keys(path, "", course, {"due", "late_penalty", "stages", "notes", "extensions"})
     due = course.get("due", {})
     rule = course.get("late_penalty", {})
     _known_keys(path, "due.", due, {"assignment", *STAGE_KEYS})
-    _known_keys(path, "late_penalty.", rule, {"per", "penalty", "cap", "grace"})
+    _known_keys(path, "late_penalty.", rule, {"per", "penalty", "cap", "grace", "slip_days"})
     times = {key: _due_time(path, f"due.{key}", value) for key, value in due.items()}
     per = rule.get("per", "day")
     if not isinstance(per, str) or per not in UNITS:
@@ -73,12 +85,32 @@ def load_course(path: Path | None) -> LatePolicy:
         grace_period = dt.timedelta(minutes=grace)
     except OverflowError:
         raise CourseError(f"{path}: late_penalty.grace = {grace!r} minutes is longer than any term") from None
-    if "late_penalty" in course and not times:
+    slip_days = rule.get("slip_days", 0)
+    if isinstance(slip_days, bool) or not isinstance(slip_days, int) or not 0 <= slip_days <= MAX_SLIP_DAYS:
+        raise CourseError(f"{path}: late_penalty.slip_days = {slip_days!r} must be a whole number of days, 0 to 366")
+    extensions = _extensions(path, course.get("extensions", {}))
+    if "late_penalty" in course and not times and not extensions:
         raise CourseError(
             f"{path}: [late_penalty] with no [due]: a penalty never applies without a due date; "
             "add [due] assignment = 2025-03-14T23:59:00-05:00 (or stage<N> = ...)"
         )
-    return LatePolicy(times.pop("assignment", None), times, per, penalty, cap, grace_period)
+    return LatePolicy(times.pop("assignment", None), times, per, penalty, cap, grace_period, extensions, slip_days)
+
+
+def _extensions(path: Path, table) -> dict[str, dict[str, dt.datetime]]:
+    """[extensions]: a student id = a due time for every stage, or = { stage<N> = a due time, ... }."""
+    if not isinstance(table, dict):
+        raise CourseError(f"{path}: [extensions] is a table of student id = due time (or = {{ stage<N> = ... }})")
+    extensions = {}
+    for student, value in table.items():
+        if isinstance(value, dict):
+            _known_keys(path, f"extensions.{student}.", value, STAGE_KEYS)
+            extensions[student] = {
+                stage: _due_time(path, f"extensions.{student}.{stage}", time) for stage, time in value.items()
+            }
+        else:
+            extensions[student] = {"assignment": _due_time(path, f"extensions.{student}", value)}
+    return extensions
 
 
 def late_record(
@@ -87,39 +119,59 @@ def late_record(
     late_marked: bool,
     stages: list[dict],
     time_unread: str | None = None,
+    student: str | None = None,
 ) -> dict:
-    """The report's ``late`` object for a student graded ``stages`` (the report's) who handed in at
+    """The report's ``late`` object for ``student`` graded ``stages`` (the report's) who handed in at
     ``submitted`` (None: the LMS gave no time; ``late_marked``: it said "late" all the same;
-    ``time_unread``: why a time the download holds could not be read, which the flag then says)."""
+    ``time_unread``: why a time the download holds could not be read, which the flag then says). Their
+    extension and the slip days that lower their penalty most are taken into account."""
     flags = []
     if submitted is None and late_marked:
         flags.append(MARKED_LATE_WITHOUT_TIME)
     elif submitted is None and policy.has_due_date:
         flags.append(f"{NO_SUBMISSION_TIME}: {time_unread}" if time_unread else NO_SUBMISSION_TIME)
-    per_stage = []
-    for stage in stages:
-        due = policy.due_of(stage["id"])
-        percent = policy.percent(submitted, due) if submitted and due else 0
-        # a late stage loses at most what it earned: never the points of another stage
-        lost = min(stage["score"], stage["max_score"] * percent / 100)
-        per_stage.append(
-            {
-                "id": stage["id"],
-                "due": utc_text(due),
-                "hours_late": _hours_late(submitted, due),
-                "penalty_percent": rounded(percent),
-                "penalty_points": rounded(lost),
-            }
-        )
+    dues = {stage["id"]: policy.due_of(stage["id"], student) for stage in stages}
+    charged = {days: _penalties(policy, submitted, stages, dues, days) for days in range(policy.slip_days + 1)}
+    slip = min(charged, key=lambda days: (sum(charged[days]), days))  # the fewest days that lower it most
+    per_stage = [
+        {
+            "id": stage["id"],
+            "due": utc_text(due := _later(dues[stage["id"]], slip)),
+            "hours_late": _hours_late(submitted, due),
+            "penalty_percent": rounded(policy.percent(submitted, due) if submitted and due else 0),
+            "penalty_points": rounded(lost),
+        }
+        for stage, lost in zip(stages, charged[slip])
+    ]
+    assignment = _later(policy.due_of("assignment", student), slip)
     return {
         "submitted": utc_text(submitted),
-        "due": utc_text(policy.due),
-        "hours_late": _hours_late(submitted, policy.due),
-        "penalty_percent": rounded(policy.percent(submitted, policy.due) if submitted and policy.due else 0),
+        "due": utc_text(assignment),
+        "hours_late": _hours_late(submitted, assignment),
+        "penalty_percent": rounded(policy.percent(submitted, assignment) if submitted and assignment else 0),
         "penalty_points": rounded(sum(s["penalty_points"] for s in per_stage)),
+        "slip_days_used": slip,
+        "extended": student in policy.extensions,
         "stages": per_stage,
         "flags": flags,
     }
+
+
+def _penalties(
+    policy: LatePolicy, submitted: dt.datetime | None, stages: list[dict], dues: dict, days: int
+) -> list[float]:
+    """What each stage loses with ``days`` slip days added to its due time: a late stage loses at most what
+    it earned, never the points of another stage."""
+    lost = []
+    for stage in stages:
+        due = _later(dues[stage["id"]], days)
+        percent = policy.percent(submitted, due) if submitted and due else 0
+        lost.append(min(stage["score"], stage["max_score"] * percent / 100))
+    return lost
+
+
+def _later(due: dt.datetime | None, days: int) -> dt.datetime | None:
+    return None if due is None else due + dt.timedelta(days=days)
 
 
 def _hours_late(submitted: dt.datetime | None, due: dt.datetime | None) -> float | None:

@@ -60,15 +60,21 @@ def flag_sentences(report: Report) -> list[str]:
 
 
 def late_sentence(late: dict | None) -> str | None:
-    """The late penalty a batch with a course file set, in one sentence; None when nothing was taken."""
+    """The late penalty a batch with a course file set, in one sentence, with the slip days it spent; None when
+    neither was taken."""
+    slip = late.get("slip_days_used", 0) if late else 0
+    spent = f"{slip} slip day{'s' if slip != 1 else ''} used" if slip else ""
     if not late or not late["penalty_points"]:
-        return None
+        return f"on time with {spent} (due {late['due'] or 'as extended'}, UTC)" if late and slip else None
     stages = ", ".join(
         f"{s['id']} {s['hours_late']:g} h late, -{points_text(s['penalty_points'])}"
         for s in late["stages"]
         if s["penalty_points"]
     )
-    return f"late: handed in {late['submitted']} (UTC); penalty {points_text(late['penalty_points'])} points ({stages})"
+    return (
+        f"late: handed in {late['submitted']} (UTC); penalty {points_text(late['penalty_points'])} points ({stages})"
+        + (f"; {spent}" if spent else "")
+    )
 
 
 def student_view(report: Report) -> Report:

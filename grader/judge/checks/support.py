@@ -51,8 +51,9 @@ def expect_document_values(
     uses = tuple(dict.fromkeys(name for value in chosen for name in value.uses))
     try:
         results = learner.request(stage, "recipes", calls=uses, names=[value.recipe for value in chosen])
-    except LearnerFailure:
-        if target and any(_inherited(learner, stage, value, target, device) for value in chosen):
+    except LearnerFailure as failure:  # an exception, where a value before the target came out wrong
+        inherited = target is not None and any(_inherited(learner, stage, v, target, device) for v in chosen)
+        if failure.kind == "exception" and inherited:
             return [value.id for value in chosen]
         raise
     problems, excused = [], []
@@ -73,19 +74,13 @@ def expect_document_values(
 
 
 def _inherited(learner: LearnerWorkers, stage: int, value, target: str, device: str) -> bool:
-    """A value computed without ``target``, from names ``value`` also uses, is wrong as well (or raises)."""
+    """A value computed without ``target``, from names ``value`` also uses, is wrong as well."""
     upstream = [
         v
         for v in document_values(stage)
         if target not in v.uses and v.uses and set(v.uses) <= set(value.uses) and (device == "cpu" or not v.cpu_only)
     ]
-    for v in upstream:
-        try:
-            if v.check(learner.request(stage, "recipe", calls=v.uses, name=v.recipe)) is not None:
-                return True
-        except LearnerFailure:
-            return True
-    return False
+    return any(v.check(learner.request(stage, "recipe", calls=v.uses, name=v.recipe)) is not None for v in upstream)
 
 
 def expect_seeded_module_values(
