@@ -334,6 +334,8 @@ def test_a_class_graded_with_submission_times_gets_its_penalties_in_the_gradeboo
             "slip_days_used",
             "late_penalty",
             "final",
+            "override",
+            "override_reason",
             "flags",
         ]
         rows = {row["student_id"]: row for row in reader}
@@ -369,7 +371,7 @@ def test_a_class_graded_with_submission_times_gets_its_penalties_in_the_gradeboo
     assert "0 of 5 to grade; 5 unchanged" in result.stderr
     assert json.loads((out / "bo.json").read_text())["late"]["penalty_points"] == 0
     assert "late:" not in (out / "bo.txt").read_text()  # the feedback follows the new date too
-    assert "2025-03-09T17:00:00+00:00,2025-03-15T04:59:00+00:00,0,0,20," in (out / "grades.csv").read_text()
+    assert "2025-03-09T17:00:00+00:00,2025-03-15T04:59:00+00:00,0,0,20,,," in (out / "grades.csv").read_text()
 
 
 def test_a_class_with_an_extension_and_slip_days_shows_each_students_due_time_and_days_used(tmp_path):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from grader.classroom.fingerprint import INCOMPLETE, NEW, why_grade
 from grader.classroom.outputs import saved_report, write_feedback, write_report
+from grader.classroom.overrides import TOTAL, applied, overridden_stages, read_overrides, read_seen, write_seen
 from grader.classroom.plan import MAX_SUMMARY_IDS, counted
 from grader.core.late_policy import MARKED_LATE_WITHOUT_TIME, NO_SUBMISSION_TIME, LatePolicy, late_record, utc_text
 from grader.core.output_files import inert, write_atomic
@@ -30,26 +31,37 @@ def csv_columns(stages: list[int]) -> list[str]:
         "slip_days_used",
         "late_penalty",
         "final",
+        "override",
+        "override_reason",
         "flags",
     ]
 
 
-def late_of(policy: LatePolicy, student: Student, report: Report) -> dict:
+def late_of(policy: LatePolicy, student: Student, report: Report, stages: list[dict] | None = None) -> dict:
+    """The late object of ``student``'s report, on its stages' scores (or ``stages``, those set by hand)."""
     # Canvas marks a submission LATE though its download gives no time: the mark is kept apart from a time.
     return late_record(
-        policy, student.submitted, student.late_marked, report["stages"], student.time_unread, student.id
+        policy, student.submitted, student.late_marked, stages or report["stages"], student.time_unread, student.id
     )
 
 
 def write_gradebook(
-    out: Path, students: list[Student], current: dict[str, dict], policy: LatePolicy, stages_graded: list[int]
+    out: Path,
+    students: list[Student],
+    current: dict[str, dict],
+    policy: LatePolicy,
+    stages_graded: list[int],
+    maxima: dict[str, float],
 ) -> Counter:
     """grades.csv from the reports on disk whose fingerprint is ``current``'s, in student order: the same
     reports give the same bytes. Any other student's row says why they have no grade, never an old score.
 
-    A current report whose ``late`` object no longer matches ``policy`` (a due date moved) gets the new one.
-    Returns how many rows carry each late flag, and how many were "penalised".
+    A current report whose ``late`` object no longer matches ``policy`` (a due date moved), or whose overrides
+    no longer match OUT/overrides.csv, gets the new ones, and so does its feedback. ``maxima``: the points
+    possible of each graded stage and of the total, which an override may not pass. Returns how many rows
+    carry each late flag, how many were "penalised", and how many overrides are to "review".
     """
+    overrides, seen = read_overrides(out, {s.id for s in students}, maxima), read_seen(out)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(csv_columns(stages_graded))
@@ -62,11 +74,16 @@ def write_gradebook(
             why = (
                 "; ".join(report["flags"]) if report and reason == INCOMPLETE else f"not graded: {_row_reason(reason)}"
             )
-            writer.writerow(inert([student.id, "", "", *[""] * len(stages_graded), submitted, "", "", "", "", why]))
+            writer.writerow(
+                inert([student.id, "", "", *[""] * len(stages_graded), submitted, "", "", "", "", "", "", why])
+            )
             continue
-        late = late_of(policy, student, report)
-        if report.get("late") != late:
+        records = applied(overrides.get(student.id, []), report, seen)
+        late = late_of(policy, student, report, overridden_stages(report, records))
+        if report.get("late") != late or report.get("overrides", []) != records:
             report["late"] = late
+            report.pop("overrides", None)
+            report.update({"overrides": records} if records else {})
             try:
                 write_feedback(out, student, report)
                 write_report(out, student, report)
@@ -78,6 +95,15 @@ def write_gradebook(
                 )
         flagged.update(Flag.read(flag).kind for flag in late["flags"])  # counted by kind, whatever it details
         flagged["penalised"] += late["penalty_points"] > 0
+        review = [
+            f"override-review: {r['stage']} scores {r['automatic']:g} now, {r['automatic_then']:g} when overridden"
+            for r in records
+            if r["review"]
+        ]
+        flagged["review"] += len(review)
+        by_hand = {r["stage"]: r for r in records}
+        scored = sum(s["score"] for s in overridden_stages(report, records))
+        final = by_hand[TOTAL]["points"] if TOTAL in by_hand else rounded(max(0, scored - late["penalty_points"]))
         stages = {s["id"]: s["score"] for s in report["stages"]}
         writer.writerow(
             inert(
@@ -90,12 +116,16 @@ def write_gradebook(
                     late["due"] or "",
                     late["slip_days_used"],
                     late["penalty_points"],
-                    rounded(max(0, report["score"] - late["penalty_points"])),
-                    "; ".join([*report["flags"], *late["flags"]]),
+                    final,
+                    "; ".join(f"{r['stage']} {r['points']:g} (automatic {r['automatic']:g})" for r in records),
+                    "; ".join(f"{r['stage']}: {r['reason']}" for r in records),
+                    "; ".join([*report["flags"], *late["flags"], *review]),
                 ]
             )
         )
     write_atomic(out / "grades.csv", buffer.getvalue())
+    if seen:
+        write_seen(out, seen)
     return flagged
 
 
@@ -118,6 +148,11 @@ def late_summary(flagged: Counter) -> list[str]:
         )
     if flagged["penalised"]:
         lines.append(f"{flagged['penalised']} late, with their penalty in grades.csv (late_penalty, final)")
+    if flagged["review"]:
+        lines.append(
+            f"{flagged['review']} override{'s' if flagged['review'] > 1 else ''} to review: the automatic score "
+            "changed since it was written (flag override-review in grades.csv); the override still applies"
+        )
     return lines
 
 

@@ -103,6 +103,7 @@ class Report(TypedDict):
     fingerprint: NotRequired[dict]
     graded_at: NotRequired[str]
     late: NotRequired[dict]
+    overrides: NotRequired[list[dict]]  # the instructor's own grades (grader/classroom/overrides.py)
 
 
 @dataclass

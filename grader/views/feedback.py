@@ -56,6 +56,12 @@ def flag_sentences(report: Report) -> list[str]:
             sentences.append(flag)
     if late := late_sentence(report.get("late")):
         sentences.append(late)
+    for change in report.get("overrides", []):
+        what = "your final grade" if change["stage"] == "total" else change["stage"]
+        sentences.append(
+            f"your instructor set {what} to {points_text(change['points'])} points "
+            f"(automatic: {points_text(change['automatic'])}): {change['reason']}"
+        )
     return sentences
 
 

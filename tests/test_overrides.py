@@ -1,0 +1,85 @@
+"""Grades an instructor sets by hand (OUT/overrides.csv) apply on every run, show in the gradebook and in the
+student's feedback, survive regrades, and are flagged for review, never dropped, when the automatic score
+they replaced changes; a row that cannot be used costs one line."""
+
+import csv
+import json
+import subprocess
+import sys
+
+import jsonschema
+
+from tests.conftest import REPO
+from tests.grading import MUTANTS, learner_copy
+
+SCHEMA = json.loads((REPO / "grader" / "core" / "schemas" / "report.schema.json").read_text())
+
+
+def batch(submissions, out) -> subprocess.CompletedProcess:
+    result = subprocess.run(
+        [sys.executable, "-m", "grader", "batch", str(submissions), "--out", str(out), "--workers", "2"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def gradebook(out) -> dict[str, dict]:
+    with open(out / "grades.csv", newline="") as handle:
+        return {row["student_id"]: row for row in csv.DictReader(handle)}
+
+
+def test_overrides_apply_on_every_run_and_a_changed_automatic_score_is_flagged_for_review(tmp_path):
+    submissions, out = tmp_path / "class", tmp_path / "out"
+    for name in ("ada", "bo", "cy"):
+        learner_copy(submissions / name, stages=[1])
+    batch(submissions, out)
+    (out / "overrides.csv").write_text(
+        "student_id,stage,points,reason\n"
+        "ada,1,15,regraded by hand: the example in the docstring was copied\n"
+        "bo,total,90,accommodation agreed with the department\n"
+        "cy,1,25,too many\n"
+        "zed,1,5,no such student\n"
+        "ada,stage9,1,no such stage\n"
+        "cy,1,5,\n"
+    )
+    result = batch(submissions, out)
+    assert "0 of 3 to grade; 3 unchanged" in result.stderr  # overrides re-grade no one
+    said = result.stderr
+    assert "line 4: points '25' are not a number from 0 to 20; row skipped" in said
+    assert "line 5: 'zed' is no student of the class; row skipped" in said
+    assert "line 6: stage 'stage9' is no graded stage (write a stage number, or total); row skipped" in said
+    assert "line 7: the reason is empty" in said
+
+    rows = gradebook(out)
+    assert (rows["ada"]["score"], rows["ada"]["final"]) == ("20", "15")  # the automatic score stays in view
+    assert rows["ada"]["override"] == "stage1 15 (automatic 20)"
+    assert rows["ada"]["override_reason"] == "stage1: regraded by hand: the example in the docstring was copied"
+    assert (rows["bo"]["final"], rows["bo"]["override"]) == ("90", "total 90 (automatic 20)")
+    assert (rows["cy"]["final"], rows["cy"]["override"]) == ("20", "")
+    report = json.loads((out / "ada.json").read_text())
+    jsonschema.validate(report, SCHEMA)
+    assert report["score"] == 20 and report["overrides"][0]["points"] == 15
+    assert "your instructor set stage1 to 15 points (automatic: 20): regraded by hand" in (out / "ada.txt").read_text()
+    assert "your instructor set your final grade to 90 points" in (out / "bo.txt").read_text()
+    assert "instructor" not in (out / "cy.txt").read_text()
+
+    # ada hands in again with a mistake: graded again, the override still applies, and asks to be looked at
+    mutant = next(m for m in MUTANTS if m.get("hint") == "softmax-wrong-dim")
+    learner_copy(submissions / "ada", mutant, stages=[1])
+    result = batch(submissions, out)
+    rows = gradebook(out)
+    assert rows["ada"]["final"] == "15" and rows["ada"]["score"] != "20"
+    assert f"override-review: stage1 scores {rows['ada']['score']} now, 20 when overridden" in rows["ada"]["flags"]
+    assert "1 override to review: the automatic score changed since it was written" in result.stderr
+    assert "override-review" not in rows["bo"]["flags"]  # bo's total: their automatic score did not change
+
+    # the instructor's file is theirs: taking a row out takes the override out
+    (out / "overrides.csv").write_text("student_id,stage,points,reason\nbo,total,90,accommodation\n")
+    batch(submissions, out)
+    rows = gradebook(out)
+    assert rows["ada"]["final"] == rows["ada"]["score"] and rows["ada"]["override"] == ""
+    assert "instructor" not in (out / "ada.txt").read_text()
