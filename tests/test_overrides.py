@@ -4,27 +4,13 @@ they replaced changes; a row that cannot be used costs one line."""
 
 import csv
 import json
-import subprocess
-import sys
 
 import jsonschema
 
 from tests.conftest import REPO
-from tests.grading import MUTANTS, learner_copy
+from tests.grading import MUTANTS, batch, learner_copy
 
 SCHEMA = json.loads((REPO / "grader" / "core" / "schemas" / "report.schema.json").read_text())
-
-
-def batch(submissions, out) -> subprocess.CompletedProcess:
-    result = subprocess.run(
-        [sys.executable, "-m", "grader", "batch", str(submissions), "--out", str(out), "--workers", "2"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert result.returncode == 0, result.stderr
-    return result
 
 
 def gradebook(out) -> dict[str, dict]:
