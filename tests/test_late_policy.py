@@ -171,11 +171,15 @@ def test_a_course_file_sets_due_dates_and_the_penalty_rule(tmp_path):
         ('[late_penalty]\nper = "week"\n', 'late_penalty.per = \'week\'; write "day" or "hour"'),
         ("[late_penalty]\npenalty = -5\n", "late_penalty.penalty = -5 must be a number, 0 or more"),
         ("[late_penalty]\ncap = 150\n", "late_penalty.cap = 150 is over 100 percent"),
-        ("[late]\npenalty = 10\n", "unknown setting late (known: due, extensions, late_penalty, notes, stages)"),
+        (
+            "[late]\npenalty = 10\n",
+            "unknown setting late (known: due, extensions, gradebook, late_penalty, notes, stages)",
+        ),
         ("[extensions]\nada = 2025-03-20T23:59:00\n", "extensions.ada = 2025-03-20T23:59:00 needs a date, a time"),
         ("[extensions]\nada = { stage9 = 2025-03-20T23:59:00Z }\n", "unknown setting extensions.ada.stage9"),
         ("[extensions]\nada = 3\n", "extensions.ada = 3 needs a date, a time and a UTC offset"),
         ("extensions = 3\n", "[extensions] is a table of student id = due time"),
+        ('[gradebook]\nkeep = "first"\n', 'gradebook.keep = \'first\'; write "latest" or "best"'),
         ("[due]\nassignment = 2025-03-14T23:59:00Z\n[late_penalty]\nslip_days = -1\n", "slip_days = -1 must be"),
         ("[due]\nassignment = 2025-03-14T23:59:00Z\n[late_penalty]\nslip_days = 1.5\n", "slip_days = 1.5 must be"),
         ("[due\n", "Expected ']'"),
@@ -334,6 +338,7 @@ def test_a_class_graded_with_submission_times_gets_its_penalties_in_the_gradeboo
             "slip_days_used",
             "late_penalty",
             "final",
+            "kept",
             "override",
             "override_reason",
             "flags",
@@ -371,7 +376,7 @@ def test_a_class_graded_with_submission_times_gets_its_penalties_in_the_gradeboo
     assert "0 of 5 to grade; 5 unchanged" in result.stderr
     assert json.loads((out / "bo.json").read_text())["late"]["penalty_points"] == 0
     assert "late:" not in (out / "bo.txt").read_text()  # the feedback follows the new date too
-    assert "2025-03-09T17:00:00+00:00,2025-03-15T04:59:00+00:00,0,0,20,,," in (out / "grades.csv").read_text()
+    assert "2025-03-09T17:00:00+00:00,2025-03-15T04:59:00+00:00,0,0,20,latest,,," in (out / "grades.csv").read_text()
 
 
 def test_a_class_with_an_extension_and_slip_days_shows_each_students_due_time_and_days_used(tmp_path):

@@ -7,6 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 from grader.classroom.fingerprint import INCOMPLETE, NEW, why_grade
+from grader.classroom.history import best_report, history, submitted_at
 from grader.classroom.outputs import saved_report, write_feedback, write_report
 from grader.classroom.overrides import TOTAL, applied, overridden_stages, read_overrides, read_seen, write_seen
 from grader.classroom.plan import MAX_SUMMARY_IDS, counted
@@ -31,6 +32,7 @@ def csv_columns(stages: list[int]) -> list[str]:
         "slip_days_used",
         "late_penalty",
         "final",
+        "kept",
         "override",
         "override_reason",
         "flags",
@@ -52,14 +54,16 @@ def write_gradebook(
     policy: LatePolicy,
     stages_graded: list[int],
     maxima: dict[str, float],
+    keep: str = "latest",
 ) -> Counter:
     """grades.csv from the reports on disk whose fingerprint is ``current``'s, in student order: the same
     reports give the same bytes. Any other student's row says why they have no grade, never an old score.
 
     A current report whose ``late`` object no longer matches ``policy`` (a due date moved), or whose overrides
     no longer match OUT/overrides.csv, gets the new ones, and so does its feedback. ``maxima``: the points
-    possible of each graded stage and of the total, which an override may not pass. Returns how many rows
-    carry each late flag, how many were "penalised", and how many overrides are to "review".
+    possible of each graded stage and of the total, which an override may not pass. ``keep``: which of a
+    student's reports a row shows (grader/classroom/history.py). Returns how many rows carry each late flag,
+    how many were "penalised", and how many overrides are to "review".
     """
     overrides, seen = read_overrides(out, {s.id for s in students}, maxima), read_seen(out)
     buffer = io.StringIO()
@@ -75,15 +79,17 @@ def write_gradebook(
                 "; ".join(report["flags"]) if report and reason == INCOMPLETE else f"not graded: {_row_reason(reason)}"
             )
             writer.writerow(
-                inert([student.id, "", "", *[""] * len(stages_graded), submitted, "", "", "", "", "", "", why])
+                inert([student.id, "", "", *[""] * len(stages_graded), submitted, "", "", "", "", "", "", "", why])
             )
             continue
-        records = applied(overrides.get(student.id, []), report, seen)
-        late = late_of(policy, student, report, overridden_stages(report, records))
-        if report.get("late") != late or report.get("overrides", []) != records:
+        kept, kept_words = _kept(out, student, report, policy, keep)
+        records = applied(overrides.get(student.id, []), kept, seen)  # the row's: the one that records what it saw
+        own = records if kept is report else applied(overrides.get(student.id, []), report, dict(seen))
+        late = late_of(policy, student, report, overridden_stages(report, own))
+        if report.get("late") != late or report.get("overrides", []) != own:
             report["late"] = late
             report.pop("overrides", None)
-            report.update({"overrides": records} if records else {})
+            report.update({"overrides": own} if own else {})
             try:
                 write_feedback(out, student, report)
                 write_report(out, student, report)
@@ -93,6 +99,9 @@ def write_gradebook(
                     f"{error.strerror or error}",
                     file=sys.stderr,
                 )
+        if kept is not report:  # an earlier grading, with the penalty of its own submission time
+            late = late_record(policy, submitted_at(kept), False, overridden_stages(kept, records), student=student.id)
+            submitted = late["submitted"] or ""
         flagged.update(Flag.read(flag).kind for flag in late["flags"])  # counted by kind, whatever it details
         flagged["penalised"] += late["penalty_points"] > 0
         review = [
@@ -102,24 +111,25 @@ def write_gradebook(
         ]
         flagged["review"] += len(review)
         by_hand = {r["stage"]: r for r in records}
-        scored = sum(s["score"] for s in overridden_stages(report, records))
+        scored = sum(s["score"] for s in overridden_stages(kept, records))
         final = by_hand[TOTAL]["points"] if TOTAL in by_hand else rounded(max(0, scored - late["penalty_points"]))
-        stages = {s["id"]: s["score"] for s in report["stages"]}
+        stages = {s["id"]: s["score"] for s in kept["stages"]}
         writer.writerow(
             inert(
                 [
                     student.id,
-                    report["score"],
-                    report["max_score"],
+                    kept["score"],
+                    kept["max_score"],
                     *[stages.get(f"stage{n}", "") for n in stages_graded],
                     submitted,
                     late["due"] or "",
                     late["slip_days_used"],
                     late["penalty_points"],
                     final,
+                    kept_words,
                     "; ".join(f"{r['stage']} {r['points']:g} (automatic {r['automatic']:g})" for r in records),
                     "; ".join(f"{r['stage']}: {r['reason']}" for r in records),
-                    "; ".join([*report["flags"], *late["flags"], *review]),
+                    "; ".join([*kept["flags"], *late["flags"], *review]),
                 ]
             )
         )
@@ -127,6 +137,20 @@ def write_gradebook(
     if seen:
         write_seen(out, seen)
     return flagged
+
+
+def _kept(out: Path, student: Student, report: Report, policy: LatePolicy, keep: str) -> tuple[Report, str]:
+    """The report a row shows for ``student``, whose current report is ``report``, and the row's words for it."""
+    if keep != "best":
+        return report, "latest"
+    graded = history(out, student) or [report]
+
+    def final(earlier: Report) -> float:
+        late = late_record(policy, submitted_at(earlier), False, earlier["stages"], student=student.id)
+        return earlier["score"] - late["penalty_points"]
+
+    best, place = best_report(graded[:-1] + [report], final)  # the latest as it stands now
+    return best, f"best of {len(graded)}: grading {place}" + (" (the latest)" if best is report else "")
 
 
 def _row_reason(reason: str | None) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 from grader.classroom.fingerprint import RunFingerprint
 from grader.classroom.gradebook import late_of
+from grader.classroom.history import keep_in_history
 from grader.classroom.outputs import write_feedback, write_report
 from grader.classroom.plan import read_student
 from grader.classroom.progress import Progress
@@ -201,7 +202,8 @@ def _finish(lane: _Lane, report: Report, out: Path, progress: Progress) -> None:
     lane.student = None
     try:
         write_feedback(out, student, report)
-        write_report(out, student, report)  # last: it means "graded"
+        write_report(out, student, report)  # last but history: it means "graded"
+        keep_in_history(out, student, report)
     except OSError as error:  # one student's files, not the class: left ungraded, a later run tries again
         print(
             f"grader batch: cannot write the report of {student.id}, left ungraded: {error.strerror or error}",

@@ -37,7 +37,7 @@ from grader.classroom.plan import (
     with_times,
 )
 from grader.cli.options import add_grading_options, grading_options
-from grader.core.course import COURSE_FILE
+from grader.core.course import COURSE_FILE, gradebook_keeps, read_course
 from grader.core.late_policy import load_course
 from grader.core.options import ClassOptions, GradingOptions
 from grader.intake.layouts import LAYOUTS, detect_layout, list_students
@@ -135,7 +135,7 @@ def main(argv: list[str]) -> int:
             )
         if args.times:
             students = with_times(students, load_times(args.times, args.times_zone), args.times)
-        policy = load_course(args.course)
+        policy, keep = load_course(args.course), gradebook_keeps(read_course(args.course), args.course)
         name_strangers(policy.extensions, students, f"{args.course or COURSE_FILE} [extensions] gives due times")
         grading = grading_options(args, args.course, points_file=args.points)
         chosen = chosen_ids(students, args.student, args.submissions)
@@ -225,7 +225,7 @@ def main(argv: list[str]) -> int:
     try:
         maxima = {f"stage{n}": grading.points.stage_total(n) for n in grading.stages}
         flagged = write_gradebook(
-            out, students, current, policy, list(grading.stages), maxima | {TOTAL: sum(maxima.values())}
+            out, students, current, policy, list(grading.stages), maxima | {TOTAL: sum(maxima.values())}, keep
         )
     except OSError as error:  # the reports are written: only the gradebook waits for another run
         print(

@@ -60,6 +60,22 @@ def note_prices(course: dict, path: Path | None = None) -> dict[str, dict[str, f
     return prices
 
 
+KEEP_RULES = ("latest", "best")
+
+
+def gradebook_keeps(course: dict, path: Path | None = None) -> str:
+    """Which of a student's reports the gradebook shows ([gradebook] keep): "latest" (the default) or "best"
+    (grader/classroom/history.py)."""
+    table = course.get("gradebook", {})
+    where = path or COURSE_FILE
+    if not isinstance(table, dict) or set(table) - {"keep"}:
+        raise CourseError(f'{where}: [gradebook] holds one setting, keep = "latest" or "best"')
+    keep = table.get("keep", "latest")
+    if keep not in KEEP_RULES:
+        raise CourseError(f'{where}: gradebook.keep = {keep!r}; write "latest" or "best"')
+    return keep
+
+
 def course_stages(path: Path | None = None) -> list[int]:
     """The stages graded by default under the course file at ``path`` (None: this tree's course.toml)."""
     return stages_of(tracks(read_course(path), path))

@@ -1,0 +1,46 @@
+"""OUT/history/<student>/: every report a student was ever given by a batch, and which one the gradebook keeps.
+
+A resubmission replaces OUT/<student>.json, never the history: each complete grading is added as the next
+file (001.json, 002.json, ...). course.toml's [gradebook] keep (grader.core.course.gradebook_keeps) decides
+what grades.csv shows: "latest" (the default) the latest report; "best" the one whose final score, after the
+late penalty the course's policy gives it for its own submission time, is highest (the latest of equals).
+"""
+
+import datetime as dt
+from collections.abc import Callable
+from pathlib import Path
+
+from grader.core import report as report_model
+from grader.core.output_files import write_atomic
+from grader.core.report import Report
+from grader.intake.students import Student
+
+HISTORY = "history"
+
+
+def keep_in_history(out: Path, student: Student, report: Report) -> None:
+    """Add ``report``, a complete grading, as ``student``'s next history file."""
+    if not report["complete"]:
+        return  # the grader's failure, graded again next run: no grade of the student's
+    folder = out / HISTORY / student.id
+    folder.mkdir(parents=True, exist_ok=True)
+    write_atomic(folder / f"{len(list(folder.glob('*.json'))) + 1:03d}.json", report_model.to_json(report))
+
+
+def history(out: Path, student: Student) -> list[Report]:
+    """``student``'s reports in the order they were graded (those that cannot be read left out)."""
+    paths = sorted((out / HISTORY / student.id).glob("*.json"))
+    return [report for path in paths if (report := report_model.read(path)) is not None]
+
+
+def best_report(reports: list[Report], final: Callable[[Report], float]) -> tuple[Report, int]:
+    """The report of ``reports`` (oldest first) with the highest ``final`` score, the latest of equals, and
+    its place (1 = the first graded)."""
+    place = max(range(len(reports)), key=lambda i: (final(reports[i]), i))
+    return reports[place], place + 1
+
+
+def submitted_at(report: Report) -> dt.datetime | None:
+    """When the work graded in ``report`` was handed in, as its late object recorded it."""
+    submitted = (report.get("late") or {}).get("submitted")
+    return dt.datetime.fromisoformat(submitted) if submitted else None
