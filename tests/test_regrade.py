@@ -85,7 +85,7 @@ def test_a_changed_file_regrades_exactly_its_student(term):
     assert rows(out)["bo"]["score"] == rows(out)["cy"]["score"] != rows(out)["ada"]["score"]
 
 
-def test_a_new_points_table_regrades_everyone_and_the_gradebook_never_mixes_tables(term, tmp_path):
+def test_a_new_points_table_re_prices_everyone_and_the_gradebook_never_mixes_tables(term, tmp_path):
     submissions, out = term
     points = tmp_path / "points.toml"
     default = points_file_text()
@@ -100,7 +100,8 @@ def test_a_new_points_table_regrades_everyone_and_the_gradebook_never_mixes_tabl
         assert not any(graded[name][column] for column in ("score", "max_score", "stage1", "final"))
 
     result = batch(submissions, out, "--points", str(points), "--workers", "2")
-    assert "2 of 3 to grade (2 points table changed); 1 unchanged" in result.stderr
+    assert "2 reports re-priced for the new points table, no code run again" in result.stderr
+    assert "0 of 3 to grade; 3 unchanged" in result.stderr
     assert {row["max_score"] for row in rows(out).values()} == {"102"}
 
     gradebook = (out / "grades.csv").read_bytes()
@@ -119,7 +120,7 @@ def test_a_new_points_table_regrades_everyone_and_the_gradebook_never_mixes_tabl
     registry = tmp_path / "registry-points.toml"  # back to the registry's points, said in so many words
     registry.write_text(default)
     result = batch(submissions, out, "--points", str(registry), "--workers", "2")
-    assert "3 of 3 to grade (points table changed: all 3)" in result.stderr
+    assert "3 reports re-priced for the new points table" in result.stderr and "0 of 3 to grade" in result.stderr
     assert {row["max_score"] for row in rows(out).values()} == {"100"}
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from grader.classroom.fingerprint import ASKED, FORCED, REASONS, RunFingerprint, why_grade
 from grader.classroom.outputs import saved_report
+from grader.classroom.repricing import reprice_class
+from grader.core.points import Points
 from grader.intake.students import Student, canonical_id
 from grader.intake.submission import COPY_MARK, SubmissionError, SubmissionFiles, read_submission
 from grader.runner.escaping import listing, printable
@@ -32,11 +34,18 @@ def case_twins(ids: list[str]) -> list[tuple[str, str]]:
 
 
 def plan(
-    students: list[Student], chosen: set[str] | None, out: Path, force: bool, run: RunFingerprint
+    students: list[Student], chosen: set[str] | None, out: Path, force: bool, run: RunFingerprint, points: Points
 ) -> tuple[dict[str, dict], list[Student]]:
     """Each student's current fingerprint (their files staged and hashed by the judge), and who is graded:
-    the ``chosen`` ones, else everyone with --force, else those whose report is not current. Says so."""
+    the ``chosen`` ones, else everyone with --force, else those whose report is not current. A report that
+    only a points change made old is re-priced instead (grader/classroom/repricing.py). Says so."""
     current = {student.id: run.of(read_student(student)) for student in students}
+    if not force and chosen is None:  # --student grades those asked for, and touches no one else
+        if done := reprice_class(students, out, current, points):
+            print(
+                f"grader batch: {counted(done, 'report')} re-priced for the new points table, no code run again",
+                file=sys.stderr,
+            )
     reasons = {student.id: why_grade(*saved_report(out, student), current[student.id]) for student in students}
     if chosen is not None:
         todo = {student.id: ASKED for student in students if student.id in chosen}

@@ -213,7 +213,7 @@ def main(argv: list[str]) -> int:
         args.student_timeout,
         args.lane_memory,
     )
-    current, todo = plan(students, chosen, out, options.force, run)
+    current, todo = plan(students, chosen, out, options.force, run, grading.points)
     try:
         grade_all(todo, options, out, run, current, policy)
     except LaneError as error:
