@@ -11,7 +11,7 @@ import pytest
 from grader.authoring.stubs import learner_imports
 from grader.classroom import similarity
 from grader.cli import similarity as similarity_command
-from tests.grading import ALTERNATIVES, REPO, learner_copy
+from tests.grading import ALTERNATIVES, MUTANTS, REPO, learner_copy
 from tests.grading import make as run_make
 
 pytest.importorskip("copydetect")
@@ -194,7 +194,7 @@ def test_more_boilerplate_takes_its_code_out_of_every_pair(class_folder, tmp_pat
 
 
 def test_a_lower_threshold_lists_more_pairs(class_folder, tmp_path, capsys):
-    _, rows, _ = run(class_folder, tmp_path / "out", "--threshold", "0", capsys=capsys)
+    _, rows, _ = run(class_folder, tmp_path / "out", "--threshold", "0", "--min-tokens", "0", capsys=capsys)
     assert student_pairs(rows) > {("ada", "bob")}
     shares = [max(float(row["similarity_a"]), float(row["similarity_b"])) for row in rows]
     assert shares == sorted(shares, reverse=True)  # the most similar first
@@ -252,3 +252,31 @@ def test_a_class_of_one_compares_nothing_and_a_missing_folder_is_one_line(tmp_pa
 def test_make_similarity_runs_this_module():
     dry_run = run_make(REPO, "-n", "similarity", "SUBMISSIONS=class/", "OUT=grades/")
     assert dry_run.returncode == 0 and "-m grader.cli.similarity class/ --out grades/" in dry_run.stdout
+
+
+def test_the_same_small_slip_on_the_books_code_is_no_pair_unless_the_minimum_allows_it(tmp_path, capsys):
+    """Two students who copy the book's code and make the same one-line change share that line: short
+    files make it a large share, so a pair needs --min-tokens shared tokens (80 unless told)."""
+    slip = next(m for m in MUTANTS if m.get("hint") == "softmax-wrong-dim")
+    for name in ("kim", "lee"):
+        learner_copy(tmp_path / "class" / name, slip)
+    status, rows, stderr = run(tmp_path / "class", tmp_path / "out", "--threshold", "0", capsys=capsys)
+    assert status == 0 and rows == [], rows
+    _, rows, _ = run(tmp_path / "class", tmp_path / "out", "--threshold", "0", "--min-tokens", "0", capsys=capsys)
+    assert student_pairs(rows) == {("kim", "lee")} and all(int(row["tokens_overlap"]) < 80 for row in rows)
+
+
+def test_an_earlier_terms_class_is_compared_with_this_one_and_not_with_itself(class_folder, tmp_path, capsys):
+    prior = tmp_path / "last-term"
+    for name in ("yan", "zoe"):  # last term, yan and zoe handed in what ada wrote this term
+        stubs_filled_in(prior / name, ADA)
+    status, rows, stderr = run(class_folder, tmp_path / "out", "--prior", str(prior), capsys=capsys)
+    assert status == 0, stderr
+    assert student_pairs(rows) == {
+        ("ada", "bob"),
+        ("ada", "prior 1: yan"),
+        ("ada", "prior 1: zoe"),
+        ("bob", "prior 1: yan"),
+        ("bob", "prior 1: zoe"),
+    }  # never ("prior 1: yan", "prior 1: zoe"): an earlier term is not graded again
+    assert "6 students compared (and 1 earlier term(s))" in stderr

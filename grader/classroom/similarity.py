@@ -22,10 +22,11 @@ FENCED_PYTHON = re.compile(
 )
 
 
-def write_stage_files(students: list[Student], folder: Path) -> tuple[dict[str, str], list[str]]:
+def write_stage_files(students: list[Student], folder: Path, term: str = "") -> tuple[dict[str, str], list[str]]:
     """Each student's stage files, as intake reads them, in a folder of ``folder`` named after them;
     the student id by folder name, and the files' paths relative to ``folder``, sorted. A student with
-    nothing to compare costs one line on stderr.
+    nothing to compare costs one line on stderr. ``term``: an earlier term's label ("prior 1"), which
+    starts their folder's name and their id as the pairs show it ("prior 1: ada").
 
     The folder's name is the id HTML-escaped: copydetect's report shows file paths in places
     without escaping them, and an id comes from a name a student may have chosen."""
@@ -39,7 +40,7 @@ def write_stage_files(students: list[Student], folder: Path) -> tuple[dict[str, 
         if staged.problem or not staged.files:
             print(f"similarity: skipped {student.id} ({staged.problem or 'no stage files'})", file=sys.stderr)
             continue
-        escaped = html.escape(student.id)  # one to one: every & is escaped too
+        escaped = html.escape(f"{term}: {student.id}" if term else student.id)  # one to one: every & is escaped
         (folder / escaped).mkdir(parents=True)
         for name, data in staged.files.items():
             try:
@@ -48,7 +49,7 @@ def write_stage_files(students: list[Student], folder: Path) -> tuple[dict[str, 
                 print(f"similarity: left out {student.id}/{name} (not UTF-8 text)", file=sys.stderr)
                 continue
             (folder / escaped / name).write_text(text, encoding="utf-8")
-            student_of[escaped] = student.id
+            student_of[escaped] = f"{term}: {student.id}" if term else student.id
             files.append(f"{escaped}/{name}")
     return student_of, sorted(files)
 
@@ -70,12 +71,16 @@ def pairs_csv(rows: list[list]) -> str:
     return buffer.getvalue()
 
 
-def pair_rows(pairs: list[list], student_of: dict[str, str]) -> list[list]:
+def pair_rows(pairs: list[list], student_of: dict[str, str], min_tokens: int = 0) -> list[list]:
     """copydetect's [test share, reference share, test path, reference path, ..., overlap] entries as
     [student a, student b, file, a's share, b's share, overlap], a before b; the most similar first, then
-    by id, so the same pairs give the same rows. ``student_of``: the id of each student's folder."""
+    by id, so the same pairs give the same rows. ``student_of``: the id of each student's folder. A pair
+    sharing fewer than ``min_tokens`` tokens is left out: two students who make the same small change to
+    the book's code share a line, which any share of a short file makes look like copying."""
     rows = []
     for test_share, reference_share, test_path, reference_path, *_, overlap in pairs:
+        if int(overlap) < min_tokens:
+            continue
         (a, a_share), (b, b_share) = sorted(
             [
                 (student_of[Path(test_path).parent.name], test_share),

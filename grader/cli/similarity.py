@@ -1,4 +1,4 @@
-"""python -m grader.cli.similarity SUBMISSIONS --out OUT [--threshold T] [--boilerplate DIR ...]
+"""python -m grader.cli.similarity SUBMISSIONS --out OUT [--threshold T] [--min-tokens N] [--prior FOLDER ...]
 
 Compares every two students' stage files with copydetect (winnowed fingerprints of the
 tokenised code, names reduced to their kind, so renaming variables hides nothing) and writes
@@ -49,6 +49,22 @@ def parse(argv: list[str]) -> argparse.Namespace:
         help="a folder of more .py code everyone was given (repeatable)",
     )
     parser.add_argument(
+        "--min-tokens",
+        type=int,
+        default=80,
+        help="list a pair of files only when they share at least this many tokens: the same one-line slip "
+        "on top of the book's code shares 30 to 50, which is no sign of copying",
+    )
+    parser.add_argument(
+        "--prior",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FOLDER",
+        help="an earlier term's class folder (repeatable): this term's students are compared with its "
+        "students too, listed as 'prior N: id'; its students are not compared with each other",
+    )
+    parser.add_argument(
         "--noise-threshold",
         type=int,
         default=25,
@@ -66,9 +82,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
         parser.error("--threshold is a fraction between 0 and 1")
     if args.guarantee_threshold < args.noise_threshold:
         parser.error("--guarantee-threshold must be at least --noise-threshold")
-    for folder in args.boilerplate:
-        if not folder.is_dir():
-            parser.error(f"--boilerplate {folder} is not a folder")
+    for option, folders in (("--boilerplate", args.boilerplate), ("--prior", args.prior)):
+        for folder in folders:
+            if not folder.is_dir():
+                parser.error(f"{option} {folder} is not a folder")
+    if args.min_tokens < 0:
+        parser.error("--min-tokens is a number of tokens, 0 or more")
     return args
 
 
@@ -94,9 +113,20 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="similarity-") as scratch:
         class_folder, book_folder = Path(scratch, "class"), Path(scratch, "book")
         student_of, files = write_stage_files(students, class_folder)
+        ours = len(student_of)
+        earlier: list[str] = []  # an earlier term's files: compared with this term's, not with each other
+        for number, folder in enumerate(args.prior, start=1):
+            try:
+                prior_students, _ = list_students(folder)
+            except ValueError as error:
+                print(f"similarity: --prior {folder}: {error}", file=sys.stderr)
+                return 2
+            their_folders, their_files = write_stage_files(prior_students, class_folder, f"prior {number}")
+            student_of.update(their_folders)
+            earlier += their_files
         write_book_code(similarity.REPO / "docs", book_folder)
-        if len(student_of) < 2:
-            print(f"similarity: {len(student_of)} student(s) with stage files: nothing to compare", file=sys.stderr)
+        if ours == 0 or (ours < 2 and not earlier):
+            print(f"similarity: {ours} student(s) with stage files: nothing to compare", file=sys.stderr)
             write_atomic(args.out / CSV_NAME, pairs_csv([]))
             return 0
         boilerplate = [
@@ -122,14 +152,17 @@ def main(argv: list[str] | None = None) -> int:
                 detector.add_file(str(path), type="boilerplate")
             for path in files:  # in a fixed order: copydetect lists the files it finds in a set's order
                 detector.add_file(path)
+            for path in sorted(earlier):
+                detector.add_file(path, type="ref")
             detector.run()
-            rows = pair_rows(detector.get_copied_code_list(), student_of)
+            rows = pair_rows(detector.get_copied_code_list(), student_of, args.min_tokens)
             report = detector.generate_html_report(output_mode="return")
     write_atomic(args.out / REPORT_NAME, report)
     write_atomic(args.out / CSV_NAME, pairs_csv(rows))
     print(
-        f"similarity: {len(student_of)} students compared; "
-        f"{len({(row[0], row[1]) for row in rows})} pair(s) above {args.threshold:g} in {args.out / CSV_NAME} "
+        f"similarity: {ours} students compared{f' (and {len(args.prior)} earlier term(s))' if args.prior else ''}; "
+        f"{len({(row[0], row[1]) for row in rows})} pair(s) above {args.threshold:g} sharing at least "
+        f"{args.min_tokens} tokens in {args.out / CSV_NAME} "
         f"(one row per file); the shared code highlighted in {args.out / REPORT_NAME}",
         file=sys.stderr,
     )
