@@ -177,11 +177,19 @@ def course_folder(tmp_path_factory) -> Path:
     (root / "my-points.toml").write_text(points_file_text())
     with open(root / "worksheet.csv", "w", newline="", encoding="utf-8-sig") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["Identifier", "Full name", "Last modified (submission)"])
+        writer.writerow(  # Moodle's grading worksheet as it downloads: the times, the grades and comments to fill in
+            ["Identifier", "Full name", "Email address", "Status", "Grade", "Maximum Grade"]
+            + ["Grade can be changed", "Last modified (submission)", "Last modified (grade)", "Feedback comments"]
+        )
         writer.writerows(
-            [f"Participant {number}", name, "Saturday, 8 March 2025, 9:30 AM"]
+            [f"Participant {number}", name, f"{number}@example.edu", "Submitted for grading", "", "100.00"]
+            + ["Yes", "Saturday, 8 March 2025, 9:30 AM", "-", ""]
             for name, number in MOODLE_PARTICIPANTS.items()
         )
+    (root / "canvas-export.csv").write_text(  # Canvas's gradebook export (Grades, Export): a roster as it is
+        "Student,ID,SIS User ID,SIS Login ID,Section\n    Points Possible,,,,\n"
+        + "".join(f"{name},{user},,,A\n" for name, user in CANVAS_STUDENTS.items())
+    )
     (root / "times.csv").write_text(
         "student_id,submitted\n" + "".join(f"{user},2025-03-15T10:00:00-05:00\n" for user in CANVAS_STUDENTS.values())
     )

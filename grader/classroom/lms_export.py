@@ -2,9 +2,11 @@
 CSV (python -m grader.cli.lms_export; its help says how students are matched)."""
 
 import csv
+import html
 import io
 import re
 import sys
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +22,15 @@ CANVAS_POINTS_ROW = "    Points Possible"  # as Canvas's export writes it; the i
 CANVAS_POINTS_POSSIBLE = "Points Possible"
 CANVAS_POSTING_CELL = re.compile(r"\s*(Muted|Manual Posting.*)?\s*", re.IGNORECASE)
 ROSTER_ID = "student_id"
+# Moodle's "Download grading worksheet": a participant's number in "Participant 101" (in the site's language)
+MOODLE_IDENTIFIER, MOODLE_GRADE, MOODLE_MAXIMUM, MOODLE_COMMENTS = (
+    "Identifier",
+    "Grade",
+    "Maximum Grade",
+    "Feedback comments",
+)
+MOODLE_PARTICIPANT = re.compile(r"\D*(\d+)")
+FIXED_TIME = (2025, 1, 1, 0, 0, 0)  # a zip entry's time: the same feedback gives the same bytes
 
 
 MOODLE_GRADE_MAX = 100  # a new Moodle grade item's maximum grade; its import caps grades at the item's maximum
@@ -74,13 +85,17 @@ def read_roster(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     with open(path, encoding="utf-8-sig", newline="") as handle:  # a roster saved by Excel starts with a BOM
         reader = csv.DictReader(handle)
         columns = reader.fieldnames or []
-        key = ROSTER_ID if ROSTER_ID in columns else "ID" if "ID" in columns else None
+        key = next((k for k in (ROSTER_ID, "ID", MOODLE_IDENTIFIER) if k in columns), None)
         if key is None:
-            raise ValueError(f"{path} has no {ROSTER_ID} column (nor a Canvas export's ID column)")
+            raise ValueError(
+                f"{path} has no {ROSTER_ID} column (nor a Canvas export's ID, nor a Moodle worksheet's Identifier)"
+            )
         roster, seen = [], set()
         for row in reader:
             cells = {column: (value or "") for column, value in row.items() if column is not None}
             student_id = cells[key]
+            if key == MOODLE_IDENTIFIER and (number := MOODLE_PARTICIPANT.fullmatch(student_id.strip())):
+                student_id = number[1]  # the participant number the download's folders are named by
             if not student_id:
                 if not _about_assignments(list(cells.values())):
                     print(f"lms_export: roster line {reader.line_num} has no {key}: left out", file=sys.stderr)
@@ -205,3 +220,55 @@ def _csv_text(rows: list[list[str]]) -> str:
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerows(rows)  # quotes a cell with a comma, a quote or a newline
     return buffer.getvalue()
+
+
+def moodle_worksheet_csv(
+    columns: list[str], roster: list[dict[str, str]], grades: dict[str, Grade], feedback: dict[str, str]
+) -> tuple[str, int]:
+    """Moodle's grading worksheet, as downloaded, with each graded student's Grade (scaled to the row's
+    Maximum Grade) and Feedback comments (their feedback, as preformatted HTML) filled in; every other cell
+    as it was, for Moodle's "Upload grading worksheet" to check. How many grades it holds."""
+    missing = [column for column in (MOODLE_IDENTIFIER, MOODLE_GRADE, MOODLE_MAXIMUM) if column not in columns]
+    if missing:
+        raise ValueError(f"the worksheet has no {', '.join(missing)} column: is it Moodle's grading worksheet?")
+    rows, exported = [], 0
+    for student in roster:
+        cells = {column: student.get(column, "") for column in columns}
+        maximum = _number(cells[MOODLE_MAXIMUM].replace(",", "."), Path(MOODLE_MAXIMUM)) or 0
+        grade = _grade_cell(student, grades, maximum) if maximum else ""
+        if grade:
+            cells[MOODLE_GRADE], exported = grade, exported + 1
+        if MOODLE_COMMENTS in cells and student[ROSTER_ID] in feedback:
+            cells[MOODLE_COMMENTS] = f"<pre>{html.escape(feedback[student[ROSTER_ID]])}</pre>"
+        rows.append([cells[column] for column in columns])
+    return _csv_text([columns, *rows]), exported
+
+
+def moodle_feedback_zip(roster: list[dict[str, str]], feedback: dict[str, str], name: str) -> tuple[bytes, int]:
+    """Moodle's "Upload multiple feedback files in a zip": a folder per participant named as Moodle's own
+    download names one, <full name>_<participant number>_assignfeedback_file, holding ``name``; the
+    number is what Moodle matches (mod/assign/feedback/file/importziplib.php). How many it holds."""
+    buffer, count = io.BytesIO(), 0
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for student in roster:
+            text = feedback.get(student[ROSTER_ID])
+            if text is None or not student[ROSTER_ID].isdigit():
+                continue
+            full_name = re.sub(r"[_/\\]", " ", student.get("Full name") or "Participant").strip() or "Participant"
+            info = zipfile.ZipInfo(
+                f"{full_name}_{student[ROSTER_ID]}_assignfeedback_file/{name}", (2025, 1, 1, 0, 0, 0)
+            )
+            archive.writestr(info, text)
+            count += 1
+    return buffer.getvalue(), count
+
+
+def canvas_comments_csv(roster: list[dict[str, str]], feedback: dict[str, str]) -> tuple[str, int]:
+    """A Canvas submission comment per student: user_id (Canvas's ID) and the comment's text, for the
+    submissions API (PUT .../assignments/:id/submissions/:user_id with comment[text_comment])."""
+    rows = [
+        [student["ID"], feedback[student[ROSTER_ID]]]
+        for student in roster
+        if student.get("ID") and student[ROSTER_ID] in feedback
+    ]
+    return _csv_text([["user_id", "comment"], *rows]), len(rows)

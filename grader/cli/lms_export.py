@@ -1,9 +1,14 @@
-"""python -m grader.cli.lms_export canvas|moodle --grades OUT/grades.csv --roster ROSTER.csv --out FILE
+"""python -m grader.cli.lms_export FORMAT --grades OUT/grades.csv --roster ROSTER.csv --out FILE
                                [--assignment NAME] [--points-possible N] [--identifier COLUMN]
 
-Turns the class's grades.csv into the file a gradebook imports: Canvas's gradebook CSV, or a
-CSV for Moodle's grade import. Students are found through a roster, a CSV with the column
-`student_id` (the id in grades.csv) and the LMS's own columns for them:
+Turns the class's grades.csv (and the feedback beside it, OUT/<id>.txt) into what an LMS imports:
+canvas (Canvas's gradebook CSV), moodle (a CSV for Moodle's grade import), moodle-worksheet
+(Moodle's own grading worksheet, given as --roster, with Grade and Feedback comments filled in),
+moodle-feedback (a zip for Moodle's "Upload multiple feedback files in a zip"), canvas-comments
+(a CSV of user_id and comment, for Canvas's submissions API). Students are found through a
+roster, a CSV with the column `student_id` (the id in grades.csv) and the LMS's own columns for
+them; Moodle's grading worksheet is a roster as it is (its Identifier, "Participant 101", gives
+the participant number the batch names students by):
 
   canvas  Student, ID, SIS User ID, SIS Login ID, Section: the columns of Canvas's own gradebook
           export, of which Canvas matches a student by ID, else SIS User ID, else SIS Login ID.
@@ -32,14 +37,30 @@ from pathlib import Path
 from grader.classroom.lms_export import (
     ROSTER_ID,
     as_in_grades,
+    canvas_comments_csv,
     canvas_csv,
     common_max_points,
     moodle_csv,
+    moodle_feedback_zip,
+    moodle_worksheet_csv,
     read_grades,
     read_roster,
 )
 from grader.core.output_files import write_atomic
 from grader.runner.escaping import printable
+
+FORMATS = ["canvas", "moodle", "moodle-worksheet", "moodle-feedback", "canvas-comments"]
+FEEDBACK_FILE = "feedback.txt"  # its name in each participant's folder of the Moodle zip
+
+
+def feedback_texts(grades: Path, ids: set[str]) -> dict[str, str]:
+    """The feedback each student reads (OUT/<id>.txt beside grades.csv), for the ids graded."""
+    texts = {}
+    for student_id in ids:
+        path = grades.parent / f"{student_id}.txt"
+        if path.is_file():
+            texts[student_id] = path.read_text(encoding="utf-8")
+    return texts
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -48,7 +69,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
         description=__doc__.split("\n\n")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("lms", choices=["canvas", "moodle"])
+    parser.add_argument("lms", choices=FORMATS, metavar="FORMAT", help=", ".join(FORMATS))
     parser.add_argument("--grades", type=Path, required=True, help="the grades.csv of `grader batch`")
     parser.add_argument("--roster", type=Path, required=True, help=f"a CSV with {ROSTER_ID} and the LMS's columns")
     parser.add_argument("--out", type=Path, required=True, help="the file to import")
@@ -79,11 +100,20 @@ def main(argv: list[str] | None = None) -> int:
     try:
         grades = read_grades(args.grades)
         columns, roster = read_roster(args.roster)
-        points_possible = args.points_possible or common_max_points(grades)
-        if args.lms == "canvas":
-            text, exported = canvas_csv(columns, roster, grades, args.assignment, points_possible)
+        feedback = feedback_texts(args.grades, set(grades))
+        data: str | bytes
+        if args.lms == "moodle-worksheet":
+            data, exported = moodle_worksheet_csv(columns, roster, grades, feedback)
+        elif args.lms == "moodle-feedback":
+            data, exported = moodle_feedback_zip(roster, feedback, FEEDBACK_FILE)
+        elif args.lms == "canvas-comments":
+            data, exported = canvas_comments_csv(roster, feedback)
+        elif args.lms == "canvas":
+            points_possible = args.points_possible or common_max_points(grades)
+            data, exported = canvas_csv(columns, roster, grades, args.assignment, points_possible)
         else:
-            text, exported = moodle_csv(columns, roster, grades, args.assignment, points_possible, args.identifier)
+            points_possible = args.points_possible or common_max_points(grades)
+            data, exported = moodle_csv(columns, roster, grades, args.assignment, points_possible, args.identifier)
     except (OSError, UnicodeDecodeError, csv.Error, ValueError) as error:
         print(f"lms_export: {printable(str(error), keep_newlines=False)}", file=sys.stderr)
         return 2
@@ -95,9 +125,13 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(args.out, text)
+    if isinstance(data, bytes):
+        args.out.write_bytes(data)
+    else:
+        write_atomic(args.out, data)
+    what = "grade(s)" if args.lms in ("canvas", "moodle", "moodle-worksheet") else "feedback file(s)"
     print(
-        f"lms_export: {exported} grade(s) of {len(roster)} roster student(s) in {args.out}"
+        f"lms_export: {exported} {what} of {len(roster)} roster student(s) in {args.out}"
         + (f"; {len(graded_not_in_roster)} graded student(s) not in the roster" if graded_not_in_roster else ""),
         file=sys.stderr,
     )
