@@ -1,0 +1,127 @@
+"""OUT/class-report.html: the class at a glance, one self-contained page (no script, no network, plots as
+inline SVG) drawn from a ClassSummary; each student named links to the feedback the batch wrote them."""
+
+import html
+from collections import Counter
+from urllib.parse import quote
+
+from grader.classroom.class_summary import ClassSummary, file_id
+from grader.core.hints import catalog, sentence
+
+BINS = 5  # bars of a stage's score histogram
+SHOWN = 10  # rows of the "most" tables
+STYLE = """
+body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1100px;padding:1rem;color:#1d1d1f}
+h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}
+.plots{display:flex;flex-wrap:wrap;gap:1rem}figure{margin:0;flex:1 1 200px;max-width:260px}
+figcaption{font-size:.85rem}svg{width:100%;height:auto}
+table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #eee;padding:.3rem .4rem;text-align:left;
+vertical-align:top}.count{text-align:right;width:4rem}.who{font-size:.85rem;word-break:break-word}
+.scroll{overflow-x:auto}
+"""
+
+
+def class_page(summary: ClassSummary, title: str) -> str:
+    """The page; ``title``: what it is of (the class folder's name)."""
+    graded = len(summary.graded)
+    average = sum(summary.finals) / len(summary.finals) if summary.finals else 0
+    parts = [
+        f"<h1>{_text(title)}: the class at a glance</h1>",
+        f"<p>{len(summary.students)} students in grades.csv, {graded} graded; final scores: mean "
+        f"{average:.1f}. Each name links to the feedback that student reads.</p>",
+        "<h2>Scores per stage</h2><div class='plots'>",
+        *(_histogram(stage, summary) for stage in sorted(summary.stage_scores, key=_stage_number)),
+        "</div>",
+        _most("Checks failed most", "check", summary.failed_checks, summary.failed_by, _text),
+        _most("Hints shown most", "hint", summary.hints, summary.hinted, _hint),
+        _table("Late", ["student", "penalty"], [(_student(s), _text(w)) for s, w in summary.late]),
+        _table("Missing or not graded", ["student", "why"], [(_student(s), _text(w)) for s, w in summary.missing]),
+        _table(
+            "Overrides",
+            ["student", "override", "reason"],
+            [(_student(s), _text(o), _text(r)) for s, o, r in summary.overrides],
+        ),
+    ]
+    if summary.similar:
+        rows = [
+            (
+                _student(r["student_a"]),
+                _student(r["student_b"]),
+                _text(r["file"]),
+                _text(_share(r)),
+                r["tokens_overlap"],
+            )
+            for r in summary.similar
+        ]
+        parts.append(
+            _table("Similar pairs (similarity.csv)", ["student a", "student b", "file", "share", "tokens"], rows)
+        )
+    body = "".join(parts)
+    return (
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>{_text(title)}: class report</title><style>{STYLE}</style></head><body>{body}</body></html>\n"
+    )
+
+
+def _histogram(stage: str, summary: ClassSummary) -> str:
+    """A stage's scores in BINS bars from 0 to its points possible, as an inline SVG with its counts."""
+    scores, top = summary.stage_scores[stage], summary.stage_max.get(stage) or 1
+    counts = Counter(min(BINS - 1, int(score / top * BINS)) for score in scores)
+    tallest = max(counts.values(), default=1)
+    width, height, bar = 200, 120, 200 / BINS
+    bars = "".join(
+        f"<rect x='{i * bar + 2:.0f}' y='{height - 20 - 80 * counts[i] / tallest:.0f}' width='{bar - 4:.0f}' "
+        f"height='{80 * counts[i] / tallest:.0f}' fill='#4a6fa5'><title>{counts[i]} students</title></rect>"
+        f"<text x='{i * bar + bar / 2:.0f}' y='{height - 5}' font-size='10' text-anchor='middle'>"
+        f"{top * i / BINS:g}–{top * (i + 1) / BINS:g}</text>"
+        f"<text x='{i * bar + bar / 2:.0f}' y='{height - 24 - 80 * counts[i] / tallest:.0f}' font-size='10' "
+        f"text-anchor='middle'>{counts[i] or ''}</text>"
+        for i in range(BINS)
+    )
+    mean = sum(scores) / len(scores) if scores else 0
+    caption = f"{_text(stage)} · {_text(summary.stage_titles.get(stage, ''))}: mean {mean:.1f} of {top:g}"
+    return (
+        f"<figure><svg viewBox='0 0 {width} {height}' role='img' aria-label='{caption}'>{bars}</svg>"
+        f"<figcaption>{caption}</figcaption></figure>"
+    )
+
+
+def _most(title: str, what: str, counts: Counter, who: dict[str, list[str]], shown) -> str:
+    rows = [(shown(key), str(count), ", ".join(map(_student, who[key]))) for key, count in counts.most_common(SHOWN)]
+    return _table(title, [what, "students", "who"], rows, classes=("", "count", "who"))
+
+
+def _table(title: str, header: list[str], rows: list[tuple], classes: tuple = ()) -> str:
+    if not rows:
+        return f"<h2>{_text(title)}</h2><p>None.</p>"
+    head = "".join(f"<th>{_text(cell)}</th>" for cell in header)
+    lines = "".join(
+        "<tr>"
+        + "".join(f"<td class='{classes[i] if i < len(classes) else ''}'>{cell}</td>" for i, cell in enumerate(row))
+        + "</tr>"
+        for row in rows
+    )
+    return f"<h2>{_text(title)}</h2><div class='scroll'><table><tr>{head}</tr>{lines}</table></div>"
+
+
+def _student(student: str) -> str:
+    """A link to the feedback ``student`` reads, OUT/<id>.txt, beside this page."""
+    return f"<a href='{html.escape(quote(file_id(student) + '.txt'))}'>{_text(student)}</a>"
+
+
+def _hint(hint: str) -> str:
+    said = sentence(hint, 0) if hint in catalog() else ""
+    return f"<b>{_text(hint)}</b>: {_text(said)}"
+
+
+def _share(row: dict[str, str]) -> str:
+    return f"{max(float(row['similarity_a']), float(row['similarity_b'])):.2f}"
+
+
+def _stage_number(stage: str) -> int:
+    return int(stage.removeprefix("stage"))
+
+
+def _text(value: object) -> str:
+    return html.escape(str(value), quote=True)

@@ -1,0 +1,90 @@
+"""What a class's folder says of the class as a whole: the facts the class page (class_page.py) draws, read
+from the batch's OUT: grades.csv (its rows, in student order), each student's report, similarity.csv."""
+
+import csv
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.core import report as report_model
+from grader.core.output_files import FORMULA_STARTS
+from grader.core.report import FlagKind, Status
+from grader.core.stages import is_note
+
+SIMILARITY_FILE = "similarity.csv"
+# Flags that say a student handed in less than the stages graded
+NOT_HANDED_IN = (FlagKind.NO_STAGE_FILES.value, FlagKind.MISSING.value, FlagKind.UNREADABLE.value)
+
+
+@dataclass
+class ClassSummary:
+    students: list[str]  # in grades.csv's order
+    graded: list[str]  # those with a current grade
+    stage_scores: dict[str, list[float]]  # stage id -> each graded student's score
+    stage_max: dict[str, float]
+    stage_titles: dict[str, str]
+    failed_checks: Counter  # "stage2 · document.SelfAttention_v1" -> how many students
+    failed_by: dict[str, list[str]]  # the same -> the students
+    hints: Counter  # hint id -> how many students were shown it
+    hinted: dict[str, list[str]]
+    late: list[tuple[str, str]]  # student, their late penalty and submission time
+    missing: list[tuple[str, str]]  # student, why (flags, or "not graded: ...")
+    overrides: list[tuple[str, str, str]]  # student, override, reason
+    similar: list[dict[str, str]] = field(default_factory=list)  # similarity.csv's rows
+    finals: list[float] = field(default_factory=list)
+
+
+def summarise(out: Path) -> ClassSummary:
+    """The summary of the class graded into ``out``; ValueError (one line) when it holds no grades.csv."""
+    gradebook = out / "grades.csv"
+    if not gradebook.is_file():
+        raise ValueError(f"{out} holds no grades.csv: grade the class there first (make grade-all ... OUT={out})")
+    with gradebook.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    summary = ClassSummary([r["student_id"] for r in rows], [], {}, {}, {}, Counter(), {}, Counter(), {}, [], [], [])
+    for row in rows:
+        student = row["student_id"]
+        flags = row.get("flags") or ""
+        if any(flag.strip().split(":")[0] in NOT_HANDED_IN for flag in flags.split(";")) or not row["score"]:
+            summary.missing.append((student, flags or "not graded"))
+        if row.get("override"):
+            summary.overrides.append((student, row["override"], row.get("override_reason", "")))
+        if not row["score"]:
+            continue
+        if float(row.get("late_penalty") or 0) > 0:
+            summary.late.append((student, f"-{row['late_penalty']} (handed in {row.get('submitted') or '?'})"))
+        summary.finals.append(float(row.get("final") or row["score"]))
+        report = report_model.read(out / f"{file_id(student)}.json")
+        if report is None:
+            continue
+        summary.graded.append(student)
+        _count_report(summary, student, report)
+    similarity = out / SIMILARITY_FILE
+    if similarity.is_file():
+        with similarity.open(newline="", encoding="utf-8") as handle:
+            summary.similar = list(csv.DictReader(handle))
+    return summary
+
+
+def _count_report(summary: ClassSummary, student: str, report: dict) -> None:
+    hints_shown = set()
+    for stage in report["stages"]:
+        summary.stage_scores.setdefault(stage["id"], []).append(stage["score"])
+        summary.stage_max[stage["id"]] = stage["max_score"]
+        summary.stage_titles[stage["id"]] = stage["title"]
+        for check in stage["checks"]:
+            if check["status"] in (Status.PASSED, Status.NOT_IMPLEMENTED) or is_note(check["id"]):
+                continue  # a stage not handed in, or left a stub, is "missing", not a mistake to count
+            key = f"{stage['id']} · {check['id']}"
+            summary.failed_checks[key] += 1
+            summary.failed_by.setdefault(key, []).append(student)
+            if check["hint"]:
+                hints_shown.add(check["hint"])
+    for hint in sorted(hints_shown):
+        summary.hints[hint] += 1
+        summary.hinted.setdefault(hint, []).append(student)
+
+
+def file_id(student: str) -> str:
+    """The id as its report file is named: grades.csv quotes an id a spreadsheet would run (output_files.inert)."""
+    return student[1:] if student.startswith("'") and student[1:].startswith(FORMULA_STARTS) else student
