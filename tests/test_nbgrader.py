@@ -720,3 +720,25 @@ def test_make_nbgrader_reconcile_runs_the_reconciliation():
         ["make", "-n", "nbgrader-reconcile", "COURSE=some/course"], cwd=REPO, capture_output=True, text=True
     )
     assert dry_run.returncode == 0 and "-m grader.authoring.nbgrader.reconcile some/course" in dry_run.stdout
+
+
+def test_autograde_raises_no_false_checksum_alarm_for_a_hidden_cell_as_released_but_still_for_an_altered_one(tmp_path):
+    """nbgrader#1961: generate_assignment stores a hidden-test cell's checksum before clearing its hidden tests,
+    so every untouched submission read as tampered with; the course's RestoreHiddenTests tells them apart."""
+    course = tmp_path / "course"
+    prepare(course)
+    hidden = autograder_cell_ids(1)["hidden"]
+    for student in ("bob", "eve"):
+        folder = submit(course, student, {})
+        for notebook in folder.glob("*.ipynb"):
+            if notebook.stem != STAGE_MODULES[1]:
+                notebook.unlink()
+    eve = course / "submitted" / "eve" / ASSIGNMENT / f"{STAGE_MODULES[1]}.ipynb"
+    notebook = nbformat.read(eve, as_version=4)
+    cell(notebook, hidden).source += "\nprint('eve was here')"
+    nbformat.write(notebook, eve)
+    output = nbgrader(course, "autograde", ASSIGNMENT)
+    alarm = f"Attribute 'checksum' for cell {hidden} has changed"
+    assert output.count(alarm) == 1, output[-3000:]  # eve's
+    untouched = nbgrader(course, "autograde", ASSIGNMENT, "--student", "bob", "--force")
+    assert alarm not in untouched and "has changed" not in untouched, untouched[-3000:]

@@ -11,9 +11,10 @@ from grader.classroom.history import best_report, history, submitted_at
 from grader.classroom.outputs import saved_report, write_feedback, write_report
 from grader.classroom.overrides import TOTAL, applied, overridden_stages, read_overrides, read_seen, write_seen
 from grader.classroom.plan import MAX_SUMMARY_IDS, counted
+from grader.classroom.repricing import repriced
 from grader.core.late_policy import MARKED_LATE_WITHOUT_TIME, NO_SUBMISSION_TIME, LatePolicy, late_record, utc_text
 from grader.core.output_files import inert, write_atomic
-from grader.core.points import rounded
+from grader.core.points import Points, rounded
 from grader.core.report import Flag, FlagKind, Report
 from grader.intake.students import Student
 from grader.runner.escaping import listing
@@ -53,19 +54,23 @@ def write_gradebook(
     current: dict[str, dict],
     policy: LatePolicy,
     stages_graded: list[int],
-    maxima: dict[str, float],
+    points: Points,
     keep: str = "latest",
 ) -> Counter:
     """grades.csv from the reports on disk whose fingerprint is ``current``'s, in student order: the same
     reports give the same bytes. Any other student's row says why they have no grade, never an old score.
 
     A current report whose ``late`` object no longer matches ``policy`` (a due date moved), or whose overrides
-    no longer match OUT/overrides.csv, gets the new ones, and so does its feedback. ``maxima``: the points
-    possible of each graded stage and of the total, which an override may not pass. ``keep``: which of a
+    no longer match OUT/overrides.csv, gets the new ones, and so does its feedback. ``points``: the table
+    graded with (an override may not pass a stage's points possible, nor the total's). ``keep``: which of a
     student's reports a row shows (grader/classroom/history.py). Returns how many rows carry each late flag,
     how many were "penalised", and how many overrides are to "review".
     """
-    overrides, seen = read_overrides(out, {s.id for s in students}, maxima), read_seen(out)
+    maxima = {f"stage{n}": points.stage_total(n) for n in stages_graded}
+    overrides, seen = (
+        read_overrides(out, {s.id for s in students}, maxima | {TOTAL: sum(maxima.values())}),
+        read_seen(out),
+    )
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(csv_columns(stages_graded))
@@ -82,7 +87,7 @@ def write_gradebook(
                 inert([student.id, "", "", *[""] * len(stages_graded), submitted, "", "", "", "", "", "", "", why])
             )
             continue
-        kept, kept_words = _kept(out, student, report, policy, keep)
+        kept, kept_words = _kept(out, student, report, policy, keep, (points, current[student.id]["points"]))
         records = applied(overrides.get(student.id, []), kept, seen)  # the row's: the one that records what it saw
         own = records if kept is report else applied(overrides.get(student.id, []), report, dict(seen))
         late = late_of(policy, student, report, overridden_stages(report, own))
@@ -139,18 +144,32 @@ def write_gradebook(
     return flagged
 
 
-def _kept(out: Path, student: Student, report: Report, policy: LatePolicy, keep: str) -> tuple[Report, str]:
-    """The report a row shows for ``student``, whose current report is ``report``, and the row's words for it."""
+def _kept(
+    out: Path, student: Student, report: Report, policy: LatePolicy, keep: str, priced: tuple[Points, str]
+) -> tuple[Report, str]:
+    """The report a row shows for ``student``, whose current report is ``report``, and the row's words for it.
+    ``priced``: the points table of this run and its fingerprint, which an earlier grading is re-priced with
+    to be compared (one that only a regrade could re-price is left out), so that a row never mixes tables."""
     if keep != "best":
         return report, "latest"
     graded = history(out, student) or [report]
+    earlier = [(place, _in_table(grading, *priced)) for place, grading in enumerate(graded[:-1], start=1)]
+    candidates = [(place, grading) for place, grading in earlier if grading is not None] + [(len(graded), report)]
 
-    def final(earlier: Report) -> float:
-        late = late_record(policy, submitted_at(earlier), False, earlier["stages"], student=student.id)
-        return earlier["score"] - late["penalty_points"]
+    def final(grading: Report) -> float:
+        late = late_record(policy, submitted_at(grading), False, grading["stages"], student=student.id)
+        return grading["score"] - late["penalty_points"]
 
-    best, place = best_report(graded[:-1] + [report], final)  # the latest as it stands now
+    best, index = best_report([grading for _, grading in candidates], final)  # the latest as it stands now
+    place = candidates[index - 1][0]
     return best, f"best of {len(graded)}: grading {place}" + (" (the latest)" if best is report else "")
+
+
+def _in_table(grading: Report, points: Points, fingerprint: str) -> Report | None:
+    """``grading`` priced by ``points`` (whose fingerprint is ``fingerprint``); None where only a regrade could."""
+    if (grading.get("fingerprint") or {}).get("points") == fingerprint:
+        return grading
+    return repriced(grading, points, fingerprint) if grading.get("fingerprint") else None
 
 
 def _row_reason(reason: str | None) -> str:

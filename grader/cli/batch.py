@@ -25,7 +25,6 @@ from grader.classroom.class_record import INPUT_FILE_OPTIONS, check_class_record
 from grader.classroom.fingerprint import RunFingerprint, grader_hash, points_hash
 from grader.classroom.gradebook import file_summary_lines, late_summary, write_gradebook
 from grader.classroom.lanes import LaneError, grade_all
-from grader.classroom.overrides import TOTAL
 from grader.classroom.plan import (
     MAX_SUMMARY_IDS,
     case_twins,
@@ -223,10 +222,7 @@ def main(argv: list[str]) -> int:
         print("grader batch: interrupted; what was graded is kept, run again to go on", file=sys.stderr)
         return 130
     try:
-        maxima = {f"stage{n}": grading.points.stage_total(n) for n in grading.stages}
-        flagged = write_gradebook(
-            out, students, current, policy, list(grading.stages), maxima | {TOTAL: sum(maxima.values())}, keep
-        )
+        flagged = write_gradebook(out, students, current, policy, list(grading.stages), grading.points, keep)
     except OSError as error:  # the reports are written: only the gradebook waits for another run
         print(
             f"grader batch: {out / 'grades.csv'} cannot be replaced ({error.strerror or error}): the reports "

@@ -57,6 +57,20 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\\nraise NotImplemented
 # A test cell the student deleted is put back before grading (nbgrader's own feature): the hidden
 # one looks nearly empty in the students' copy, and grading without it would drop its points.
 c.OverwriteCells.add_missing_cells = True
+# nbgrader's OverwriteCells, without its false "checksum has changed" alarm on a hidden-test cell as released
+# (jupyter/nbgrader#1961; grader/authoring/nbgrader/hidden_tests.py): a real change is still reported.
+from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteKernelspec  # noqa: E402
+
+from grader.authoring.nbgrader.hidden_tests import RestoreHiddenTests  # noqa: E402
+
+c.RestoreHiddenTests.add_missing_cells = True
+c.Autograde.sanitize_preprocessors = [
+    ClearOutput,
+    DeduplicateIds,
+    OverwriteKernelspec,
+    RestoreHiddenTests,
+    CheckCellMetadata,
+]
 '''
 
 INSTRUCTOR_SETTINGS = f'''"""nbgrader configuration of the attention course: yours to edit. `make nbgrader` writes
