@@ -280,8 +280,8 @@ def test_honest_students_keep_full_marks_and_their_files_stay_theirs(hostile_cla
     for honest in honest_students:
         report = json.loads((out / f"{honest}.json").read_text())
         assert report["score"] == 100 and report["complete"], (honest, report["flags"])
-    for other in out.glob("*"):
-        if "honest" not in other.name:
+    for other in out.rglob("*"):  # the history of each student too (OUT/history/<id>/)
+        if other.is_file() and not any("honest" in part for part in other.relative_to(out).parts):
             assert SECRET not in other.read_text(errors="replace"), other.name
 
 

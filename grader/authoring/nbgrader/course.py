@@ -63,7 +63,6 @@ from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, DeduplicateId
 
 from grader.authoring.nbgrader.hidden_tests import RestoreHiddenTests  # noqa: E402
 
-c.RestoreHiddenTests.add_missing_cells = True
 c.Autograde.sanitize_preprocessors = [
     ClearOutput,
     DeduplicateIds,

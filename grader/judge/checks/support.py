@@ -52,8 +52,13 @@ def expect_document_values(
     try:
         results = learner.request(stage, "recipes", calls=uses, names=[value.recipe for value in chosen])
     except LearnerFailure as failure:  # an exception, where a value before the target came out wrong
-        inherited = target is not None and any(_inherited(learner, stage, v, target, device) for v in chosen)
-        if failure.kind == "exception" and inherited:
+        if failure.kind != "exception" or target is None:
+            raise
+        try:
+            inherited = any(_inherited(learner, stage, value, target, device) for value in chosen)
+        except LearnerFailure:  # what comes before raises too: the chain's own error says it best
+            raise failure from None
+        if inherited:
             return [value.id for value in chosen]
         raise
     problems, excused = [], []
