@@ -19,17 +19,17 @@ NOT_HANDED_IN = (FlagKind.NO_STAGE_FILES.value, FlagKind.MISSING.value, FlagKind
 @dataclass
 class ClassSummary:
     students: list[str]  # in grades.csv's order
-    graded: list[str]  # those with a current grade
-    stage_scores: dict[str, list[float]]  # stage id -> each graded student's score
-    stage_max: dict[str, float]
-    stage_titles: dict[str, str]
-    failed_checks: Counter  # "stage2 · document.SelfAttention_v1" -> how many students
-    failed_by: dict[str, list[str]]  # the same -> the students
-    hints: Counter  # hint id -> how many students were shown it
-    hinted: dict[str, list[str]]
-    late: list[tuple[str, str]]  # student, their late penalty and submission time
-    missing: list[tuple[str, str]]  # student, why (flags, or "not graded: ...")
-    overrides: list[tuple[str, str, str]]  # student, override, reason
+    graded: list[str] = field(default_factory=list)  # those with a current grade
+    stage_scores: dict[str, list[float]] = field(default_factory=dict)  # stage id -> each graded student's score
+    stage_max: dict[str, float] = field(default_factory=dict)
+    stage_titles: dict[str, str] = field(default_factory=dict)
+    failed_checks: Counter = field(default_factory=Counter)  # "stage2 · document.X" -> how many students
+    failed_by: dict[str, list[str]] = field(default_factory=dict)  # the same -> the students
+    hints: Counter = field(default_factory=Counter)  # hint id -> how many students were shown it
+    hinted: dict[str, list[str]] = field(default_factory=dict)
+    late: list[tuple[str, str]] = field(default_factory=list)  # student, their penalty and submission time
+    missing: list[tuple[str, str]] = field(default_factory=list)  # student, why (flags, or "not graded")
+    overrides: list[tuple[str, str, str]] = field(default_factory=list)  # student, override, reason
     similar: list[dict[str, str]] = field(default_factory=list)  # similarity.csv's rows
     finals: list[float] = field(default_factory=list)
 
@@ -41,7 +41,7 @@ def summarise(out: Path) -> ClassSummary:
         raise ValueError(f"{out} holds no grades.csv: grade the class there first (make grade-all ... OUT={out})")
     with gradebook.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    summary = ClassSummary([r["student_id"] for r in rows], [], {}, {}, {}, Counter(), {}, Counter(), {}, [], [], [])
+    summary = ClassSummary([r["student_id"] for r in rows])
     for row in rows:
         student = row["student_id"]
         flags = row.get("flags") or ""

@@ -71,9 +71,15 @@ def write_gradebook(
         read_overrides(out, {s.id for s in students}, maxima | {TOTAL: sum(maxima.values())}),
         read_seen(out),
     )
+    columns = csv_columns(stages_graded)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(csv_columns(stages_graded))
+    writer.writerow(columns)
+
+    def write_row(**cells) -> None:
+        """A row by column name; a column not named is blank."""
+        writer.writerow(inert([cells.get(column, "") for column in columns]))
+
     flagged: Counter = Counter()
     for student in students:
         report, exists = saved_report(out, student)
@@ -83,9 +89,7 @@ def write_gradebook(
             why = (
                 "; ".join(report["flags"]) if report and reason == INCOMPLETE else f"not graded: {_row_reason(reason)}"
             )
-            writer.writerow(
-                inert([student.id, "", "", *[""] * len(stages_graded), submitted, "", "", "", "", "", "", "", why])
-            )
+            write_row(student_id=student.id, submitted=submitted, flags=why)
             continue
         kept, kept_words = _kept(out, student, report, policy, keep, (points, current[student.id]["points"]))
         records = applied(overrides.get(student.id, []), kept, seen)  # the row's: the one that records what it saw
@@ -118,25 +122,20 @@ def write_gradebook(
         by_hand = {r["stage"]: r for r in records}
         scored = sum(s["score"] for s in overridden_stages(kept, records))
         final = by_hand[TOTAL]["points"] if TOTAL in by_hand else rounded(max(0, scored - late["penalty_points"]))
-        stages = {s["id"]: s["score"] for s in kept["stages"]}
-        writer.writerow(
-            inert(
-                [
-                    student.id,
-                    kept["score"],
-                    kept["max_score"],
-                    *[stages.get(f"stage{n}", "") for n in stages_graded],
-                    submitted,
-                    late["due"] or "",
-                    late["slip_days_used"],
-                    late["penalty_points"],
-                    final,
-                    kept_words,
-                    "; ".join(f"{r['stage']} {r['points']:g} (automatic {r['automatic']:g})" for r in records),
-                    "; ".join(f"{r['stage']}: {r['reason']}" for r in records),
-                    "; ".join([*kept["flags"], *late["flags"], *review]),
-                ]
-            )
+        write_row(
+            student_id=student.id,
+            score=kept["score"],
+            max_score=kept["max_score"],
+            **{s["id"]: s["score"] for s in kept["stages"]},
+            submitted=submitted,
+            due=late["due"] or "",
+            slip_days_used=late["slip_days_used"],
+            late_penalty=late["penalty_points"],
+            final=final,
+            kept=kept_words,
+            override="; ".join(f"{r['stage']} {r['points']:g} (automatic {r['automatic']:g})" for r in records),
+            override_reason="; ".join(f"{r['stage']}: {r['reason']}" for r in records),
+            flags="; ".join([*kept["flags"], *late["flags"], *review]),
         )
     write_atomic(out / "grades.csv", buffer.getvalue())
     if seen:

@@ -107,8 +107,13 @@ class PrintCapture:
         """file:line of the warning if it names a learner file, else of the last learner line on the stack."""
         if str(filename).startswith(self._folder):
             return f"{Path(filename).name}:{lineno}"
-        frames = [f for f in traceback.extract_stack() if f.filename.startswith(self._folder)]
-        return f"{Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else None
+        return last_learner_line(traceback.extract_stack(), self._folder)
+
+
+def last_learner_line(frames: traceback.StackSummary, folder: str) -> str | None:
+    """file:line of the last of ``frames`` in the learner's files (under ``folder``), None if none is."""
+    theirs = [frame for frame in frames if frame.filename.startswith(folder)]
+    return f"{Path(theirs[-1].filename).name}:{theirs[-1].lineno}" if theirs else None
 
 
 def _first_lines(data: bytes, lines: int) -> bytes:

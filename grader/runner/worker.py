@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 
 from grader.runner import confine, seccomp
-from grader.runner.capture import PrintCapture
+from grader.runner.capture import PrintCapture, last_learner_line
 from grader.runner.commands import ISOLATION_PROBE, receive_command, send_command
 from grader.runner.implementation import load_stage
 from grader.runner.probes import PROBES
@@ -176,9 +176,7 @@ def _where(error: BaseException, submission: Path) -> str | None:
     """file:line of the last frame in the learner's files (or of a syntax error)."""
     if isinstance(error, SyntaxError) and error.filename:  # a file Python cannot read as text has no line
         return f"{Path(error.filename).name}:{error.lineno}" if error.lineno else Path(error.filename).name
-    folder = str(submission.resolve())
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename.startswith(folder)]
-    return f"{Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else None
+    return last_learner_line(traceback.extract_tb(error.__traceback__), str(submission.resolve()))
 
 
 def _import_where(path: Path) -> str | None:
