@@ -16,6 +16,8 @@ PYTEST_ARGS ?=
 UNAME_S ?= $(shell uname -s)
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 TORCH_PIN := $(shell grep -o 'torch==[0-9.]*' pyproject.toml)
+# Asked first (grader.core.index_reachable: a few seconds), so that a machine without it never waits on pip's retries
+INDEX_FALLBACK := PyTorch's CPU index ($(TORCH_CPU_INDEX)) could not be reached: torch comes from pip's other sources (on Linux, PyPI's torch is the CUDA build, several GB)
 
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
@@ -60,8 +62,10 @@ $(VENV)/bin/python:
 $(RUNTIME_STAMP): pyproject.toml | $(VENV)/bin/python
 	@echo "Setting up $(VENV) (first run only: about a minute)..."
 ifeq ($(UNAME_S),Linux)
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --index-url $(TORCH_CPU_INDEX) "$(TORCH_PIN)" \
-		|| echo "PyTorch's CPU index could not be reached: torch comes from the default index (on Linux its CUDA build, several GB)"
+	@if $(PY) -m grader.core.index_reachable $(TORCH_CPU_INDEX); then \
+		$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --retries 1 --timeout 15 \
+			--index-url $(TORCH_CPU_INDEX) "$(TORCH_PIN)" || echo "$(INDEX_FALLBACK)"; \
+	else echo "$(INDEX_FALLBACK)"; fi
 endif
 	$(PY) -m pip install --quiet --disable-pip-version-check -e .
 	@touch $@

@@ -40,19 +40,56 @@ ALTERNATIVES = tomllib.loads((REPO / "tests" / "alternatives.toml").read_text())
 )
 
 
+def learner_file(name: str, mutant: dict | None = None) -> str:
+    """The solution file ``name`` as a learner's (importing from exercises), with ``mutant`` applied if it is
+    about that file: a find/replace on the solution, or a whole file written as a learner's (``source``)."""
+    text = (REPO / "solutions" / name).read_text()
+    if mutant and mutant["file"] == name and "source" in mutant:
+        text = (SUBMISSIONS / mutant["source"]).read_text()
+    elif mutant and mutant["file"] == name:
+        assert text.count(mutant["find"]) == 1, f"{mutant.get('hint') or mutant['what']} no longer fits {name}"
+        text = text.replace(mutant["find"], mutant["replace"])
+    return learner_imports(text)
+
+
 def learner_copy(folder: Path, mutant: dict | None = None, stages=STAGE_MODULES) -> Path:
-    """The solutions as a learner's files (importing from exercises), with one mutant applied: a
-    find/replace on the solution, or a whole file written as a learner's (``source``)."""
+    """The solutions as a learner's files in ``folder``, with one mutant applied (learner_file)."""
     folder.mkdir(parents=True, exist_ok=True)
     for stage in stages:
         name = f"{STAGE_MODULES[stage]}.py"
-        text = (REPO / "solutions" / name).read_text()
-        if mutant and mutant["file"] == name and "source" in mutant:
-            text = (SUBMISSIONS / mutant["source"]).read_text()
-        elif mutant and mutant["file"] == name:
-            assert text.count(mutant["find"]) == 1, f"{mutant.get('hint') or mutant['what']} no longer fits {name}"
-            text = text.replace(mutant["find"], mutant["replace"])
-        (folder / name).write_text(learner_imports(text))
+        (folder / name).write_text(learner_file(name, mutant))
+    return folder
+
+
+VARIANTS = REPO / "tests" / "variants"  # right answers written otherwise, a folder each (tests/test_variants.py)
+BOOK_CODE = REPO / "tests" / "book"  # the chapter's code pasted into the core stages' stubs
+
+
+def correct_class(folder: Path, stages) -> Path:
+    """Right code of ``stages`` as a class folder, a student folder each: the solutions, the book's code, and every
+    right alternative and variant, packed so that no two of them share a file (each student's other files are the
+    solutions'). What every artefact must grade as the repository does, without an error of the grader's own."""
+    solved = {f"{STAGE_MODULES[s]}.py": learner_file(f"{STAGE_MODULES[s]}.py") for s in stages}
+    book = {p.name: p.read_text() for p in sorted(BOOK_CODE.glob("*.py")) if p.name in solved}
+    changes = [{a["file"]: learner_file(a["file"], a)} for a in ALTERNATIVES if a["file"] in solved]
+    for variant in sorted(p for p in VARIANTS.iterdir() if p.is_dir()):
+        files = {p.name: p.read_text() for p in sorted(variant.glob("*.py"))}
+        if set(files) <= set(solved):
+            changes.append(files)
+    packed: list[dict[str, str]] = []
+    for files in changes:
+        room = next((student for student in packed if not set(student) & set(files)), None)
+        if room is None:
+            packed.append(dict(files))
+        else:
+            room.update(files)
+    students = {"solutions": solved, "book": solved | book} | {
+        f"right-{n:02d}": solved | files for n, files in enumerate(packed)
+    }
+    for student, files in students.items():
+        (folder / student).mkdir(parents=True)
+        for name, text in files.items():
+            (folder / student / name).write_text(text)
     return folder
 
 

@@ -31,11 +31,11 @@ import yaml
 from grader.authoring.gradescope import build as build_gradescope_zip
 from grader.authoring.release import build_release
 from grader.core.points import points_in_use
-from grader.core.stages import CORE, STAGE_MODULES, stages_of
-from grader.judge.plugin import planned_checks
+from grader.core.stages import CORE, STAGE_MODULES, registry, stages_of
+from grader.judge.plugin import GRADER_FAULTS, grader_faults, planned_checks
 from grader.notebook import SUMMARY
 from tests.conftest import REPO
-from tests.grading import learner_copy
+from tests.grading import BONUS_ON, batch, correct_class, learner_copy
 from tests.test_gradescope import install
 from tests.watching import Watcher
 
@@ -249,6 +249,7 @@ def test_the_gradescope_zip_sets_itself_up_and_grades(tmp_path_factory):
     jsonschema.validate(results, json.loads((SCHEMAS / "gradescope.schema.json").read_text()))
     assert results["score"] == 100, results.get("output", "")[:3000] + graded.stdout[-3000:]
     assert sum(test["score"] for test in results["tests"]) == 100 and "Total: 100/100" in graded.stdout
+    assert not any(fault in json.dumps(results) + graded.stdout for fault in GRADER_FAULTS)
 
 
 # The nbgrader course -------------------------------------------------------------------------------
@@ -303,6 +304,47 @@ def test_a_students_notebook_runs_in_the_students_environment(release, tmp_path_
         output.get("text", "") for cell in executed.cells if cell.cell_type == "code" for output in cell.outputs
     )
     assert SUMMARY.format(kind="visible", stage=1) + f"{VISIBLE[1]:g}/{VISIBLE[1]:g}" in printed, printed
+    assert not any(fault in printed for fault in GRADER_FAULTS), printed
     where, interpreter = printed.strip().splitlines()[-2:]
     assert Path(where).resolve().is_relative_to(folder.resolve()) and Path(interpreter).parent == python.parent
     assert (student / f"{STAGE_MODULES[1]}.py").is_file()  # the answer cell saved the stage file there
+
+
+# Right code everywhere ------------------------------------------------------------------------------
+
+
+def check_verdicts(report: dict) -> dict[str, tuple[str, str | None]]:
+    """Check id -> (status, hint): what two gradings of the same files must agree on."""
+    return {c["id"]: (c["status"], c.get("hint")) for s in report["stages"] for c in s["checks"]}
+
+
+def test_right_code_grades_in_the_release_as_in_the_repository(release, solved, tmp_path):
+    """The solutions, the book's code and every right alternative and variant, graded by the release's own
+    grader in its fresh environment (make grade's command line): no check the grader could not finish, and
+    every check's verdict the repository's visible view gives the same files. The release's bonus stages
+    too: a release built with them, run by the same fresh environment."""
+    folder, _, _ = release
+    python = folder / ".venv" / "bin" / "python"
+    bonus = outside_folder(tmp_path, "bonus-release") / "student"
+    build_release(bonus, BONUS_ON)
+    env = fresh_env()
+    assert_resolves_inside(python, bonus, bonus, env)  # python -m from the folder: that release's grader
+    for where, stages in [(folder, STAGES), (bonus, sorted(registry()))]:
+        students = correct_class(outside_folder(tmp_path, f"class-{where.parent.name}"), stages)
+        repository = tmp_path / f"repository-{where.parent.name}"
+        batch(students, repository, "--visible-only", "--course", str(where / "course.toml"))
+        for student in sorted(p for p in students.iterdir() if p.is_dir()):
+            out = tmp_path / f"{where.parent.name}-{student.name}.json"
+            done = run([str(python), "-m", "grader", str(student), "--visible-only", "--json", str(out)], where, env)
+            assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+            released = json.loads(out.read_text())
+            expected = json.loads((repository / f"{student.name}.json").read_text())
+            assert grader_faults(released) == [] and grader_faults(expected) == [], student.name
+            assert check_verdicts(released) == check_verdicts(expected), student.name
+            assert {c["visibility"] for s in released["stages"] for c in s["checks"]} == {"visible"}
+
+
+def outside_folder(tmp_path: Path, name: str) -> Path:
+    folder = tmp_path / name
+    assert not folder.resolve().is_relative_to(REPO.resolve())
+    return folder

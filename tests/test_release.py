@@ -282,3 +282,16 @@ def test_make_watch_in_the_release_grades_each_save_with_the_visible_checks(rele
         assert "Provisional total (visible checks only)" in first and "stage 2" in first
         unscaled, _ = watcher.saved(stage_file, stage_file.read_text().replace(" ** 0.5", " ** 0.0"))
         assert "missing-scaling" in unscaled or "wrong-scaling" in unscaled, unscaled
+
+
+def test_no_visible_check_of_any_stage_asks_for_what_the_release_lacks():
+    """The release has no solutions/: a visible check that asks for the `reference` fixture errs for every
+    learner, the right code included ("the grader could not finish this check"). Bonus stages too, which
+    a release built without course.toml leaves out."""
+    from grader.authoring.release import fixtures_out_of_reach, visible_only
+    from grader.core.stages import registry
+
+    assert fixtures_out_of_reach("def test_a(learner, reference):\n    pass\n") == {"test_a": ["reference"]}
+    for number in registry():
+        source = (REPO / "grader" / "judge" / "checks" / f"test_stage{number}.py").read_text(encoding="utf-8")
+        assert fixtures_out_of_reach(visible_only(source)) == {}, number

@@ -42,6 +42,10 @@ LEARNER_DOCS = ["errata.md", "troubleshooting.md"]  # and each stage's guide
 # check modules. The release ships these and whatever they import (grader.authoring.shipping).
 NOTEBOOK_ENTRY = "grader.notebook"
 CHECKS_CONFTEST = "grader.judge.checks.conftest"
+# The fixtures a released check may ask for (grader.judge.plugin): the learner's workers, their files and the
+# device. `reference` loads solutions/, which the release never holds; a visible check that asked for it would
+# give every learner "the grader could not finish this check", the right code included.
+RELEASED_FIXTURES = frozenset({"learner", "learner_source", "device"})
 NEVER_SHIPPED = (
     "grader.authoring",
     "grader.classroom",
@@ -56,6 +60,16 @@ def _is_hidden_check(node: ast.AST) -> bool:
             visible = next((k.value for k in decorator.keywords if k.arg == "visible"), None)
             return not (isinstance(visible, ast.Constant) and visible.value is True)
     return False
+
+
+def fixtures_out_of_reach(source: str) -> dict[str, list[str]]:
+    """Check function -> the fixtures it asks for that the release cannot give (RELEASED_FIXTURES)."""
+    return {
+        node.name: unknown
+        for node in ast.parse(source).body
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")
+        if (unknown := [a.arg for a in node.args.args if a.arg not in RELEASED_FIXTURES])
+    }
 
 
 def _defined_names(node: ast.stmt) -> set[str]:
@@ -165,6 +179,8 @@ def released_grader(stages: list[Stage]) -> dict[str, bytes]:
             (REPO / "grader" / "judge" / "checks" / f"test_stage{stage.number}.py").read_text(encoding="utf-8")
         )
         compile(text, f"test_stage{stage.number}.py", "exec")
+        if unreachable := fixtures_out_of_reach(text):
+            raise ValueError(f"visible checks of stage {stage.number} ask for what the release lacks: {unreachable}")
         checks[f"grader.judge.checks.test_stage{stage.number}"] = text
     shipped = shipment(
         [*learner_entry_points(), CHECKS_CONFTEST, *checks, *layer_modules(GRADING_LAYERS)], checks, NEVER_SHIPPED

@@ -204,6 +204,11 @@ class GradingPlugin:
         )
 
 
+# How a check that erred through the grader's fault, never the learner's, begins its message: the artefact
+# tests assert that correct code shows none, wherever it is graded.
+GRADER_FAULTS = ("not graded: the grader failed", "the grader could not finish this check")
+
+
 def run_checks(plugin: GradingPlugin, *extra_args: str, plugins: tuple | list = ()) -> tuple[int, str]:
     """pytest over the checks with ``plugin`` (and ``plugins``): its exit code and what it printed."""
     # Only the plugins grading needs: whatever else is installed must not change a grade.
@@ -275,12 +280,22 @@ def _classify(excinfo) -> tuple[Status, str, str | None]:
             return Status.ERROR, error.message, _hint_for_exception(error.message)
         return Status.ERROR, f"your code raised {error}", _hint_for_exception(error.message)
     if isinstance(error, SandboxError):  # the grader's failure, never the learner's: graded again later
-        return Status.ERROR, f"not graded: the grader failed while running your code ({error})", None
+        return Status.ERROR, f"{GRADER_FAULTS[0]} while running your code ({error})", None
     if "Timeout" in type(error).__name__ or "Timeout >" in str(error):
         return Status.TIMEOUT, "the check ran past its time limit", "timeout"
     if isinstance(error, AssertionError):
         return Status.FAILED, str(error), None
-    return Status.ERROR, f"the grader could not finish this check ({type(error).__name__}: {error})", None
+    return Status.ERROR, f"{GRADER_FAULTS[1]} ({type(error).__name__}: {error})", None
+
+
+def grader_faults(report: dict) -> list[str]:
+    """The checks of ``report`` that erred through the grader's own fault, each as 'id: message'."""
+    return [
+        f"{c['id']}: {c['message']}"
+        for s in report["stages"]
+        for c in s["checks"]
+        if c["status"] == Status.ERROR and c["message"].startswith(GRADER_FAULTS)
+    ]
 
 
 def _hint_for_exception(message: str) -> str | None:
