@@ -81,3 +81,15 @@ def test_a_hint_reads_in_the_words_of_the_stage_it_is_shown_for():
     assert "v1 parameter" in explain("weights-swapped", 3) and "queries @ keys.T" in explain("weights-swapped", 2)
     for hint, entry in catalog().items():
         assert {int(stage) for stage in entry.get("by_stage", {})} <= set(STAGES), hint
+
+
+@pytest.mark.parametrize("page", sorted(p.name for p in DOCS.glob("*.md")))
+def test_no_table_is_broken_by_a_blank_line(page):
+    """A table row after a blank line is read as a paragraph of pipes, apart from its table."""
+    lines = (DOCS / page).read_text(encoding="utf-8").split("\n")
+    broken = [
+        number + 1
+        for number in range(2, len(lines))
+        if lines[number].startswith("|") and not lines[number - 1].strip() and lines[number - 2].startswith("|")
+    ]
+    assert broken == [], f"{page}: table rows after a blank line at lines {broken}"

@@ -77,6 +77,13 @@ def test_the_page_fits_the_width_logs_no_error_and_is_photographed(graded, brows
         "window.innerWidth + 1 && !e.closest('.scroll, figure')).map(e => e.tagName + '.' + e.className)"
     )
     assert sticking_out == []
+    # nor any text clipped in its own box (a long check id in a narrow column), with every fold open
+    view.execute_script("document.querySelectorAll('details').forEach(fold => fold.open = true)")
+    clipped = view.execute_script(
+        "return [...document.body.querySelectorAll('*')].filter(e => e.clientWidth > 0 && e.scrollWidth > "
+        "e.clientWidth + 1 && !e.closest('.scroll, figure')).map(e => e.tagName + ': ' + e.textContent.slice(0, 60))"
+    )
+    assert clipped == []
     shots = Path(os.environ.get("SCREENSHOTS", tmp_path))
     shots.mkdir(parents=True, exist_ok=True)
     view.set_window_size(WIDTHS[device][0], view.execute_script("return document.body.scrollHeight") + 100)

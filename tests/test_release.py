@@ -1,6 +1,7 @@
 """make release: the students' repository holds nothing that could stand in for the work, and works."""
 
 import ast
+import re
 import fnmatch
 import json
 import shutil
@@ -295,3 +296,17 @@ def test_no_visible_check_of_any_stage_asks_for_what_the_release_lacks():
     for number in registry():
         source = (REPO / "grader" / "judge" / "checks" / f"test_stage{number}.py").read_text(encoding="utf-8")
         assert fixtures_out_of_reach(visible_only(source)) == {}, number
+
+
+def test_the_released_texts_name_only_commands_the_release_has(release):
+    """A guide that says `make figures` or `make bench-…` sends a learner to a command their repository lacks."""
+    folder, _ = release
+    makefile = (folder / "Makefile").read_text(encoding="utf-8")
+    targets = set(re.findall(r"^([a-z][a-z-]*):", makefile, re.MULTILINE))
+    assert {"grade", "watch", "submit"} <= targets
+    guides = {f"docs/{p.name}": p.read_text(encoding="utf-8") for p in (REPO / "docs").glob("stage*.md")}
+    for name, text in (text_of(folder) | guides).items():  # every stage's guide, the bonus ones too
+        if name.endswith((".md", "Makefile")):
+            named = set(re.findall(r"`make ([a-z][a-z-]*)", text))
+            assert named <= targets, (name, named - targets)
+            assert "make figures" not in text and "from `solutions/`" not in text, name

@@ -305,11 +305,18 @@ def test_an_import_error_keeps_every_checks_status_and_score(broken_import):
 
 
 def test_an_import_error_is_shown_once_per_stage(broken_import):
+    """One cause: every check of the stage under it (its notes too, marked failed like the rest), the error once."""
     result, outputs = broken_import
-    checks = [c["id"] for c in json.loads(outputs["report.json"])["stages"][0]["checks"] if not is_note(c["id"])]
-    for text in (result.stdout, outputs["report.html"]):  # a note of a stage that cannot be imported says nothing
+    checks = [c["id"] for c in json.loads(outputs["report.json"])["stages"][0]["checks"]]
+    for text in (result.stdout, outputs["report.html"]):
         assert text.count("boom at import") == 1
-        assert text.count("the same problem as document.attention_scores") == len(checks) - 1
+        assert f"stage 1 · {len(checks)} checks failed for one reason" in text
+    assert "the same problem as" not in outputs["report.html"]
+    assert all(f"<p class='same-cause'>{c}" in outputs["report.html"] for c in checks[1:] if c.startswith("document"))
+    row = next(line for line in result.stdout.splitlines() if line.startswith("stage 1 "))
+    assert row.rstrip().endswith("✗" * len(checks)) and "i" not in row.split()[-1]
+    listed = result.stdout.split("What to fix", 1)[1].split("hint [import-error]")[0]
+    assert [c for c in checks if f"· {c}" in listed] == checks
     for platform, field in (("results.json", "output"), ("classroom.json", "message")):
         messages = [test[field] for test in json.loads(outputs[platform])["tests"]]
         assert sum("boom at import" in m for m in messages) == 1, platform
@@ -364,8 +371,8 @@ def test_no_view_points_a_student_at_a_hidden_check_for_a_stage_wide_cause():
     report = a_report([hidden, visible])
     for student_facing in (False, True):
         text = render_text(report, "work", color=False, student_facing=student_facing)
-        assert text.count(cause) == 1 and "the same problem as document.CausalAttention: see its message" in text
-        assert "the same problem as random.CausalAttention" not in text
+        assert text.count(cause) == 1 and "stage 4 · 2 checks failed for one reason" in text
+        assert text.index("· document.CausalAttention") < text.index(cause) < text.index("· random.CausalAttention")
 
 
 def test_full_marks_on_the_chapter_point_the_next_step_at_the_first_bonus_stage(tmp_path):

@@ -1,5 +1,6 @@
 """make watch (grader.cli.watch): a report after each save, each run a fresh student of one warm sandbox."""
 
+import re
 import signal
 import subprocess
 import sys
@@ -25,9 +26,13 @@ def test_each_save_is_graded_again_and_nothing_of_one_run_reaches_the_next(tmp_p
     correct = stage_file.read_text()
     command = [sys.executable, "-m", "grader.cli.watch", str(folder), "--stage", "1"]
     with Watcher(command, REPO) as watcher:
-        assert "Total: 20/20" in watcher.report()
+        first = watcher.report()
+        assert "Total: 20/20" in first and first.count("Grading ") == 1
         tampered, _ = watcher.saved(stage_file, correct + TAMPERING)
         assert "Total: 20/20" not in tampered and "document.attention_scores" in tampered
+        # each later run: a line with the time and the file saved, and no banner again
+        header = re.search(r"──── (\d\d:\d\d:\d\d) · you saved (\S+): graded again ────", tampered)
+        assert header and header[2] == FILE and "Grading " not in tampered, tampered[:400]
         again, _ = watcher.saved(stage_file, correct + "\n# the tampering removed\n")
         assert "Total: 20/20" in again, again  # its process, its torch and its scratch folder went with it
         broken, _ = watcher.saved(stage_file, correct + "\ndef oops(:\n")

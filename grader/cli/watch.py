@@ -23,6 +23,7 @@ from grader.sandbox.zygote import Sandbox, SandboxError
 POLL_SECONDS = 0.05  # how often the files' times are read: a save is seen within this
 WATCHING = "watching {folder} ({what}): save to grade again, Ctrl-C to stop"
 CLEAR_SCREEN = "\033[2J\033[H"
+SAVED = "──── {time} · you saved {files}: graded again ────"
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -54,6 +55,7 @@ class Saves:
 
     def __init__(self, folder: Path, files: list[str]):
         self.folder, self.files, self.stopped = folder, files, False
+        self.saved: list[str] = []  # the files the last save changed (none before the first)
 
     def __iter__(self) -> Iterator[SubmissionFiles]:
         seen = stamp(self.folder, self.files)
@@ -71,6 +73,7 @@ class Saves:
         while True:  # settled: unchanged for one poll
             time.sleep(POLL_SECONDS)
             if (later := stamp(self.folder, self.files)) == now:
+                self.saved = [name for name, before, after in zip(self.files, seen, now) if before != after]
                 return now
             now = later
 
@@ -106,8 +109,11 @@ def main(argv: list[str] | None = None) -> int:
     def show(report) -> None:
         if args.html:
             args.html.write_text(render_html(report, str(args.submission), args.html.absolute()), encoding="utf-8")
-        screen = CLEAR_SCREEN if terminal.isatty() else ""
-        print(f"{screen}{render_text(report, str(args.submission))}\n", file=terminal)
+        text = render_text(report, str(args.submission), banner=not saves.saved)
+        if saves.saved:  # a save: when, and which file, so that a scrolled or piped log reads run by run
+            screen = CLEAR_SCREEN if terminal.isatty() else ""
+            text = f"{screen}{SAVED.format(time=time.strftime('%H:%M:%S'), files=', '.join(saves.saved))}\n\n{text}"
+        print(f"{text}\n", file=terminal)
         print(WATCHING.format(folder=args.submission, what=what), file=terminal, flush=True)
 
     with sandbox:

@@ -6,7 +6,7 @@ from grader.runner.escaping import printable
 
 # Attention maps of the checks are at most 8×8 or so; a report keeps no more than this of either side.
 MAX_SIDE = 16
-MAX_TEXT = 300  # characters of the title and of the note
+MAX_TEXT = 700  # characters of the title and of the note: every row sum of a map and what it shows
 
 
 def bounded_evidence(evidence: dict | None) -> dict | None:

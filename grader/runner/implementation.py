@@ -4,12 +4,14 @@ import importlib
 import importlib.abc
 import importlib.util
 import sys
+import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
 from grader.runner.book_calls import book_constructor
+from grader.runner.capture import last_learner_line
 
 # The stages are the judge's to name (grader/core/stages.py): the runner sees no registry, only the
 # stage number -> module name mapping each call is given.
@@ -24,6 +26,8 @@ class Implementation:
 
     modules: dict[int, ModuleType] = field(default_factory=dict)
     problems: dict[int, str] = field(default_factory=dict)
+    # stage -> file:line in the learner's files where its import failed (None: no line of theirs)
+    where: dict[int, str | None] = field(default_factory=dict)
     # In a worker: tells the judge the public name a recipe is about to call (grader.runner.probes.recipes)
     announce: Callable[[str], None] | None = None
 
@@ -40,7 +44,7 @@ class Implementation:
         return book_constructor(self.name(public_name), public_name)
 
     def __getattr__(self, public_name: str) -> object:
-        if public_name.startswith("_") or public_name in ("modules", "problems", "announce"):
+        if public_name.startswith("_") or public_name in ("modules", "problems", "where", "announce"):
             raise AttributeError(public_name)
         try:
             return self.book(public_name)
@@ -90,6 +94,7 @@ def load_stage(folder: Path, stage: int, modules: dict[int, str]) -> Implementat
     graded = _import_stages(SUBMISSION_PACKAGE, modules, Path(folder).resolve(), only=stage)
     implementation.modules.update(graded.modules)
     implementation.problems.update(graded.problems)
+    implementation.where.update(graded.where)
     implementation.modules = dict(sorted(implementation.modules.items()))
     return implementation
 
@@ -138,5 +143,16 @@ def _import_stages(
         try:
             implementation.modules[stage] = importlib.import_module(f"{package}.{module_name}")
         except Exception as error:  # any failure at import is the learner's to see, not ours
-            implementation.problems[stage] = f"{module_name}.py failed to import: {type(error).__name__}: {error}"
+            # said once: a SyntaxError's own words name its line too, which `where` says
+            words = error.msg if isinstance(error, SyntaxError) else str(error)
+            implementation.problems[stage] = f"{module_name}.py failed to import: {type(error).__name__}: {words}"
+            implementation.where[stage] = _import_location(error, folder)
     return implementation
+
+
+def _import_location(error: Exception, folder: Path | None) -> str | None:
+    """file:line where ``error`` stopped the import: a syntax error's line, else the last line of the learner's
+    files (under ``folder``) that ran."""
+    if isinstance(error, SyntaxError) and error.filename:
+        return f"{Path(error.filename).name}:{error.lineno}" if error.lineno else Path(error.filename).name
+    return None if folder is None else last_learner_line(traceback.extract_tb(error.__traceback__), str(folder))

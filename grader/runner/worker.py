@@ -154,7 +154,7 @@ def _load(submission: Path, stage: int, modules: dict[int, str]):
             "kind": "not_implemented" if missing else "import_error",
             "type": None,
             "message": implementation.problems[stage],
-            "where": _import_where(submission / f"{modules[stage]}.py"),
+            "where": implementation.where.get(stage),
         }
     return implementation, None
 
@@ -178,12 +178,3 @@ def _where(error: BaseException, submission: Path) -> str | None:
         return f"{Path(error.filename).name}:{error.lineno}" if error.lineno else Path(error.filename).name
     return last_learner_line(traceback.extract_tb(error.__traceback__), str(submission.resolve()))
 
-
-def _import_where(path: Path) -> str | None:
-    if not path.is_file():
-        return None
-    try:
-        compile(path.read_bytes(), str(path), "exec")
-    except SyntaxError as error:
-        return f"{path.name}:{error.lineno}" if error.lineno else path.name
-    return None

@@ -117,11 +117,14 @@ def total_label(report: Report) -> str:
 
 def checks_to_fix(report: Report) -> Iterator[tuple[int, CheckReport, str | None]]:
     """(stage number, check, the id of the check whose message it repeats, or None) for each check that
-    failed, errored or timed out; notes are told apart (notes_to_read)."""
+    failed, errored or timed out; notes are told apart (notes_to_read), except those a stage-wide cause (a
+    file that could not be imported) failed, which are marked as failed like the rest of their stage."""
     for stage in report["stages"]:
         repeats = repeated_causes(stage)
         for check in stage["checks"]:
-            if check["status"] not in (Status.PASSED, Status.NOT_IMPLEMENTED) and not is_note(check["id"]):
+            if check["status"] in (Status.PASSED, Status.NOT_IMPLEMENTED):
+                continue
+            if not is_note(check["id"]) or _stage_wide_cause(check):
                 yield stage_number(stage), check, repeats.get(check["id"])
 
 
@@ -163,18 +166,22 @@ class Cause:
 
 
 def causes_to_fix(report: Report) -> list[Cause]:
-    """checks_to_fix, grouped: the checks of a stage that carry one hint form one cause, placed where the
-    first of them is; a check without a hint, or repeating a stage-wide cause's message, stands alone."""
+    """checks_to_fix, grouped: the checks of a stage that carry one hint, or share a stage-wide cause (the
+    first says it, the others repeat it), form one cause, placed where the first of them is; a check without a
+    hint stands alone."""
     causes: list[Cause] = []
-    by_hint: dict[tuple[int, str], Cause] = {}
+    by_hint: dict[tuple, Cause] = {}
     for number, check, same_as in checks_to_fix(report):
-        key = (number, check["hint"]) if check["hint"] and not same_as else None
+        wide = _stage_wide_cause(check)
+        key = (number, wide) if wide else (number, check["hint"]) if check["hint"] else None
         if key in by_hint:
             by_hint[key].checks.append((check, same_as))
             continue
         causes.append(Cause(number, [(check, same_as)]))
         if key:
             by_hint[key] = causes[-1]
+    for cause in causes:  # the check that says the cause in full comes first, the checks repeating it after
+        cause.checks.sort(key=lambda pair: pair[1] is not None)
     return causes
 
 

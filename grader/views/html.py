@@ -54,6 +54,7 @@ section.cause.note { border-color: #8c959f; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #fff; border: 1px solid #d0d7de; padding: .5rem;
       font-size: .85rem; }
 details > summary { cursor: pointer; margin: .3rem 0; }
+h3, summary, li, p, td { overflow-wrap: anywhere; } p.same-cause { margin: .2rem 0 .2rem 1.1rem; }
 .maps { display: flex; flex-wrap: wrap; gap: 1.5rem; } figure { margin: 0; max-width: 100%; overflow-x: auto; }
 table.heat { border-collapse: collapse; font-size: .75rem; }
 table.heat td { width: 2.6rem; height: 1.6rem; text-align: center; border: 1px solid #d0d7de; }
@@ -135,6 +136,12 @@ def _what_to_fix(report: Report, folder: Path) -> str:
         status = cause.checks[0][0]["status"]
         body = [f"<h3>{_text(cause.title)}: <span class='verdict {status}'>{cause.score}</span></h3>"]
         for index, (c, same_as) in enumerate(cause.checks):
+            if same_as and len(cause.checks) > 1:  # one of the checks the cause's first message speaks for
+                body.append(
+                    f"<p class='same-cause'>{_text(check_title(c))}: <span class='verdict {c['status']}'>"
+                    f"{score_text(c['score'], c['max_score'])}</span></p>"
+                )
+                continue
             said = (
                 f"<p>{_text(repeat_message(same_as))}</p>"
                 if same_as

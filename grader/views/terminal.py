@@ -33,7 +33,12 @@ Line = list[tuple[str, str | None]]
 
 
 def render_text(
-    report: Report, submission: str, color: bool | None = None, student_facing: bool = False, folder: str | None = None
+    report: Report,
+    submission: str,
+    color: bool | None = None,
+    student_facing: bool = False,
+    folder: str | None = None,
+    banner: bool = True,
 ) -> str:
     """The report as a person reads it. Every piece of text is escaped before any colour goes in,
     so the grader's colour codes are the only ones that can reach the terminal.
@@ -41,20 +46,23 @@ def render_text(
     ``student_facing``: hidden checks show their verdict and hint only (feedback.student_view); without
     it, everything, as an instructor (or a learner whose repository holds no hidden checks) reads it.
     ``folder``: where the learner finds their files, for the next step (default ``submission``; "" names
-    the file alone, as for a class, where ``submission`` is an id).
+    the file alone, as for a class, where ``submission`` is an id). ``banner``: False leaves out the opening
+    lines (what was graded, on what, and the flags' sentences), which `make watch` says once.
     """
     colored = sys.stdout.isatty() and "NO_COLOR" not in os.environ if color is None else color
     report = student_view(report) if student_facing else report
     return "\n".join(
         "".join(_paint(printable(text, keep_newlines=False), tone, colored) for text, tone in line)
-        for line in _lines(report, submission, submission if folder is None else folder)
+        for line in _lines(report, submission, submission if folder is None else folder, banner)
     )
 
 
-def _lines(report: Report, submission: str, folder: str) -> list[Line]:
-    lines = [_plain(f"Grading {submission} on {report['device']} (torch {report['torch']})")]
-    lines += [_plain(sentence) for sentence in flag_sentences(report)]
-    lines.append(_plain(""))
+def _lines(report: Report, submission: str, folder: str, banner: bool = True) -> list[Line]:
+    lines: list[Line] = []
+    if banner:
+        lines.append(_plain(f"Grading {submission} on {report['device']} (torch {report['torch']})"))
+        lines += [_plain(sentence) for sentence in flag_sentences(report)]
+        lines.append(_plain(""))
     titles = {
         stage["id"]: registry()[stage_number(stage)].title + (" (bonus)" if stage.get("track") == BONUS else "")
         for stage in report["stages"]
@@ -105,8 +113,9 @@ def _what_to_fix(report: Report) -> list[Line]:
             indent = "    " if alone else "      "
             if not alone:
                 lines.append([(f"  · {check_title(c)}: {score_text(c['score'], c['max_score'])}", _tone(c["status"]))])
-            if same_as:
-                lines.append(_plain(f"{indent}{repeat_message(same_as)}"))
+            if same_as:  # in a cause of its own stage's checks: its title line says it is one of them
+                if alone:
+                    lines.append(_plain(f"{indent}{repeat_message(same_as)}"))
                 continue
             lines += _indented(c["message"], indent)
             for heading, text in shown_output(c):

@@ -320,12 +320,21 @@ def effective_divisor(weights: torch.Tensor, scores: torch.Tensor) -> float | No
     return divisor if torch.allclose(fitted.nan_to_num(), weights.double(), atol=1e-4) else None
 
 
+def _all_one(sums: torch.Tensor) -> bool:
+    return torch.allclose(sums, torch.ones_like(sums), atol=1e-4)
+
+
 def describe_weights(weights: torch.Tensor, scores: torch.Tensor | None, causal: bool = True) -> str:
     """What a (n, n) attention map shows, in plain words: row sums, what a causal map attends to, and
     the divisor of the ``scores`` when the weights are a softmax of them divided by one number."""
     n = weights.shape[-1]
     sums = weights.sum(dim=-1)
     parts = [f"row sums {', '.join(f'{s:.2f}' for s in sums.tolist())}"]
+    columns = weights.sum(dim=0)
+    if weights.shape[0] > 1 and not weights.isnan().any() and _all_one(columns) and not _all_one(sums):
+        parts.append(
+            "each column sums to 1, not each row: it was normalised over the queries (dim=0) instead of over the keys (dim=-1)"
+        )
     if nan := [i for i, row in enumerate(weights) if row.isnan().all()]:
         parts.append(f"row{'s' if len(nan) > 1 else ''} {', '.join(map(str, nan))} not a number (NaN)")
     # What follows is said of the rows that are numbers.
@@ -343,8 +352,7 @@ def describe_weights(weights: torch.Tensor, scores: torch.Tensor | None, causal:
             else "not every token attends to itself"
         )
     if scores is not None and len(weights):
-        sums_to_one = torch.allclose(sums, torch.ones(len(sums), dtype=sums.dtype), atol=1e-4)
-        divisor = effective_divisor(weights, scores) if sums_to_one else None
+        divisor = effective_divisor(weights, scores) if _all_one(sums) else None
         parts.append(
             f"the softmax of the scores divided by {divisor:.3g}"
             if divisor is not None

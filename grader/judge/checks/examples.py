@@ -166,8 +166,8 @@ def _example_weights(function: str, first: torch.Tensor, expected: torch.Tensor,
     if function == "simple_self_attention":  # output = weights @ inputs, inputs square: weights = output @ inputs⁻¹
         inverse = torch.linalg.inv(first.double())
         expected, actual, scores = expected.double() @ inverse, actual.double() @ inverse, first @ first.T
-        read = "read as your output times the inverse of the inputs, which for a function that returns weights @ "
-        read += "inputs are its weights. "
+        read = "Worked back from your output: it should be weights @ inputs, and these inputs are square, so the "
+        read += "weights are your output @ inverse(inputs). "
     if expected.dim() == 1:  # one query's weights: a map of one row
         expected, actual, scores = expected[None], actual[None], scores[None]
         title = f"{function}: the weights of a small example, as one row (columns: keys)"
