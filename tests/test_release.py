@@ -1,9 +1,9 @@
 """make release: the students' repository holds nothing that could stand in for the work, and works."""
 
 import ast
-import re
 import fnmatch
 import json
+import re
 import shutil
 import subprocess
 import sys

@@ -15,7 +15,6 @@ import torch
 from grader.core.options import GradingOptions
 from grader.core.points import points_in_use
 from grader.core.report import Report, build, from_json
-from grader.core.stages import is_note
 from grader.judge.evidence import MAX_SIDE, bounded_evidence
 from grader.judge.plugin import GradingPlugin, run_checks
 from grader.judge.verdict import attention_evidence

@@ -177,4 +177,3 @@ def _where(error: BaseException, submission: Path) -> str | None:
     if isinstance(error, SyntaxError) and error.filename:  # a file Python cannot read as text has no line
         return f"{Path(error.filename).name}:{error.lineno}" if error.lineno else Path(error.filename).name
     return last_learner_line(traceback.extract_tb(error.__traceback__), str(submission.resolve()))
-

@@ -333,7 +333,8 @@ def describe_weights(weights: torch.Tensor, scores: torch.Tensor | None, causal:
     columns = weights.sum(dim=0)
     if weights.shape[0] > 1 and not weights.isnan().any() and _all_one(columns) and not _all_one(sums):
         parts.append(
-            "each column sums to 1, not each row: it was normalised over the queries (dim=0) instead of over the keys (dim=-1)"
+            "each column sums to 1, not each row: it was normalised over the queries (dim=0) instead of over "
+            "the keys (dim=-1)"
         )
     if nan := [i for i, row in enumerate(weights) if row.isnan().all()]:
         parts.append(f"row{'s' if len(nan) > 1 else ''} {', '.join(map(str, nan))} not a number (NaN)")

@@ -38,6 +38,20 @@ DOCUMENTED = {
 }
 
 
+def mask_and_renormalize(attn_weights: torch.Tensor) -> torch.Tensor:
+    """Stage 4's documented function, on (..., n, n) weights: zero above the diagonal, each row renormalised."""
+    n = attn_weights.shape[-1]
+    kept = attn_weights * torch.tril(torch.ones(n, n, dtype=attn_weights.dtype))
+    return kept / kept.sum(dim=-1, keepdim=True)
+
+
+def causal_softmax(attn_scores: torch.Tensor, d_k: int) -> torch.Tensor:
+    """Stage 4's documented function, on (..., n, n) scores: -inf above the diagonal, then the scaled softmax."""
+    n = attn_scores.shape[-1]
+    future = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+    return torch.softmax(attn_scores.masked_fill(future, -torch.inf) / d_k**0.5, dim=-1)
+
+
 def attention(
     x: torch.Tensor, weights: dict[str, torch.Tensor], prefix: str = "", causal: bool = False, transposed: bool = False
 ) -> torch.Tensor:

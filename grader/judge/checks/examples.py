@@ -134,16 +134,10 @@ def _function_example(function: str) -> tuple[list, torch.Tensor, dict[str, torc
         return [inputs], attend(inputs, inputs, inputs, divisor=None), simple_attention_variants(inputs)
     w = torch.softmax(torch.randn(n, n, generator=rng), dim=-1)
     if function == "mask_and_renormalize":
-        below = torch.tril(torch.ones(n, n))
-        return [w], (w * below) / (w * below).sum(-1, keepdim=True), renormalize_variants(w)
+        return [w], documented.mask_and_renormalize(w), renormalize_variants(w)
     scores, d_k = torch.randn(n, n, generator=rng) * 3, 3
     if function == "causal_softmax":
-        future = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
-        return (
-            [scores, d_k],
-            torch.softmax(scores.masked_fill(future, -torch.inf) / d_k**0.5, dim=-1),
-            causal_softmax_variants(scores, d_k),
-        )
+        return [scores, d_k], documented.causal_softmax(scores, d_k), causal_softmax_variants(scores, d_k)
     raise ValueError(f"no example for {function}")
 
 

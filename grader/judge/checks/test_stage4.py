@@ -2,6 +2,7 @@
 
 import torch
 
+from grader.judge.checks import documented
 from grader.judge.checks.attention_probe import showing_attention
 from grader.judge.checks.causal import expect_causal_and_independent, run_injected
 from grader.judge.checks.dropout_probe import expect_dropout_on_weights
@@ -13,6 +14,7 @@ from grader.judge.checks.examples import (
 from grader.judge.checks.shortcut import expect_attention_by_hand
 from grader.judge.checks.support import (
     CheckFailed,
+    agrees,
     build,
     call,
     check,
@@ -186,19 +188,23 @@ def test_batched(learner):
 
 def _expect_batched(learner, function: str, args: list) -> None:
     """A batch of matrices gets what each matrix gets alone: the learner's own answers, stacked. Whether those
-    answers are right is the other checks' to judge, so this note needs no reference (the release has none)."""
+    answers are right is the other checks' to judge; the hint says batched-inputs only where they are (the
+    documented formula, so the release, which has no reference, judges it alike)."""
     alone = [call(learner, STAGE, function, matrix, *args[1:]) for matrix in args[0]]
     if not all(isinstance(a, torch.Tensor) and a.shape == alone[0].shape for a in alone):
         raise CheckFailed(f"{function} of one 5 x 5 matrix returned {describe_value(alone[0])}")
+    each_right = all(
+        agrees(answer, getattr(documented, function)(matrix, *args[1:])) for answer, matrix in zip(alone, args[0])
+    )
     what = f"{function} of a batch of 5 x 5 matrices, shape {tuple(args[0].shape)}, against each matrix given alone"
     try:
         expect_close(call(learner, STAGE, function, *args), torch.stack(alone), what)
     except LearnerFailure as failure:
         if failure.kind != "exception":
             raise
-        raise CheckFailed(f"{what}: your code raised {failure}", "batched-inputs") from None
+        raise CheckFailed(f"{what}: your code raised {failure}", "batched-inputs" if each_right else None) from None
     except CheckFailed as failure:
-        raise CheckFailed(failure.message, "batched-inputs") from None
+        raise CheckFailed(failure.message, "batched-inputs" if each_right else None) from None
 
 
 def _failure(judge) -> CheckFailed | None:
