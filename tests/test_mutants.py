@@ -78,7 +78,12 @@ NO_MAP_TO_READ = ("expected shape", "holds weights of other shapes than document
 
 def test_every_failed_result_of_attention_weights_carries_a_picture(full):
     """Issue 24: a failed document, example or random check of a function or module that computes attention
-    weights carries evidence (a heat map), unless the function never returned a result a map can hold."""
+    weights carries evidence (a heat map), unless the function never returned a result a map can hold. Issue 34:
+    a named cause after the weights shows the output's difference where the check compared an output, else no
+    map; a crash or wrong shape shows the runs of the shape probe instead."""
+    from grader.core.hints import shown_by_weights
+    from grader.judge.checks.shape_probe import RUNS_HEADING
+
     missing = []
     for verdict in full:
         for stage in verdict.report["stages"]:
@@ -91,7 +96,51 @@ def test_every_failed_result_of_attention_weights_carries_a_picture(full):
                     and c["status"] == "failed"
                     and target not in NOT_WEIGHTS
                     and c["hint"] not in ("banned-api", "recorder-tampered")
+                    and shown_by_weights(c["hint"])
+                    and RUNS_HEADING not in c["message"]
                     and not c["evidence"]
                 ):
                     missing.append(f"{_id(verdict.mutant)}: {c['id']}")
     assert missing == []
+
+
+# What a weights map says when it shows no mistake of the weights.
+SAYS_WEIGHTS_RIGHT = "are the expected ones"
+
+
+def pictures_contradicting_hints(verdicts) -> list[str]:
+    """Each failed check whose picture contradicts its hint: a weights map beside a named cause that is not in the
+    weights (hints.toml's picture), or one saying the weights are right beside a cause that is in them."""
+    from grader.core.hints import shown_by_weights
+    from grader.judge.verdict import OUTPUT_MAP_TITLE
+
+    found = []
+    for verdict in verdicts:
+        for stage in verdict.report["stages"]:
+            for check in stage["checks"]:
+                evidence, hint = check.get("evidence"), check["hint"]
+                if check["status"] == "passed" or not evidence or hint is None:
+                    continue
+                output_map = evidence["title"].startswith(OUTPUT_MAP_TITLE)
+                wrong = (not shown_by_weights(hint) and not output_map) or (
+                    shown_by_weights(hint) and SAYS_WEIGHTS_RIGHT in evidence["note"]
+                )
+                if wrong:
+                    found.append(f"{_id(verdict.mutant)} {check['id']} [{hint}]: {evidence['title']}")
+    return found
+
+
+def test_no_picture_contradicts_its_hint(full, release):
+    """Over the whole suite, both views (issue 34): a weights map only beside a cause in the weights."""
+    assert pictures_contradicting_hints(full) == []
+    assert pictures_contradicting_hints(release) == []
+
+
+def test_crashes_and_wrong_shapes_are_named_in_both_views(full, release):
+    """Issue 34: each mutant that raises or returns another shape on some documented sizes (`shape = true`) is
+    named with a proven hint by the full grader and by the release's visible checks alike."""
+    shape = [index for index, mutant in enumerate(MUTANTS) if mutant.get("shape")]
+    assert len(shape) >= 15
+    for view in (full, release):
+        unnamed = [_id(view[index].mutant) for index in shape if not view[index].named]
+        assert unnamed == []

@@ -29,3 +29,9 @@ def docs_link(hint: str, stage: int) -> str:
     entry = catalog()[hint]
     pages = entry.get("stages", [stage])
     return entry["docs"].format(stage=stage if stage in pages else pages[0])
+
+
+def shown_by_weights(hint: str | None) -> bool:
+    """A map of the attention weights shows ``hint``'s cause (its catalog entry says picture = "weights"), or no
+    cause is named, so the weights map is the evidence there is."""
+    return hint is None or catalog()[hint].get("picture") == "weights"

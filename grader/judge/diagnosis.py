@@ -157,6 +157,8 @@ def renormalize_variants(weights: torch.Tensor) -> dict[str, torch.Tensor]:
         / past.sum(-1).unsqueeze(-2),
         "mask-not-renormalized:the sums run down the columns (dim=-2 or 0), not along each row (dim=-1)": past
         / past.sum(-2, keepdim=True),
+        "mask-not-renormalized:one sum of the whole matrix divides every row, not each row's own sum": past
+        / past.sum(dim=(-2, -1), keepdim=True),
     }
 
 

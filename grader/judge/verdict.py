@@ -26,6 +26,8 @@ class CheckFailed(AssertionError):
         self.hint = hint
         self.evidence = evidence
         self.from_source = from_source
+        # (actual, expected) where the check compared a result of the expected shape: what an output map shows
+        self.compared: tuple[torch.Tensor, torch.Tensor] | None = None
 
 
 def attention_evidence(title: str, expected: torch.Tensor, actual: torch.Tensor, note: str = "") -> dict:
@@ -39,6 +41,32 @@ def attention_evidence(title: str, expected: torch.Tensor, actual: torch.Tensor,
         return [[round(float(v), 4) for v in row] for row in t.detach().to("cpu", torch.float64)]
 
     return {"title": title, "expected": rows(expected), "actual": rows(actual), "note": note}
+
+
+OUTPUT_MAP_TITLE = "where your output differs from the expected one"
+
+
+def output_difference_evidence(actual: torch.Tensor, expected: torch.Tensor) -> dict:
+    """A map of |yours - expected| per token (rows) and feature (columns), for a named cause that lies after the
+    attention weights (the values, the heads' merge, the output projection, the weights a seed gives), where a
+    map of the weights would show nothing wrong. The first item of a batch; a 1-D result as one row."""
+    difference = (actual - expected).abs()
+    while difference.dim() > 2:
+        difference = difference[0]
+    if difference.dim() < 2:
+        difference = difference.reshape(1, -1)
+    worst = divmod(int(difference.nan_to_num(nan=float("inf")).argmax()), difference.shape[1])
+    which = "; the first of the batch" if actual.dim() > 2 else ""
+    return {
+        **attention_evidence(
+            f"{OUTPUT_MAP_TITLE} (rows: tokens, columns: features{which})",
+            torch.zeros_like(difference),
+            difference,
+            f"each cell is how far your output is from the expected one there; blank: equal. The largest "
+            f"difference is at token {worst[0]}, feature {worst[1]}",
+        ),
+        "kind": "output",
+    }
 
 
 # Known mistakes' results by name (see proven_mistake), or a function computing them when needed.
@@ -64,12 +92,16 @@ def expect_close(
     if problem is None:
         return
     variant = proven_mistake(actual, expected, _resolve(variants))
+    shape_wrong = isinstance(actual, torch.Tensor) and tuple(actual.shape) != tuple(expected.shape)
     if variant is not None:
         hint, _, detail = variant.partition(":")
         measured = f": here, {detail}" if detail else ""
-        raise CheckFailed(f"{what}: {problem}. That is exactly what the mistake named below gives{measured}", hint)
-    shape_wrong = isinstance(actual, torch.Tensor) and tuple(actual.shape) != tuple(expected.shape)
-    raise CheckFailed(f"{what}: {problem}", "wrong-shape" if shape_wrong else None)
+        failed = CheckFailed(f"{what}: {problem}. That is exactly what the mistake named below gives{measured}", hint)
+    else:
+        failed = CheckFailed(f"{what}: {problem}", "wrong-shape" if shape_wrong else None)
+    if isinstance(actual, torch.Tensor) and not shape_wrong:
+        failed.compared = (actual.detach().to("cpu", torch.float64), expected)
+    raise failed
 
 
 def expect_all_close(cases: list[tuple[object, torch.Tensor, str, Variants]]) -> None:

@@ -57,8 +57,8 @@ def void_without_results(checks: list[CheckResult]) -> None:
     target rests on the stage's result checks. A hidden check rests on the results on the judge's own
     inputs (random), where the function has them, so that a table of the book's printed values earns no
     hidden point; a visible check rests on the visible results alone, since students read it before the
-    hidden ones are published and it must not move with them. A voided check shows the map of a failed
-    result check it rests on, where one has a map."""
+    hidden ones are published and it must not move with them. A voided check names the result checks it rests
+    on and repeats none of their maps: their own card shows them."""
     for check in checks:
         kind = check.id.split(".", 1)[0]
         if kind not in JUDGES_HOW or not check.score:
@@ -77,5 +77,4 @@ def void_without_results(checks: list[CheckResult]) -> None:
             check.message = NOTHING_RIGHT.format(
                 target=check.target or "this stage's code", checks=", ".join(c.id for c in results), kind=kind
             )
-            # the picture of what the results got wrong, which is why this check earns nothing
-            check.evidence = check.evidence or next((c.evidence for c in results if c.evidence), None)
+            # no picture of its own: the message names the result checks, whose card shows what they got wrong

@@ -120,6 +120,16 @@ def renamed(held: dict[str, tuple], documented: dict[str, tuple]) -> dict[str, s
     }
 
 
+def by_owner(key: str, owners: dict[str, str]) -> str:
+    """A parameter name with its owner renamed by ``owners`` (documented owner -> the learner's): "W_query.bias"
+    -> "W_q.bias", a bare "W_query" -> "W_q"; a name whose owner is not renamed, as it is."""
+    owner, _, leaf = key.rpartition(".")
+    owner, leaf = (owner, leaf) if owner else (key, "")
+    if owner not in owners:
+        return key
+    return f"{owners[owner]}.{leaf}" if leaf else owners[owner]
+
+
 PROJECTIONS = ("W_query", "W_key", "W_value")  # the book's names, in the order the book creates them
 
 

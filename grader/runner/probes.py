@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 from torch.overrides import TorchFunctionMode
 
-from grader.runner.book_calls import renamed
+from grader.runner.book_calls import by_owner, renamed
 from grader.runner.document_examples import run_recipe
 from grader.runner.implementation import Implementation, announcing
 from grader.runner.protocol import Foreign
@@ -107,13 +107,18 @@ def module(
     heads: bool = False,
     return_state: bool = False,
     device_input: torch.Tensor | None = None,
+    pairing: dict | None = None,
 ) -> dict:
     """Build a learner module, inject weights, run forward on each input ``repeat`` times.
+
+    ``pairing``: documented projection -> the learner's (W_query -> W_k), the judge's choice of which of the
+    learner's renamed projections takes which documented weight (else they pair by creation order:
+    book_calls.renamed).
 
     ``device_input``: last, run forward on this input watching for tensors made without a device
     that meet the module's tensors (see _FixedDeviceWatch): what fails on a GPU, seen on a CPU.
     """
-    built, report = _built(impl, device, cls, args, kwargs, seed, state, return_state)
+    built, report = _built(impl, device, cls, args, kwargs, seed, state, return_state, pairing)
     if built is None:
         return report
     built.train(train)
@@ -139,6 +144,7 @@ def _built(
     seed: int | None,
     state: dict | None,
     return_state: bool,
+    pairing: dict | None = None,
 ) -> tuple[nn.Module | None, dict]:
     """The learner's ``cls(*args, **kwargs)``, built on the CPU (under ``seed``), holding ``state``, on
     ``device``; and the report of what it holds. None instead of the module when ``state`` holds weights
@@ -152,9 +158,12 @@ def _built(
     if state is not None:
         # Documented weights under the learner's own names, where it holds the same projections by other names
         # (the structure check prices the naming, once).
-        mapping = renamed(
-            {k: tuple(p.shape) for k, p in built.named_parameters()}, {k: tuple(v.shape) for k, v in state.items()}
-        )
+        if pairing is not None:
+            mapping = {key: by_owner(key, pairing) for key in state}
+        else:
+            mapping = renamed(
+                {k: tuple(p.shape) for k, p in built.named_parameters()}, {k: tuple(v.shape) for k, v in state.items()}
+            )
         if mapping is not None:
             state = {mapping.get(k, k): v for k, v in state.items()}
             report["renamed"] = mapping
@@ -336,6 +345,7 @@ def cached_module(
     return_state: bool = False,
     record: bool = False,
     watch_device: bool = False,
+    pairing: dict | None = None,
 ) -> dict:
     """Build a module with a KV cache as ``module`` does (in eval mode), then run ``steps`` on ``x``.
 
@@ -348,7 +358,7 @@ def cached_module(
     its failure. ``watch_device``: the first operation of the steps that combined a tensor made
     without a device with the module's (see _FixedDeviceWatch).
     """
-    built, report = _built(impl, device, cls, args, None, seed, state, return_state)
+    built, report = _built(impl, device, cls, args, None, seed, state, return_state, pairing)
     if built is None:
         return report
     built.eval()

@@ -63,6 +63,7 @@ class LearnerFailure(Exception):
     message: str
     type: str | None = None
     where: str | None = None
+    called: str | None = None  # the judge's own record of the public name its request called, where it named one
 
     def __str__(self) -> str:
         where = f" ({self.where})" if self.where else ""
@@ -198,7 +199,7 @@ class LearnerWorkers:
             self._discard(worker)
             raise LearnerFailure("crash", "the process running your code sent a malformed answer")
         if "error" in reply:
-            failure = told_failure(reply["error"])
+            failure = replace(told_failure(reply["error"]), called=named)
             raise self._encoding_told(failure, stage) if failure.kind == "import_error" else failure
         if isinstance(reply["ok"], dict) and isinstance(reply.get("device_fallback"), dict):
             # The learner's side says its code failed on the GPU and answered from the CPU: it can only cost

@@ -2,10 +2,14 @@
 
 import pytest
 
+from grader.core.hints import shown_by_weights
+from grader.core.stages import registry
+from grader.judge.checks import shape_probe
 from grader.judge.checks.attention_probe import measured_evidence
 from grader.judge.checks.examples import WEIGHT_FUNCTIONS, function_example_failure
 from grader.judge.plugin import device, learner, learner_source, reference, stage_of  # noqa: F401 - fixtures
-from grader.judge.verdict import CheckFailed
+from grader.judge.verdict import CheckFailed, output_difference_evidence
+from grader.sandbox.workers import LearnerFailure
 
 # Checks of what a module or weight function computes (not of how: structure, shortcut, note): when one fails,
 # the measured attention map (a weight function's: on its small example) shows what it did, whichever check
@@ -17,7 +21,12 @@ RESULT_KINDS = ("document", "example", "random", "property")
 def pytest_runtest_call(item: pytest.Item):
     try:
         return (yield)
-    except CheckFailed as failed:
+    except (CheckFailed, LearnerFailure) as failure:
+        if (diagnosed := _shapes_diagnosed(item, failure)) is not None:
+            raise diagnosed from None
+        if not isinstance(failure, CheckFailed):
+            raise
+        failed = failure
         check = item.get_closest_marker("check").kwargs
         learner = item.funcargs.get("learner")
         target = check.get("target") or ""
@@ -27,4 +36,60 @@ def pytest_runtest_call(item: pytest.Item):
                     failed.evidence, failed.hint = example.evidence, failed.hint or example.hint
             else:
                 failed.evidence = measured_evidence(learner, stage_of(item), target)
+        _picture_of_the_cause(failed)
         raise
+
+
+class _Diagnoses:
+    """The shape probe's findings for the student whose workers ``learner`` are: a stage's class is probed once,
+    whichever of its checks fails first. Kept for one student only (a new learner empties it)."""
+
+    owner: object = None
+    found: dict[tuple[int, str], tuple[str, str | None] | None] = {}
+    shown_in: dict[tuple[int, str], str] = {}  # the check whose message lists the runs
+
+    @classmethod
+    def of(cls, workers, stage: int, target: str, check: str) -> tuple[str, str | None] | None:
+        """(the runs in words, or where they are listed; the cause they prove) for ``check``'s target."""
+        if cls.owner is not workers:
+            cls.owner, cls.found, cls.shown_in = workers, {}, {}
+        if (stage, target) not in cls.found:
+            cls.found[(stage, target)] = shape_probe.diagnose(workers, stage, target)
+        found = cls.found[(stage, target)]
+        if found is None:
+            return None
+        first = cls.shown_in.setdefault((stage, target), check)
+        return (found[0] if first == check else f"(the runs that tell why are listed under {first})"), found[1]
+
+
+def _shapes_diagnosed(item: pytest.Item, failure: Exception) -> CheckFailed | None:
+    """``failure`` of a check of a module that raised or returned another shape, told by the shape probe (the
+    runs that ran and did not, and the cause they prove); None where the probe does not apply or finds its
+    own run fine (the check's failure lies in what it alone does)."""
+    check = item.get_closest_marker("check").kwargs
+    workers, stage = item.funcargs.get("learner"), stage_of(item)
+    # a check of several functions (inputs kept, a device note): the one the failed request called
+    target = check.get("target") or (failure.called if isinstance(failure, LearnerFailure) else None) or ""
+    if workers is None or not shape_probe.probed(target) or target not in registry()[stage].names:
+        return None
+    if not shape_probe.qualifies(failure):
+        return None
+    found = _Diagnoses.of(workers, stage, target, check["name"])
+    if found is None:
+        return None
+    runs, cause = found
+    said = failure.message if isinstance(failure, CheckFailed) else f"your code raised {failure}"
+    kept = failure.hint if isinstance(failure, CheckFailed) else None
+    return CheckFailed(f"{said}\n{runs}", cause or kept)
+
+
+def _picture_of_the_cause(failed: CheckFailed) -> None:
+    """A map of the attention weights only beside a cause that lives in them (hints.toml's picture = "weights") and
+    that they show, or beside no named cause. Any other named cause gets the map of where its output differs, when
+    the check compared one, else no map: a weights map there would say the weights are right, or read a scrambled
+    output as weights, and seem to contradict the hint beside it."""
+    if failed.evidence is None or failed.evidence.get("kind") == "output" or failed.hint is None:
+        return
+    if shown_by_weights(failed.hint) and not failed.evidence.get("matches"):
+        return  # a cause in the weights, beside weights that show it
+    failed.evidence = output_difference_evidence(*failed.compared) if failed.compared is not None else None

@@ -100,15 +100,33 @@ def expect_example(learner, stage: int, cls: str) -> None:
     args, shape = EXAMPLES[cls]
     state = parameters_only(reference_state(DOCUMENTED[cls], args, seed=zlib.crc32(cls.encode())))
     x = torch.rand(*shape, generator=generator(f"example.{cls}"))
-    actual = build_causal(learner, stage, cls, args, state, [x])["outputs"][0]
+    reply = build_causal(learner, stage, cls, args, state, [x])
     heads = args[4] if cls == "MultiHeadAttention" else 1
     with showing_attention(learner, stage, cls, heads=heads):
-        expect_close(
-            actual,
-            documented.output(cls, args, state, x),
-            f"{cls}{tuple(args)} with random weights on a {shape} input",
-            lambda: _variants(cls, args, state, x),
+        try:
+            expect_close(
+                reply["outputs"][0],
+                documented.output(cls, args, state, x),
+                f"{cls}{tuple(args)} with random weights on a {shape} input",
+                lambda: _variants(cls, args, state, x),
+            )
+        except CheckFailed as failed:
+            _name_stray_biases(failed, reply, state, cls)
+            raise
+
+
+def _name_stray_biases(failed: CheckFailed, reply: dict, state: dict, cls: str) -> None:
+    """``failed`` told qkv-bias-ignored where the module holds projection biases the documented one (qkv_bias=False)
+    has not: they kept their random values beside the injected weights, which is what made the results differ."""
+    held = [name for name, _ in reply["structure"]["parameters"]]
+    stray = [
+        name for name in held if name.endswith(".bias") and name not in state and name.split(".")[0] in PROJECTIONS
+    ]
+    if failed.hint is None and stray:
+        failed.message += (
+            f"\n{cls} holds the biases {', '.join(stray)} although qkv_bias=False; they keep their random values"
         )
+        failed.hint = "qkv-bias-ignored"
 
 
 # Functions whose result is a matrix of attention weights: a failure shows them as a heat map.

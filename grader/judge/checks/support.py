@@ -1,6 +1,7 @@
 """What every stage's checks share: the marker, seeded inputs, and the common ways to judge."""
 
 import functools
+import itertools
 import re
 import zlib
 
@@ -13,7 +14,7 @@ from grader.judge.checks.documented import DOCUMENTED
 from grader.judge.class_source import init_signature
 from grader.judge.document_values import document_values
 from grader.judge.verdict import CheckFailed, agrees, expect_all_close, expect_close  # noqa: F401 - re-exported for the checks
-from grader.runner.book_calls import BOOK_SIGNATURES, renamed
+from grader.runner.book_calls import BOOK_SIGNATURES, by_owner, renamed
 from grader.runner.seeding import manual_seed
 from grader.sandbox.workers import LearnerFailure, LearnerWorkers
 
@@ -125,7 +126,11 @@ def expect_function_on_cases(
 
 def build(learner: LearnerWorkers, stage: int, cls: str, args: list, probe: str = "module", **options) -> dict:
     """Build the learner's module ``cls(*args)`` in its worker, with grader.runner.probes.module (or
-    another probe that builds one, such as cached_module)."""
+    another probe that builds one, such as cached_module). Injected weights go to the learner's renamed
+    projections by what they compute (role_pairing), where that is known."""
+    if options.get("state") is not None and "pairing" not in options:
+        if (pairing := role_pairing(learner, stage, cls)) is not None:
+            options["pairing"] = pairing
     reply = learner.request(stage, probe, cls=cls, args=list(args), **options)
     mismatched = [_shapes(r) for r in reply.get("rejected", []) if "size mismatch" in r]
     if mismatched:
@@ -137,6 +142,95 @@ def build(learner: LearnerWorkers, stage: int, cls: str, args: list, probe: str 
             "weights-layout" if transposed and stage in hints.catalog()["weights-layout"]["stages"] else None,
         )
     return reply
+
+
+# A class's case for pairing renamed projections: d_in != d_out, so that out_proj's shape tells it apart, and
+# the documented output to compute (MultiHeadAttentionKV without its cache is stage 5's MultiHeadAttention).
+PAIRING_CASES = {
+    "SelfAttention_v1": ("SelfAttention_v1", [3, 4], (5, 3)),
+    "SelfAttention_v2": ("SelfAttention_v2", [3, 4], (5, 3)),
+    "CausalAttention": ("CausalAttention", [3, 4, 6, 0.0], (2, 5, 3)),
+    "MultiHeadAttention": ("MultiHeadAttention", [3, 4, 6, 0.0, 2], (2, 5, 3)),
+    "MultiHeadAttentionKV": ("MultiHeadAttention", [3, 4, 6, 0.0, 2], (2, 5, 3)),
+}
+PAIRING_SEED = 9200
+
+
+class _PerStudent:
+    """Facts the judge found about the student whose workers ``owner`` are; a new student's empty it."""
+
+    owner: object = None
+    found: dict = {}
+
+    @classmethod
+    def of(cls, learner: LearnerWorkers) -> dict:
+        if cls.owner is not learner:
+            cls.owner, cls.found = learner, {}
+        return cls.found
+
+
+def role_pairing(learner: LearnerWorkers, stage: int, cls: str) -> dict[str, str] | None:
+    """Documented projection -> the learner's (W_query -> W_q), for a module whose projections go by other names:
+    the one assignment, among those of projections of the same shapes, under which the module computes the
+    documented output on the judge's own weights and input. Creation order decides nothing: weights created
+    as W_k, W_v, W_q keep their roles, and the worked examples alone judge the order (param-init-order).
+    None where the names are the documented ones, or no assignment (or more than one) computes it."""
+    memo = _PerStudent.of(learner)
+    if (stage, cls) not in memo:
+        memo[(stage, cls)] = _role_pairing(learner, stage, cls) if cls in PAIRING_CASES else None
+    return memo[(stage, cls)]
+
+
+def _role_pairing(learner: LearnerWorkers, stage: int, cls: str) -> dict[str, str] | None:
+    computes, args, shape = PAIRING_CASES[cls]
+    state = parameters_only(reference_state(DOCUMENTED[cls], args, PAIRING_SEED))
+    x = torch.rand(*shape, generator=generator("role pairing"))
+    expected = documented.output(computes, args, state, x)
+
+    def computes_it(pairing: dict | None) -> bool:
+        try:
+            reply = learner.request(stage, "module", cls=cls, args=list(args), state=state, inputs=[x], pairing=pairing)
+        except LearnerFailure:
+            return False
+        return not reply.get("rejected") and bool(reply["outputs"]) and agrees(reply["outputs"][0], expected)
+
+    try:
+        first = learner.request(stage, "module", cls=cls, args=list(args), state=state, inputs=[])
+    except LearnerFailure:
+        return None
+    keys = first.get("renamed")
+    if not keys:
+        return None
+    by_creation = {documented_owner(k): documented_owner(v) for k, v in keys.items() if k != v}
+    shape_of = {owner: _owner_shapes(state, owner) for owner in by_creation}
+    # the learner's projections, each with the shapes of the documented one creation order paired it with
+    held = {mine: shape_of[owner] for owner, mine in by_creation.items()}
+    candidates = [
+        dict(zip(by_creation, order))
+        for order in itertools.permutations(held)
+        if all(shape_of[owner] == held[mine] for owner, mine in zip(by_creation, order))
+    ]
+    found = [pairing for pairing in candidates if computes_it(pairing)]
+    return found[0] if len(found) == 1 else None
+
+
+def documented_owner(key: str) -> str:
+    """The owner of a parameter name: "W_query.weight" -> "W_query", a bare "W_query" -> itself."""
+    owner, _, _ = key.rpartition(".")
+    return owner or key
+
+
+def _owner_shapes(state: dict, owner: str) -> dict[str, tuple]:
+    """What ``owner`` holds: leaf name ("weight", "bias", "" for a bare parameter) -> shape."""
+    return {k.removeprefix(owner).lstrip("."): tuple(v.shape) for k, v in state.items() if documented_owner(k) == owner}
+
+
+def in_documented_names(state: dict, pairing: dict[str, str] | None) -> dict:
+    """The learner's ``state`` under the documented names of ``pairing`` (role_pairing), else as it is."""
+    if not pairing:
+        return state
+    back = {mine: theirs for theirs, mine in pairing.items()}
+    return {by_owner(key, back): value for key, value in state.items()}
 
 
 def _shapes(torch_words: str) -> tuple[str, tuple[str, tuple[str, ...], tuple[str, ...]] | None]:
@@ -154,12 +248,22 @@ def _dims(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(","))
 
 
+def _missing_out_proj_hint(rejected: list[str]) -> str | None:
+    """The hint a module's missing documented weights prove: out_proj's bias alone, or out_proj whole."""
+    if rejected == ["out_proj.bias"]:
+        return "out-proj-bias"
+    return "missing-out-proj" if sorted(rejected) == ["out_proj.bias", "out_proj.weight"] else None
+
+
 def build_with_weights(learner: LearnerWorkers, stage: int, cls: str, args: list, state: dict, **options) -> dict:
     """Build ``cls(*args)`` with injected weights; each documented name has to exist in the learner's module."""
     reply = build(learner, stage, cls, args, state=state, **options)
     if reply["rejected"]:
         held = [f"{name} {tuple(size)}" for name, size in reply["structure"]["parameters"]]
-        raise CheckFailed(f"{cls} does not hold the documented weights {reply['rejected']}; it holds {held}")
+        raise CheckFailed(
+            f"{cls} does not hold the documented weights {reply['rejected']}; it holds {held}",
+            _missing_out_proj_hint(reply["rejected"]),
+        )
     return reply
 
 
@@ -206,6 +310,7 @@ def init_order_hint(
         learner_state = build(learner, stage, cls, args, seed=seed, return_state=True)["state"]
     except LearnerFailure:
         return None  # no diagnosis possible: the check's own failure stands
+    learner_state = in_documented_names(learner_state, role_pairing(learner, stage, cls))
     expected = parameters_only(reference_state(DOCUMENTED[cls], args, seed))
     if holds_weights(learner_state, expected):
         return None  # the weights are the documented ones: whatever differs lies elsewhere
@@ -317,13 +422,13 @@ def expect_documented_names(cls: str, held: list, documented: list) -> None:
     names differ. The other checks found them by creation order and graded their maths; this check alone prices
     the names."""
     held_names, documented_names = [name for name, _ in held], [name for name, _ in documented]
-    if [what for _, what in held] == [what for _, what in documented] and sorted(held_names) != sorted(
-        documented_names
-    ):
+    # the same kinds or shapes, in whatever order (an out_proj named proj and made first is still one)
+    same_kinds = sorted(map(repr, (what for _, what in held))) == sorted(map(repr, (what for _, what in documented)))
+    if same_kinds and sorted(held_names) != sorted(documented_names):
         raise CheckFailed(
             f"your {cls} has {', '.join(held_names)}; the checks and the book call them "
-            f"{', '.join(documented_names)}. The maths was graded with yours, taken in the order you "
-            "created them; only this check asks for the book's names",
+            f"{', '.join(documented_names)}. The maths was graded with yours, each found by what it computes "
+            "(or by the order you created them, where that cannot tell); only this check asks for the book's names",
             "other-names",
         )
 

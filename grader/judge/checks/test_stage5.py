@@ -81,6 +81,14 @@ def test_document_wrapper(learner):
             "the wrapper's state_dict holds no heads: keep them in an nn.ModuleList (a plain Python "
             "list hides them from .parameters(), state_dict() and .to())"
         )
+    widths = sorted({tuple(v.shape)[0] for k, v in learner_state.items() if k.endswith("W_query.weight")})
+    if widths and widths != [args[1]]:
+        raise CheckFailed(
+            f"MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2) builds heads {', '.join(map(str, widths))} "
+            f"feature(s) wide (their W_query's outputs): each head is a whole CausalAttention(d_in, d_out, ...) "
+            f"with d_out = {args[1]} outputs",
+            "wrapper-head-size",
+        )
     if not holds_weights(learner_state, expected_state):
         raise CheckFailed(
             "with torch.manual_seed(123) the heads' weights are not the book's: build the heads in a "
@@ -126,10 +134,10 @@ def test_example_multihead(learner):
     expect_example(learner, STAGE, "MultiHeadAttention")
 
 
-@check("random.MultiHeadAttentionWrapper", target=WRAPPER)
-def test_random_wrapper(learner):
-    rng = generator("random.MultiHeadAttentionWrapper")
-    for b, n, d_in, d_out, context_length, num_heads in WRAPPER_SHAPES:
+def expect_wrapper_shapes(learner, rng: torch.Generator, shapes: list[tuple[int, ...]]) -> None:
+    """The wrapper on each (batch, num_tokens, d_in, d_out, context_length, num_heads): its heads' outputs side by
+    side, num_heads * d_out features."""
+    for b, n, d_in, d_out, context_length, num_heads in shapes:
         args = [d_in, d_out, context_length, 0.0, num_heads]
         reply = build(learner, STAGE, WRAPPER, args, inputs=[torch.rand(b, n, d_in, generator=rng)], heads=True)
         output = expect_concatenated_heads(reply, f"MultiHeadAttentionWrapper{tuple(args)}", num_heads)
@@ -139,6 +147,17 @@ def test_random_wrapper(learner):
                 f"got {tuple(output.shape)}",
                 "wrong-shape",
             )
+
+
+@check("example.MultiHeadAttentionWrapper", visible=True, target=WRAPPER)
+def test_example_wrapper(learner):
+    """Three heads and five tokens, where the worked example has two and six."""
+    expect_wrapper_shapes(learner, generator("example.MultiHeadAttentionWrapper"), [(2, 5, 3, 2, 6, 3)])
+
+
+@check("random.MultiHeadAttentionWrapper", target=WRAPPER)
+def test_random_wrapper(learner):
+    expect_wrapper_shapes(learner, generator("random.MultiHeadAttentionWrapper"), WRAPPER_SHAPES)
 
 
 @check("random.MultiHeadAttention", target="MultiHeadAttention")
@@ -217,10 +236,9 @@ def test_multihead_structure(learner):
     linears = [[name.removesuffix(".weight"), s] for name, s in shape["parameters"] if name.endswith(".weight")]
     expect_documented_names("MultiHeadAttention", linears, expected_linears)
     if linears != expected_linears:
-        names = [n for n, _ in linears]
         hint = (
             "missing-out-proj"
-            if "out_proj" not in names
+            if [6, 6] not in [s for n, s in linears if n not in ("W_query", "W_key", "W_value")]
             else "param-init-order"
             if sorted(linears) == sorted(expected_linears)
             else None
@@ -248,6 +266,12 @@ def test_multihead_structure(learner):
             f"MultiHeadAttention(4, 6, 5, 0.1, num_heads=3) should set head_dim = 6 // 3 = 2; "
             f"it has {shape['attributes'].get('head_dim')}"
         )
+
+
+@check("structure.heads_refused", visible=True, target="MultiHeadAttention")
+def test_heads_refused(learner):
+    """The documented error: a d_out that num_heads does not divide is refused while building."""
+    build(learner, STAGE, "MultiHeadAttention", [4, 6, 5, 0.0, 2])  # a right module builds: what follows is d_out's
     try:
         build(learner, STAGE, "MultiHeadAttention", [4, 5, 6, 0.0, 2])
     except LearnerFailure as failure:
@@ -255,8 +279,9 @@ def test_multihead_structure(learner):
             return
         raise
     raise CheckFailed(
-        "MultiHeadAttention(4, 5, ..., num_heads=2) was built although d_out = 5 features cannot be "
-        "split evenly into 2 heads: raise an error that says d_out must be divisible by num_heads"
+        "MultiHeadAttention(4, 5, 6, 0.0, num_heads=2) was built although d_out = 5 features cannot be "
+        "split evenly into 2 heads: raise an error that says d_out must be divisible by num_heads",
+        "error-not-raised",
     )
 
 

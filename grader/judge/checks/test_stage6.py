@@ -96,6 +96,7 @@ def example_cases() -> list[Case]:
         Case(q, k, v, {"attn_mask": mixed_mask(rng, (3, 5))}),
         Case(q, k, v, {"attn_mask": torch.randn(3, 5, generator=rng) * 2}),
         Case(heads_q, heads_k[:, :2], heads_v[:, :2], {"enable_gqa": True}),  # 4 query heads, 2 key/value heads
+        Case(heads_q, heads_k, heads_v, {"attn_mask": mixed_mask(rng, (4, 3, 5))}),  # one mask a head, broadcast
     ]
 
 

@@ -273,10 +273,9 @@ def test_structure(learner):
     linears = [[name.removesuffix(".weight"), s] for name, s in shape["parameters"] if name.endswith(".weight")]
     expect_documented_names(CLS, linears, expected_linears)
     if linears != expected_linears:
-        names = [n for n, _ in linears]
         hint = (
             "missing-out-proj"
-            if "out_proj" not in names
+            if [8, 8] not in [s for n, s in linears if n not in ("W_query", "W_key", "W_value")]
             else kv_projection_hint(shape["parameters"], args)
             or ("param-init-order" if sorted(linears) == sorted(expected_linears) else None)
         )
@@ -313,7 +312,7 @@ def _expect_refused(learner, args: list, why: str) -> None:
         if failure.kind == "exception":
             return
         raise
-    raise CheckFailed(f"{CLS}{tuple(args)} was built although {why}")
+    raise CheckFailed(f"{CLS}{tuple(args)} was built although {why}", "error-not-raised")
 
 
 @check("note.fixed_device", visible=True, target=CLS)
