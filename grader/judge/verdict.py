@@ -87,7 +87,10 @@ def expect_close(
     expected = expected.detach().to("cpu", torch.float64)
     tolerance = tolerance_for(expected) if tolerance is None else tolerance
     if isinstance(actual, Foreign):
-        raise CheckFailed(f"{what}: expected a tensor of shape {tuple(expected.shape)}, got {describe_value(actual)}")
+        raise CheckFailed(
+            f"{what}: expected a tensor of shape {tuple(expected.shape)}, got {describe_value(actual)}",
+            "returns-tuple" if actual.type == "tuple" else None,
+        )
     problem = describe_difference(actual, expected, tolerance)
     if problem is None:
         return

@@ -240,7 +240,10 @@ def _evidence(cls: str, n: int, measured: Measured) -> dict | None:
         read[h],
         note,
     )
-    return {**evidence, "matches": right}  # right weights show no mistake of the weights (conftest's picture)
+    # right weights show no mistake of the weights (conftest's picture); weights read on later tokens prove a mask
+    # that does not hide them, where the map is read straight from one head (conftest's READ_STRAIGHT)
+    attends_later = causal and bool(read[h].triu(diagonal=1).abs().max() > 1e-6)
+    return {**evidence, "matches": right, "attends_later": attends_later}
 
 
 def expect_attention(learner, stage: int, cls: str, n: int, heads: int, rng: torch.Generator) -> None:

@@ -15,6 +15,10 @@ from grader.sandbox.workers import LearnerFailure
 # the measured attention map (a weight function's: on its small example) shows what it did, whichever check
 # failed first.
 RESULT_KINDS = ("document", "example", "random", "property")
+# Modules whose measured weights are read from one head's output with nothing after it that moves tokens (no
+# head merge, no output projection): a weight on a later token there is the mask's doing alone, whatever the
+# scores were divided by or normalised over (a softmax over the queries leaves masked weights 0).
+READ_STRAIGHT = ("CausalAttention",)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -36,36 +40,39 @@ def pytest_runtest_call(item: pytest.Item):
                     failed.evidence, failed.hint = example.evidence, failed.hint or example.hint
             else:
                 failed.evidence = measured_evidence(learner, stage_of(item), target)
+        if failed.hint is None and target in READ_STRAIGHT and (failed.evidence or {}).get("attends_later"):
+            failed.hint = "mask-not-causal"  # its own weights, read on one-hot tokens, fall on later tokens
         _picture_of_the_cause(failed)
         raise
 
 
 class _Diagnoses:
-    """The shape probe's findings for the student whose workers ``learner`` are: a stage's class is probed once,
-    whichever of its checks fails first. Kept for one student only (a new learner empties it)."""
+    """The shape probe's findings for the student whose workers ``owner`` are: a stage's module or function is
+    probed once, whichever of its checks fails first. Kept for one student only (a new learner empties it)."""
 
     owner: object = None
-    found: dict[tuple[int, str], tuple[str, str | None] | None] = {}
+    found: dict[tuple[int, str], tuple[str, str | None, tuple] | None] = {}
     shown_in: dict[tuple[int, str], str] = {}  # the check whose message lists the runs
 
     @classmethod
-    def of(cls, workers, stage: int, target: str, check: str) -> tuple[str, str | None] | None:
-        """(the runs in words, or where they are listed; the cause they prove) for ``check``'s target."""
+    def of(cls, workers, stage: int, target: str, check: str, failure: Exception) -> tuple[str, str | None] | None:
+        """(the runs in words, or where they are listed; the cause they prove) for ``check``'s ``failure``, where
+        it fails as the probe's base run did; None elsewhere."""
         if cls.owner is not workers:
             cls.owner, cls.found, cls.shown_in = workers, {}, {}
         if (stage, target) not in cls.found:
             cls.found[(stage, target)] = shape_probe.diagnose(workers, stage, target)
         found = cls.found[(stage, target)]
-        if found is None:
-            return None
+        if found is None or found[2] != shape_probe.signature(failure):
+            return None  # the check failed some other way than the probe's own run: the runs do not tell its cause
         first = cls.shown_in.setdefault((stage, target), check)
         return (found[0] if first == check else f"(the runs that tell why are listed under {first})"), found[1]
 
 
 def _shapes_diagnosed(item: pytest.Item, failure: Exception) -> CheckFailed | None:
-    """``failure`` of a check of a module that raised or returned another shape, told by the shape probe (the
-    runs that ran and did not, and the cause they prove); None where the probe does not apply or finds its
-    own run fine (the check's failure lies in what it alone does)."""
+    """``failure`` of a check of a module or function that raised or returned another shape, told by the shape
+    probe (the runs that ran and did not, and the cause they prove); None where the probe does not apply, finds
+    its own run fine (the check's failure lies in what it alone does), or failed otherwise than the check."""
     check = item.get_closest_marker("check").kwargs
     workers, stage = item.funcargs.get("learner"), stage_of(item)
     # a check of several functions (inputs kept, a device note): the one the failed request called
@@ -74,7 +81,7 @@ def _shapes_diagnosed(item: pytest.Item, failure: Exception) -> CheckFailed | No
         return None
     if not shape_probe.qualifies(failure):
         return None
-    found = _Diagnoses.of(workers, stage, target, check["name"])
+    found = _Diagnoses.of(workers, stage, target, check["name"], failure)
     if found is None:
         return None
     runs, cause = found

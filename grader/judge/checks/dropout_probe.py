@@ -112,7 +112,7 @@ def _dropout_problem(learner, stage: int, cls: str, args_for, state_for, n: int,
                 if changed
                 else ", and gave what eval mode gives: apply self.dropout to the attention weights"
             ),
-            "dropout-wrong-place" if changed else None,
+            "dropout-wrong-place" if changed else "dropout-not-applied",
         )
     kept_map = revealed.double() != 0
     # Dropping a value zeroes its column of weights in every row at once; dropping weights does not.

@@ -16,6 +16,7 @@ import torch
 
 from grader.judge.tensor_diff import describe_value
 from grader.judge.verdict import CheckFailed
+from grader.runner.protocol import Foreign
 from grader.sandbox.workers import LearnerFailure, LearnerWorkers
 
 # Classes whose constructor takes heads, and key/value groups; the wrapper's output is num_heads * d_out wide.
@@ -125,6 +126,7 @@ CLAIMS = {
     "batch-fixed": "It runs only on a batch of one: a batch size is fixed (or squeezed away) somewhere.",
     "sizes-hard-coded": "It runs only on the worked example's sizes: a size is written as a number instead "
     "of being read from the input or the constructor's arguments.",
+    "returns-tuple": "It returns a tuple where one tensor is documented.",
     "mask-leading-dims": "It runs with a mask of shape (L, S), not with one whose leading dimensions broadcast over "
     "the batch and heads: the mask is reshaped or indexed as if it had two dimensions.",
 }
@@ -136,6 +138,7 @@ class Run:
     call: str  # what was called, in words: "MultiHeadAttention(4, 6, 7, 0, 3) on x (3, 5, 4)"
     outcome: str  # the shape it returned, or what it raised
     ok: bool
+    failure: tuple = ()  # how it failed, as signature() says it
 
     def line(self) -> str:
         head = f"{self.name}: " if self.name else ""
@@ -151,13 +154,22 @@ def qualifies(failure: BaseException) -> bool:
     return isinstance(failure, CheckFailed) and failure.hint in (None, "wrong-shape")
 
 
+def signature(failure: BaseException) -> tuple:
+    """How a failure shows itself, to tell whether a check failed as the probe's base run did: an exception by its
+    type and the learner's line, else a result of another shape (or weights of other shapes)."""
+    if isinstance(failure, LearnerFailure):
+        return ("raised", failure.type, failure.where)
+    return ("shape",)
+
+
 def probed(target: str) -> bool:
     return target in PROBED or target in FUNCTIONS
 
 
-def diagnose(learner: LearnerWorkers, stage: int, target: str) -> tuple[str, str | None] | None:
-    """(the runs in words, the cause they prove or None) for the module or function ``target``; None where the
-    base run succeeds, so the failure lies in what the check alone does."""
+def diagnose(learner: LearnerWorkers, stage: int, target: str) -> tuple[str, str | None, tuple] | None:
+    """(the runs in words, the cause they prove or None, how the base run failed) for the module or function
+    ``target``; None where the base run succeeds, so the failure lies in what the check alone does. A check's
+    failure is told by these runs only where it fails as the base run does (signature)."""
     if target in FUNCTIONS:
         cases = [("", FUNCTIONS[target].base)] + [
             (name, vary(FUNCTIONS[target].base)) for name, vary in FUNCTIONS[target].variations.items()
@@ -177,24 +189,33 @@ def diagnose(learner: LearnerWorkers, stage: int, target: str) -> tuple[str, str
     runs = [first, *(run(name, case) for name, case in cases[1:])]
     ran = frozenset(run.name for run in runs if run.ok)
     cause = next((hint for hint, needed, allowed in RULES if needed <= ran <= needed | allowed), None)
+    if cause is None and any(run.outcome.startswith(TUPLE_RETURNED) for run in runs):
+        cause = "returns-tuple"  # a fact of its own, whatever else fails: one tensor is documented
     if cause == "heads-width-wrong" and target == "MultiHeadAttentionWrapper":
         cause = "wrapper-head-size"
     words = [RUNS_HEADING, *(run.line() for run in runs)]
     if cause is not None:
         words.append(CLAIMS[cause])
-    return "\n".join(words), cause
+    return "\n".join(words), cause, first.failure
+
+
+TUPLE_RETURNED = "returned a tuple"
 
 
 def _outcome(result: object, expected: tuple[int, ...]) -> tuple[str, bool]:
     if isinstance(result, torch.Tensor) and tuple(result.shape) == expected:
         return f"returned {expected}", True
+    if isinstance(result, Foreign) and result.type == "tuple":
+        return f"{TUPLE_RETURNED}, documented one tensor of shape {expected}", False
     got = tuple(result.shape) if isinstance(result, torch.Tensor) else describe_value(result)
     return f"returned {got}, documented {expected}", False
 
 
-def _raised(failure: LearnerFailure) -> str:
+def _raised(name: str, call: str, failure: LearnerFailure) -> Run:
     said = str(failure)
-    return f"raised {said[:ERROR_CHARS]}{'…' if len(said) > ERROR_CHARS else ''}"
+    return Run(
+        name, call, f"raised {said[:ERROR_CHARS]}{'…' if len(said) > ERROR_CHARS else ''}", False, signature(failure)
+    )
 
 
 def _module_run(learner: LearnerWorkers, stage: int, cls: str, name: str, sizes: Sizes) -> Run:
@@ -204,9 +225,9 @@ def _module_run(learner: LearnerWorkers, stage: int, cls: str, name: str, sizes:
     try:
         reply = learner.request(stage, "module", cls=cls, args=sizes.args(cls), seed=SEED, inputs=[x])
     except LearnerFailure as failure:
-        return Run(name, call, _raised(failure), False)
+        return _raised(name, call, failure)
     (output,) = reply["outputs"] or [None]
-    return Run(name, call, *_outcome(output, sizes.out_shape(cls)))
+    return Run(name, call, *_outcome(output, sizes.out_shape(cls)), ("shape",))
 
 
 # Functions ---------------------------------------------------------------------------------------
@@ -303,5 +324,5 @@ def _call_run(learner: LearnerWorkers, stage: int, function: str, name: str, cas
     try:
         reply = learner.request(stage, "call", function=function, args=args)
     except LearnerFailure as failure:
-        return Run(name, call, _raised(failure), False)
-    return Run(name, call, *_outcome(reply["result"], probe.out_shape(case)))
+        return _raised(name, call, failure)
+    return Run(name, call, *_outcome(reply["result"], probe.out_shape(case)), ("shape",))

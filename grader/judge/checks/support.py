@@ -154,6 +154,7 @@ PAIRING_CASES = {
     "MultiHeadAttentionKV": ("MultiHeadAttention", [3, 4, 6, 0.0, 2], (2, 5, 3)),
 }
 PAIRING_SEED = 9200
+PROJECTION_NAMES = ("W_query", "W_key", "W_value")
 
 
 class _PerStudent:
@@ -248,11 +249,15 @@ def _dims(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(","))
 
 
-def _missing_out_proj_hint(rejected: list[str]) -> str | None:
-    """The hint a module's missing documented weights prove: out_proj's bias alone, or out_proj whole."""
+def _missing_weights_hint(rejected: list[str]) -> str | None:
+    """The hint a module's missing documented weights prove: out_proj's bias alone, out_proj whole, or the
+    projections' biases alone (qkv_bias=True asked for them)."""
     if rejected == ["out_proj.bias"]:
         return "out-proj-bias"
-    return "missing-out-proj" if sorted(rejected) == ["out_proj.bias", "out_proj.weight"] else None
+    if sorted(rejected) == ["out_proj.bias", "out_proj.weight"]:
+        return "missing-out-proj"
+    biases = [name for name in rejected if name.endswith(".bias") and name.split(".")[0] in PROJECTION_NAMES]
+    return "qkv-bias-ignored" if rejected and biases == rejected else None
 
 
 def build_with_weights(learner: LearnerWorkers, stage: int, cls: str, args: list, state: dict, **options) -> dict:
@@ -262,7 +267,7 @@ def build_with_weights(learner: LearnerWorkers, stage: int, cls: str, args: list
         held = [f"{name} {tuple(size)}" for name, size in reply["structure"]["parameters"]]
         raise CheckFailed(
             f"{cls} does not hold the documented weights {reply['rejected']}; it holds {held}",
-            _missing_out_proj_hint(reply["rejected"]),
+            _missing_weights_hint(reply["rejected"]),
         )
     return reply
 

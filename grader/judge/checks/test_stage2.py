@@ -133,7 +133,7 @@ def test_structure_v1(learner):
         )
 
 
-@check("structure.SelfAttention_v2", visible=True)
+@check("structure.SelfAttention_v2", visible=True, target="SelfAttention_v2")
 def test_structure_v2(learner):
     """Visible: qkv_bias's two settings are the only place a learner sees that the bias follows the argument."""
     for bias in (False, True):

@@ -79,7 +79,8 @@ def test_document_wrapper(learner):
     if not any(k.startswith("heads.") for k in learner_state):
         raise CheckFailed(
             "the wrapper's state_dict holds no heads: keep them in an nn.ModuleList (a plain Python "
-            "list hides them from .parameters(), state_dict() and .to())"
+            "list hides them from .parameters(), state_dict() and .to())",
+            "heads-not-registered",
         )
     widths = sorted({tuple(v.shape)[0] for k, v in learner_state.items() if k.endswith("W_query.weight")})
     if widths and widths != [args[1]]:
@@ -225,6 +226,13 @@ def test_wrapper_structure(learner):
             f"should have dropout 0.5 and no bias; head 1 has dropout {dropout} and "
             f"{'a' if biased else 'no'} bias",
             "arguments-swapped" if swapped else None,
+        )
+    with_bias = dict(build(learner, STAGE, WRAPPER, [3, 4, 6, 0.5, 2, True])["structure"]["parameters"])
+    if "heads.0.W_query.bias" not in with_bias:
+        raise CheckFailed(
+            "MultiHeadAttentionWrapper(3, 4, 6, 0.5, num_heads=2, qkv_bias=True): its heads should have biases; "
+            "head 1 has none: pass qkv_bias on to each CausalAttention",
+            "qkv-bias-ignored",
         )
 
 
