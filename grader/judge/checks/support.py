@@ -1,7 +1,5 @@
 """What every stage's checks share: the marker, seeded inputs, and the common ways to judge."""
 
-import functools
-import itertools
 import re
 import zlib
 
@@ -11,10 +9,19 @@ import torch
 from grader.core import hints
 from grader.judge.checks import documented
 from grader.judge.checks.documented import DOCUMENTED
+from grader.judge.checks.naming import (  # noqa: F401 - re-exported for the checks
+    expect_documented_names,
+    in_documented_names,
+    missing_weights_hint,
+    parameters_only,
+    reference_state,
+    role_pairing,
+    under_documented_names,
+)
 from grader.judge.class_source import init_signature
 from grader.judge.document_values import document_values
 from grader.judge.verdict import CheckFailed, agrees, expect_all_close, expect_close  # noqa: F401 - re-exported for the checks
-from grader.runner.book_calls import BOOK_SIGNATURES, by_owner, renamed
+from grader.runner.book_calls import BOOK_SIGNATURES
 from grader.runner.seeding import manual_seed
 from grader.sandbox.workers import LearnerFailure, LearnerWorkers
 
@@ -144,96 +151,6 @@ def build(learner: LearnerWorkers, stage: int, cls: str, args: list, probe: str 
     return reply
 
 
-# A class's case for pairing renamed projections: d_in != d_out, so that out_proj's shape tells it apart, and
-# the documented output to compute (MultiHeadAttentionKV without its cache is stage 5's MultiHeadAttention).
-PAIRING_CASES = {
-    "SelfAttention_v1": ("SelfAttention_v1", [3, 4], (5, 3)),
-    "SelfAttention_v2": ("SelfAttention_v2", [3, 4], (5, 3)),
-    "CausalAttention": ("CausalAttention", [3, 4, 6, 0.0], (2, 5, 3)),
-    "MultiHeadAttention": ("MultiHeadAttention", [3, 4, 6, 0.0, 2], (2, 5, 3)),
-    "MultiHeadAttentionKV": ("MultiHeadAttention", [3, 4, 6, 0.0, 2], (2, 5, 3)),
-}
-PAIRING_SEED = 9200
-PROJECTION_NAMES = ("W_query", "W_key", "W_value")
-
-
-class _PerStudent:
-    """Facts the judge found about the student whose workers ``owner`` are; a new student's empty it."""
-
-    owner: object = None
-    found: dict = {}
-
-    @classmethod
-    def of(cls, learner: LearnerWorkers) -> dict:
-        if cls.owner is not learner:
-            cls.owner, cls.found = learner, {}
-        return cls.found
-
-
-def role_pairing(learner: LearnerWorkers, stage: int, cls: str) -> dict[str, str] | None:
-    """Documented projection -> the learner's (W_query -> W_q), for a module whose projections go by other names:
-    the one assignment, among those of projections of the same shapes, under which the module computes the
-    documented output on the judge's own weights and input. Creation order decides nothing: weights created
-    as W_k, W_v, W_q keep their roles, and the worked examples alone judge the order (param-init-order).
-    None where the names are the documented ones, or no assignment (or more than one) computes it."""
-    memo = _PerStudent.of(learner)
-    if (stage, cls) not in memo:
-        memo[(stage, cls)] = _role_pairing(learner, stage, cls) if cls in PAIRING_CASES else None
-    return memo[(stage, cls)]
-
-
-def _role_pairing(learner: LearnerWorkers, stage: int, cls: str) -> dict[str, str] | None:
-    computes, args, shape = PAIRING_CASES[cls]
-    state = parameters_only(reference_state(DOCUMENTED[cls], args, PAIRING_SEED))
-    x = torch.rand(*shape, generator=generator("role pairing"))
-    expected = documented.output(computes, args, state, x)
-
-    def computes_it(pairing: dict | None) -> bool:
-        try:
-            reply = learner.request(stage, "module", cls=cls, args=list(args), state=state, inputs=[x], pairing=pairing)
-        except LearnerFailure:
-            return False
-        return not reply.get("rejected") and bool(reply["outputs"]) and agrees(reply["outputs"][0], expected)
-
-    try:
-        first = learner.request(stage, "module", cls=cls, args=list(args), state=state, inputs=[])
-    except LearnerFailure:
-        return None
-    keys = first.get("renamed")
-    if not keys:
-        return None
-    by_creation = {documented_owner(k): documented_owner(v) for k, v in keys.items() if k != v}
-    shape_of = {owner: _owner_shapes(state, owner) for owner in by_creation}
-    # the learner's projections, each with the shapes of the documented one creation order paired it with
-    held = {mine: shape_of[owner] for owner, mine in by_creation.items()}
-    candidates = [
-        dict(zip(by_creation, order))
-        for order in itertools.permutations(held)
-        if all(shape_of[owner] == held[mine] for owner, mine in zip(by_creation, order))
-    ]
-    found = [pairing for pairing in candidates if computes_it(pairing)]
-    return found[0] if len(found) == 1 else None
-
-
-def documented_owner(key: str) -> str:
-    """The owner of a parameter name: "W_query.weight" -> "W_query", a bare "W_query" -> itself."""
-    owner, _, _ = key.rpartition(".")
-    return owner or key
-
-
-def _owner_shapes(state: dict, owner: str) -> dict[str, tuple]:
-    """What ``owner`` holds: leaf name ("weight", "bias", "" for a bare parameter) -> shape."""
-    return {k.removeprefix(owner).lstrip("."): tuple(v.shape) for k, v in state.items() if documented_owner(k) == owner}
-
-
-def in_documented_names(state: dict, pairing: dict[str, str] | None) -> dict:
-    """The learner's ``state`` under the documented names of ``pairing`` (role_pairing), else as it is."""
-    if not pairing:
-        return state
-    back = {mine: theirs for theirs, mine in pairing.items()}
-    return {by_owner(key, back): value for key, value in state.items()}
-
-
 def _shapes(torch_words: str) -> tuple[str, tuple[str, tuple[str, ...], tuple[str, ...]] | None]:
     """torch's "size mismatch for W_query: copying a param with shape torch.Size([3, 2]) from checkpoint,
     the shape in current model is torch.Size([2, 3])." as "W_query is (2, 3), documented (3, 2)", with the
@@ -249,17 +166,6 @@ def _dims(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(","))
 
 
-def _missing_weights_hint(rejected: list[str]) -> str | None:
-    """The hint a module's missing documented weights prove: out_proj's bias alone, out_proj whole, or the
-    projections' biases alone (qkv_bias=True asked for them)."""
-    if rejected == ["out_proj.bias"]:
-        return "out-proj-bias"
-    if sorted(rejected) == ["out_proj.bias", "out_proj.weight"]:
-        return "missing-out-proj"
-    biases = [name for name in rejected if name.endswith(".bias") and name.split(".")[0] in PROJECTION_NAMES]
-    return "qkv-bias-ignored" if rejected and biases == rejected else None
-
-
 def build_with_weights(learner: LearnerWorkers, stage: int, cls: str, args: list, state: dict, **options) -> dict:
     """Build ``cls(*args)`` with injected weights; each documented name has to exist in the learner's module."""
     reply = build(learner, stage, cls, args, state=state, **options)
@@ -267,29 +173,9 @@ def build_with_weights(learner: LearnerWorkers, stage: int, cls: str, args: list
         held = [f"{name} {tuple(size)}" for name, size in reply["structure"]["parameters"]]
         raise CheckFailed(
             f"{cls} does not hold the documented weights {reply['rejected']}; it holds {held}",
-            _missing_weights_hint(reply["rejected"]),
+            missing_weights_hint(reply["rejected"]),
         )
     return reply
-
-
-def reference_state(module_class, args: list, seed: int) -> dict[str, torch.Tensor]:
-    """The weights a reference module gets under ``seed``: what gets injected into the learner's.
-
-    The same for every student: a batch builds each module once. Callers get their own dict of
-    tensors that no one changes.
-    """
-    return dict(_reference_state(module_class, tuple(args), seed))
-
-
-@functools.cache
-def _reference_state(module_class, args: tuple, seed: int) -> dict[str, torch.Tensor]:
-    manual_seed(seed)
-    return {k: v.clone() for k, v in module_class(*args).state_dict().items()}
-
-
-def parameters_only(state: dict) -> dict:
-    """The learnable weights of a reference state; the mask is the learner's own to build."""
-    return {k: v for k, v in state.items() if k.split(".")[-1] != "mask"}
 
 
 def reference_output(module_class, args: list, state: dict, x: torch.Tensor) -> torch.Tensor:
@@ -421,23 +307,6 @@ def expect_input_dependent(outputs: list, what: str) -> None:
         raise CheckFailed(f"{what}: the same output came back for different inputs", "hard-coded")
 
 
-def expect_documented_names(cls: str, held: list, documented: list) -> None:
-    """Projections held under other names than the book's: one message naming both. ``held`` and ``documented``
-    are [name, kind or shape] pairs in creation order; the kinds or shapes must agree, pair by pair, and only the
-    names differ. The other checks found them by creation order and graded their maths; this check alone prices
-    the names."""
-    held_names, documented_names = [name for name, _ in held], [name for name, _ in documented]
-    # the same kinds or shapes, in whatever order (an out_proj named proj and made first is still one)
-    same_kinds = sorted(map(repr, (what for _, what in held))) == sorted(map(repr, (what for _, what in documented)))
-    if same_kinds and sorted(held_names) != sorted(documented_names):
-        raise CheckFailed(
-            f"your {cls} has {', '.join(held_names)}; the checks and the book call them "
-            f"{', '.join(documented_names)}. The maths was graded with yours, each found by what it computes "
-            "(or by the order you created them, where that cannot tell); only this check asks for the book's names",
-            "other-names",
-        )
-
-
 def fixed_device_failure(reply: dict, who: str, meets: str) -> CheckFailed | None:
     """note.fixed_device's failure, as a call proved it: a tensor made without device= met ``meets`` (the
     worker's watch), or the call failed on the GPU and was answered from the CPU (``device_fallback``)."""
@@ -484,20 +353,3 @@ def expect_book_signature(learner: LearnerWorkers, source: bytes | None, stage: 
                 "in other parameters or fail",
                 "signature",
             )
-
-
-def under_documented_names(held: dict, documented: dict[str, list]) -> dict:
-    """``held`` (parameter name -> tensor or shape) under the documented names, where the learner's projections
-    pair with the documented ones by creation order, kind and shape (grader.runner.book_calls.renamed); else
-    as it is. What the maths checks read; the structure check alone prices the names."""
-
-    def shape(value) -> tuple:
-        return tuple(value.shape) if isinstance(value, torch.Tensor) else tuple(value)
-
-    mapping = renamed(
-        {name: shape(value) for name, value in held.items()}, {name: tuple(size) for name, size in documented.items()}
-    )
-    if mapping is None:
-        return held
-    back = {mine: theirs for theirs, mine in mapping.items()}
-    return {back.get(name, name): value for name, value in held.items()}

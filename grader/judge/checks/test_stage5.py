@@ -276,7 +276,7 @@ def test_multihead_structure(learner):
         )
 
 
-@check("structure.heads_refused", visible=True, target="MultiHeadAttention")
+@check("structure.refused.MultiHeadAttention", visible=True, target="MultiHeadAttention")
 def test_heads_refused(learner):
     """The documented error: a d_out that num_heads does not divide is refused while building."""
     build(learner, STAGE, "MultiHeadAttention", [4, 6, 5, 0.0, 2])  # a right module builds: what follows is d_out's
