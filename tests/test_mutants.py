@@ -82,7 +82,7 @@ def test_every_failed_result_of_attention_weights_carries_a_picture(full):
     that holds where no cause is named; a named cause shows a map only where the map shows it (a weights map for
     a cause in the weights that the probe's weights reveal, else where the output differs, else none), and a
     crash or wrong shape shows the runs of the shape probe instead."""
-    from grader.judge.checks.shape_probe import RUNS_HEADING
+    from grader.judge.checks.shape_probe import RUNS_HEADING, RUNS_LISTED_UNDER
 
     missing = []
     for verdict in full:
@@ -97,6 +97,7 @@ def test_every_failed_result_of_attention_weights_carries_a_picture(full):
                     and target not in NOT_WEIGHTS
                     and c["hint"] is None  # a named cause shows a map only where the map shows it (issue 34)
                     and RUNS_HEADING not in c["message"]
+                    and RUNS_LISTED_UNDER.partition("{")[0] not in c["message"]
                     and not c["evidence"]
                 ):
                     missing.append(f"{_id(verdict.mutant)}: {c['id']}")

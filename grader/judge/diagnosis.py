@@ -221,6 +221,10 @@ def multihead_variants(x: torch.Tensor, state: dict[str, torch.Tensor], num_head
         for name, weights in weight_variants(split(q), split(k), causal=True, d_in=d_in).items()
     }
     variants["missing-out-proj"] = merge(attend(split(q), split(k), split(v), **right))
+    # Two mistakes real code makes together: masked_fill's result thrown away, and out_proj left out.
+    variants["mask-not-causal:the scores are not masked, and out_proj is not applied either"] = merge(
+        attend(split(q), split(k), split(v), divisor=head_dim**0.5, causal=False)
+    )
     if num_heads > 1:  # the softmax over the heads (dim=1 of (b, heads, n, n)) instead of the keys
         scores = (split(q) @ split(k).transpose(-2, -1) / head_dim**0.5).masked_fill(
             torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1), -torch.inf

@@ -66,7 +66,7 @@ class _Diagnoses:
         if found is None or found[2] != shape_probe.signature(failure):
             return None  # the check failed some other way than the probe's own run: the runs do not tell its cause
         first = cls.shown_in.setdefault((stage, target), check)
-        return (found[0] if first == check else f"(the runs that tell why are listed under {first})"), found[1]
+        return (found[0] if first == check else shape_probe.RUNS_LISTED_UNDER.format(check=first)), found[1]
 
 
 def _shapes_diagnosed(item: pytest.Item, failure: Exception) -> CheckFailed | None:

@@ -27,6 +27,7 @@ SEED = 9100
 RUNS_HEADING = (
     "Run again on sizes of the judge's own, one size changed at a time (✓: ran and returned the documented shape):"
 )
+RUNS_LISTED_UNDER = "(the runs that tell why are listed under {check})"  # a later check of the same target
 # torch's own words that say the cause of the base run's error themselves: no run is needed to tell it, and
 # the runs that succeed would point elsewhere (a view of a transposed tensor works with one head).
 SAID_BY_TORCH = ("view size is not compatible with input tensor's size and stride",)
