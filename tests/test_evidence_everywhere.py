@@ -38,8 +38,9 @@ def test_a_cause_after_the_weights_shows_where_the_output_differs_never_right_we
     from grader.judge.verdict import OUTPUT_MAP_TITLE
 
     found = failed_results(tmp_path, "missing-out-proj", "MultiHeadAttention")
-    assert {c["hint"] for c in found} == {"missing-out-proj"}
-    shown = [c["evidence"] for c in found if c["evidence"]]
+    named = [c for c in found if c["hint"] == "missing-out-proj"]  # a one-token case may tell no cause apart
+    assert named and {c["hint"] for c in found} <= {"missing-out-proj", None}
+    shown = [c["evidence"] for c in named if c["evidence"]]
     assert shown and all(e["title"].startswith(OUTPUT_MAP_TITLE) for e in shown)
     assert not any("are the expected ones" in e["note"] for e in shown)
     assert all(all(v == 0 for row in e["expected"] for v in row) for e in shown)  # expected: no difference
