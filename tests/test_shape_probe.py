@@ -41,7 +41,7 @@ def test_a_cause_is_named_only_for_the_runs_its_rule_allows(ran, named):
 
 
 def test_every_cause_the_probe_names_is_in_the_catalog_and_says_its_claim():
-    named = {hint for hint, _, _ in RULES} | {"wrapper-head-size"}
+    named = {hint for hint, _, _ in RULES} | {"wrapper-head-size", "kv-projection-size", "returns-tuple"}
     assert named <= catalog().keys()
     assert named <= CLAIMS.keys()
     # every run a rule names is a run the probe makes

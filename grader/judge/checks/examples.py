@@ -100,7 +100,8 @@ def expect_example(learner, stage: int, cls: str) -> None:
     args, shape = EXAMPLES[cls]
     state = parameters_only(reference_state(DOCUMENTED[cls], args, seed=zlib.crc32(cls.encode())))
     x = torch.rand(*shape, generator=generator(f"example.{cls}"))
-    reply = build_causal(learner, stage, cls, args, state, [x])
+    batched = len(shape) == 3  # and then a batch of one too, which a squeeze or a fixed batch size mishandles
+    reply = build_causal(learner, stage, cls, args, state, [x, x[:1]] if batched else [x])
     heads = args[4] if cls == "MultiHeadAttention" else 1
     with showing_attention(learner, stage, cls, heads=heads):
         try:
@@ -110,6 +111,12 @@ def expect_example(learner, stage: int, cls: str) -> None:
                 f"{cls}{tuple(args)} with random weights on a {shape} input",
                 lambda: _variants(cls, args, state, x),
             )
+            if batched:
+                expect_close(
+                    reply["outputs"][1],
+                    documented.output(cls, args, state, x[:1]),
+                    f"{cls}{tuple(args)} with random weights on the first item alone, a batch of one",
+                )
         except CheckFailed as failed:
             _name_stray_biases(failed, reply, state, cls)
             raise

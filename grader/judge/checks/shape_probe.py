@@ -128,6 +128,8 @@ CLAIMS = {
     "sizes-hard-coded": "It runs only on the worked example's sizes: a size is written as a number instead "
     "of being read from the input or the constructor's arguments.",
     "returns-tuple": "It returns a tuple where one tensor is documented.",
+    "kv-projection-size": "It runs only where num_kv_groups == num_heads // num_kv_groups, and W_key gives other than "
+    "num_kv_groups * head_dim features: the keys and values are projected to the wrong width.",
     "mask-leading-dims": "It runs with a mask of shape (L, S), not with one whose leading dimensions broadcast over "
     "the batch and heads: the mask is reshaped or indexed as if it had two dimensions.",
 }
@@ -190,6 +192,8 @@ def diagnose(learner: LearnerWorkers, stage: int, target: str) -> tuple[str, str
     runs = [first, *(run(name, case) for name, case in cases[1:])]
     ran = frozenset(run.name for run in runs if run.ok)
     cause = next((hint for hint, needed, allowed in RULES if needed <= ran <= needed | allowed), None)
+    if cause == "kv-repeat-count" and _kv_width(learner, stage, target, cases[0][1]) not in (None, KV_WIDTH):
+        cause = "kv-projection-size"  # keys and values of the wrong width fit only where the two counts agree too
     if cause is None and any(run.outcome.startswith(TUPLE_RETURNED) for run in runs):
         cause = "returns-tuple"  # a fact of its own, whatever else fails: one tensor is documented
     if cause == "heads-width-wrong" and target == "MultiHeadAttentionWrapper":
@@ -201,6 +205,21 @@ def diagnose(learner: LearnerWorkers, stage: int, target: str) -> tuple[str, str
 
 
 TUPLE_RETURNED = "returned a tuple"
+
+
+KV_WIDTH = (
+    BASE["GroupedQueryAttention"].kv_groups * BASE["GroupedQueryAttention"].d_out // BASE["GroupedQueryAttention"].heads
+)  # num_kv_groups * head_dim on the base sizes
+
+
+def _kv_width(learner: LearnerWorkers, stage: int, cls: str, sizes: Sizes) -> int | None:
+    """How many features W_key gives on ``sizes`` (None where it cannot be read)."""
+    try:
+        reply = learner.request(stage, "module", cls=cls, args=sizes.args(cls), seed=SEED, inputs=[])
+    except LearnerFailure:
+        return None
+    held = dict((name, size) for name, size in reply["structure"]["parameters"])
+    return held["W_key.weight"][0] if "W_key.weight" in held else None
 
 
 def _outcome(result: object, expected: tuple[int, ...]) -> tuple[str, bool]:

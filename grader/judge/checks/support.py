@@ -146,9 +146,21 @@ def build(learner: LearnerWorkers, stage: int, cls: str, args: list, probe: str 
             f"{cls}{tuple(args)} holds weights of other shapes than documented, so the grader cannot "
             f"put the documented weights in: {'; '.join(words for words, _ in mismatched)}"
             + ("; each is the documented shape transposed" if transposed else ""),
-            "weights-layout" if transposed and stage in hints.catalog()["weights-layout"]["stages"] else None,
+            "weights-layout"
+            if transposed and stage in hints.catalog()["weights-layout"]["stages"]
+            else "kv-projection-size"
+            if cls == "GroupedQueryAttention" and _only_kv_widths(mismatched)
+            else None,
         )
     return reply
+
+
+def _only_kv_widths(mismatched: list) -> bool:
+    """Every weight of another shape is W_key's or W_value's, with the documented input size and another width."""
+    return all(
+        shapes is not None and shapes[0].split(".")[0] in ("W_key", "W_value") and shapes[1][1:] == shapes[2][1:]
+        for _, shapes in mismatched
+    )
 
 
 def _shapes(torch_words: str) -> tuple[str, tuple[str, tuple[str, ...], tuple[str, ...]] | None]:
@@ -294,6 +306,15 @@ def expect_device_followed(learner: LearnerWorkers, stage: int, cases: dict[str,
             )
     if found:
         raise CheckFailed("\n".join(f.message for f in found), found[0].hint)
+
+
+def mask_buffer_hint(buffers: list) -> str | None:
+    """Why a module lacks its (context_length, context_length) mask buffer: mask-not-buffer where no buffer is named
+    mask; sizes-hard-coded where it is the worked example's (6, 6) whatever context_length says; else no cause."""
+    sizes = [size for name, size in buffers if name == "mask"]
+    if not sizes:
+        return "mask-not-buffer"
+    return "sizes-hard-coded" if sizes[0] == [6, 6] else None
 
 
 def call(learner: LearnerWorkers, stage: int, function: str, *args, **kwargs) -> object:

@@ -26,6 +26,7 @@ from grader.judge.checks.support import (
     generator,
     holds_weights,
     init_order_hint,
+    mask_buffer_hint,
     reference_state,
 )
 from grader.judge.diagnosis import multihead_variants
@@ -267,7 +268,7 @@ def test_multihead_structure(learner):
         raise CheckFailed(
             f"MultiHeadAttention should register a (context_length, context_length) buffer named mask; "
             f"its buffers are {shape['buffers']}",
-            "mask-not-buffer",
+            mask_buffer_hint(shape["buffers"]),
         )
     if shape["attributes"].get("head_dim") != 2:
         raise CheckFailed(

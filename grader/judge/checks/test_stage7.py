@@ -43,6 +43,7 @@ from grader.judge.checks.support import (
     generator,
     holds_weights,
     init_order_hint,
+    mask_buffer_hint,
     parameters_only,
     reference_output,
     reference_state,
@@ -334,7 +335,7 @@ def test_structure(learner, device):
         raise CheckFailed(
             f"MultiHeadAttentionKV should register a (context_length, context_length) buffer named mask; "
             f"its buffers are {shape['buffers']}",
-            "mask-not-buffer",
+            mask_buffer_hint(shape["buffers"]),
         )
     for name in ("cache_k", "cache_v"):
         held = reply["cache_before"][name]

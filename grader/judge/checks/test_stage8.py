@@ -37,6 +37,7 @@ from grader.judge.checks.support import (
     expect_no_fixed_device,
     generator,
     holds_weights,
+    mask_buffer_hint,
     parameters_only,
     reference_output,
     reference_state,
@@ -294,7 +295,7 @@ def test_structure(learner):
         raise CheckFailed(
             f"{CLS} should register a (context_length, context_length) buffer named mask; its buffers "
             f"are {shape['buffers']}",
-            "mask-not-buffer",
+            mask_buffer_hint(shape["buffers"]),
         )
     _expect_refused(
         learner,
