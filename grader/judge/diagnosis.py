@@ -5,6 +5,8 @@ variant only when the learner's output equals it and the input tells it apart fr
 answer and from every other variant (grader.judge.verdict.proven_mistake).
 """
 
+from typing import cast
+
 import torch
 import torch.nn.functional as F
 
@@ -264,7 +266,7 @@ def sdpa_variants(
     """
     q, k, v = (t.detach().to(torch.float64) for t in (query, key, value))
     float_mask = attn_mask is not None and attn_mask.dtype != torch.bool
-    mask = attn_mask.to(torch.float64) if float_mask else attn_mask
+    mask = cast(torch.Tensor, attn_mask).to(torch.float64) if float_mask else attn_mask
     L, S, E = q.shape[-2], k.shape[-2], q.shape[-1]
     factor = 1 / E**0.5 if scale is None else scale
     lower = torch.ones(L, S, dtype=torch.bool).tril()  # top-left causal: query i sees keys 0..i
@@ -306,6 +308,7 @@ def sdpa_variants(
     if mask is not None and not float_mask:
         variants.update(with_blind_rows("bool-mask-inverted", ~mask))
     if float_mask:
+        assert isinstance(mask, torch.Tensor)  # a float mask was given
         variants["float-mask-multiplied"] = _mask_multiplied(q, k, v, mask, factor, enable_gqa)
         variants["mask-before-scaling"] = run(mask=mask * factor, scale=factor)
     if enable_gqa and q.shape[-3] != k.shape[-3]:

@@ -6,6 +6,7 @@ import os
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -20,6 +21,7 @@ from grader.judge.verdict import CheckFailed
 from grader.runner.implementation import Implementation, load_package
 from grader.runner.routes import RouteSwitchedOff
 from grader.runner.seeding import manual_seed
+from grader.sandbox.printed import PrintedOutput
 from grader.sandbox.workers import LearnerFailure, LearnerWorkers
 from grader.sandbox.zygote import SandboxError
 
@@ -183,8 +185,9 @@ class GradingPlugin:
         status, message, hint = _classify(excinfo)
         if excinfo is not None and isinstance(excinfo.value, SandboxError):
             self.disrupted = self.disrupted or str(excinfo.value)
-        printed = self.learner.printed if status in SHOWS_PRINTED else None
-        if status == Status.TIMEOUT and printed.a_lot:
+        # checks run only once begin_student has given the plugin a learner
+        printed = cast(LearnerWorkers, self.learner).printed if status in SHOWS_PRINTED else None
+        if status == Status.TIMEOUT and cast(PrintedOutput, printed).a_lot:  # TIMEOUT is in SHOWS_PRINTED
             message += f"\n{PRINTING_IS_SLOW}"
         verdict = excinfo.value if excinfo is not None and isinstance(excinfo.value, CheckFailed) else None
         return CheckResult(
@@ -197,7 +200,7 @@ class GradingPlugin:
             max_score=worth,
             message=message,
             hint=hint,
-            evidence=bounded_evidence(verdict and verdict.evidence),
+            evidence=bounded_evidence(cast(dict | None, verdict and verdict.evidence)),
             printed="" if printed is None else printed.text(),
             warned="" if printed is None else printed.warned(),
             from_source=verdict is not None and verdict.from_source,
@@ -237,7 +240,7 @@ def _plugin(request) -> GradingPlugin:
 
 @pytest.fixture(scope="session")
 def learner(request) -> LearnerWorkers:
-    return _plugin(request).learner
+    return cast(LearnerWorkers, _plugin(request).learner)  # set by begin_student before any check runs
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,7 @@ import functools
 import types
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
+from typing import TypedDict, TypeGuard, cast
 
 from grader.judge.tampering_names import TAMPERING_BUILTINS, TAMPERING_FRAGMENTS, TAMPERING_NAMES, TAMPERING_PATHS
 
@@ -67,6 +68,13 @@ class _Statement:
 
     def holds(self, position: tuple[int, int]) -> bool:
         return self.start <= position <= self.end
+
+
+class _Span(TypedDict):
+    """Where a top-level statement starts and ends, as _Statement takes them."""
+
+    start: tuple[int, int]
+    end: tuple[int, int]
 
 
 class SourceScan:
@@ -142,12 +150,13 @@ def _read(source: bytes | str, depth: int) -> list[_Statement]:
 
 def _statements(tree: ast.Module) -> list[tuple[_Statement, ast.AST]]:
     """One per top-level statement, decorators included; one per name for an import."""
-    statements = []
+    statements: list[tuple[_Statement, ast.AST]] = []
     for node in tree.body:
         first = min([node, *getattr(node, "decorator_list", [])], key=lambda n: (n.lineno, n.col_offset))
-        span = {
+        span: _Span = {
             "start": (first.lineno, 0 if first is not node else node.col_offset),
-            "end": (node.end_lineno, node.end_col_offset),
+            # ast.parse gives every statement its end position
+            "end": cast(tuple[int, int], (node.end_lineno, node.end_col_offset)),
         }
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
@@ -177,7 +186,7 @@ def _enclosing_definitions(tree: ast.Module) -> dict[int, str]:
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 name = f"{prefix}{child.name}"
                 first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
-                for line in range(first, child.end_lineno + 1):
+                for line in range(first, cast(int, child.end_lineno) + 1):
                     where[line] = name
                 visit(child, f"{name}.")
             else:
@@ -216,14 +225,15 @@ def _paths(node: ast.AST, aliases: dict[str, set[str]]) -> set[str]:
         return {node.id} | aliases.get(node.id, set())
     if isinstance(node, ast.Attribute):
         return {f"{path}.{node.attr}" for path in _paths(node.value, aliases)}
+    # _is_call_with_string has checked that the argument is a string constant
     if _is_call_with_string(node, "getattr", argument=1):
-        return {f"{path}.{node.args[1].value}" for path in _paths(node.args[0], aliases)}
+        return {f"{path}.{cast(str, cast(ast.Constant, node.args[1]).value)}" for path in _paths(node.args[0], aliases)}
     if _is_call_with_string(node, "import_module", argument=0) or _is_call_with_string(node, "__import__", argument=0):
-        return {node.args[0].value}
+        return {cast(str, cast(ast.Constant, node.args[0]).value)}
     return set()
 
 
-def _is_call_with_string(node: ast.AST, function: str, argument: int) -> bool:
+def _is_call_with_string(node: ast.AST, function: str, argument: int) -> TypeGuard[ast.Call]:
     """``node`` calls ``function`` (by name or as an attribute) with a string constant as positional ``argument``."""
     if not isinstance(node, ast.Call) or len(node.args) <= argument:
         return False
@@ -247,7 +257,7 @@ class _Spellings(ast.NodeVisitor):
     def spell(self, name: str, line: int, how: str) -> None:
         self.statement.uses.append(Use(name, line, self.where.get(line, MODULE_LEVEL), how))
 
-    def spell_paths(self, node: ast.AST) -> None:
+    def spell_paths(self, node: ast.expr) -> None:
         for path in _paths(node, self.aliases):
             if "." in path and _is_tampering(path, "attribute"):
                 self.spell(path, node.lineno, "attribute")
@@ -264,6 +274,7 @@ class _Spellings(ast.NodeVisitor):
             for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
             if isinstance(t, ast.Name)
         }
+        child: ast.AST
         for child in node.body:
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 parameters = child.args.posonlyargs + child.args.args
@@ -279,7 +290,7 @@ class _Spellings(ast.NodeVisitor):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         own = isinstance(node.value, ast.Name) and node.value.id == self.self_name and node.attr in self.own_members
         if not own:
-            self.spell(node.attr, node.end_lineno, "attribute")
+            self.spell(node.attr, cast(int, node.end_lineno), "attribute")  # set by ast.parse
             self.spell_paths(node)
         self.generic_visit(node)
 
@@ -321,7 +332,7 @@ def _read_bytecode(module: types.CodeType, statements: list[_Statement], where: 
                 continue
             line = position.lineno
             if instruction.opcode in dis.hasconst:
-                const_positions.setdefault(instruction.arg, (line, position.col_offset or 0))
+                const_positions.setdefault(cast(int, instruction.arg), (line, position.col_offset or 0))
             statement = owner or statement_at(line, position.col_offset or 0)
             if statement is None:
                 continue

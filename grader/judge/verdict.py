@@ -1,6 +1,6 @@
 """Judge one result: pass, or fail with what was expected, what came back, and the mistake's name."""
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import torch
 
@@ -70,7 +70,7 @@ def output_difference_evidence(actual: torch.Tensor, expected: torch.Tensor) -> 
 
 
 # Known mistakes' results by name (see proven_mistake), or a function computing them when needed.
-Variants = Mapping[str, torch.Tensor] | Callable[[], Mapping[str, torch.Tensor]] | None
+Variants = Mapping[str, torch.Tensor] | Callable[[], Mapping[str, torch.Tensor] | None] | None
 
 
 def tolerance_for(expected: torch.Tensor) -> torch.Tensor:
@@ -107,7 +107,7 @@ def expect_close(
     raise failed
 
 
-def expect_all_close(cases: list[tuple[object, torch.Tensor, str, Variants]]) -> None:
+def expect_all_close(cases: Sequence[tuple[object, torch.Tensor, str, Variants]]) -> None:
     """Each (actual, expected, what, variants) must match. The first case that does not fails the
     check; it names a mistake only if every case's result is that mistake's result too, since one
     input, a single token say, may not tell that mistake from others no variant describes."""

@@ -12,6 +12,7 @@ nothing rather than something untrue.
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 
@@ -130,8 +131,14 @@ def read_attention(
     doubled = run(2 * _route(n, groups, identity), w_query, w_key)
     permuted = run(_route(n, groups, shuffled), w_query, w_key)
     even = run(_route(n, groups, identity), torch.zeros_like(w_query), torch.zeros_like(w_key))
-    if any(r is None for r in (read, doubled, permuted, even)) or read.isnan().all():
+    if any(r is None for r in (read, doubled, permuted, even)) or cast(torch.Tensor, read).isnan().all():
         return Reading(read, None)
+    assert (  # every run returned a tensor (checked just above)
+        isinstance(read, torch.Tensor)
+        and isinstance(doubled, torch.Tensor)
+        and isinstance(permuted, torch.Tensor)
+        and isinstance(even, torch.Tensor)
+    )
     # A row that hides every key is NaN, in each run alike: the reading keeps it, for the map to show.
     if not _same(doubled, 2 * read) or not _same(permuted, read[..., shuffled]):
         return Reading(read, None)
@@ -219,7 +226,7 @@ def _evidence(cls: str, n: int, measured: Measured) -> dict | None:
             f"{cls}: output{head} on {n} one-hot tokens with W_value = I (rows: queries; for a right module, its "
             "attention weights)",
             expected[h],
-            output[h],
+            cast(torch.Tensor, output)[h],  # shown, which is not None
             "its attention weights could not be read apart from what it does to the values (see the message), "
             "so this is its output itself: with these inputs a module that computes weights @ values returns "
             "its weights",

@@ -1,5 +1,7 @@
 """pytest's view of the checks: their fixtures, and the evidence a failed check of an attention module carries."""
 
+from typing import cast
+
 import pytest
 
 from grader.core.hints import shown_by_weights
@@ -31,8 +33,9 @@ def pytest_runtest_call(item: pytest.Item):
         if not isinstance(failure, CheckFailed):
             raise
         failed = failure
-        check = item.get_closest_marker("check").kwargs
-        learner = item.funcargs.get("learner")
+        # every check is a test function with its @check marker (GradingPlugin.pytest_collection_modifyitems)
+        check = cast(pytest.Mark, item.get_closest_marker("check")).kwargs
+        learner = cast(pytest.Function, item).funcargs.get("learner")
         target = check.get("target") or ""
         if failed.evidence is None and learner is not None and check["name"].split(".")[0] in RESULT_KINDS:
             if target in WEIGHT_FUNCTIONS:  # its small example's map, and the mistake that map proves
@@ -73,8 +76,9 @@ def _shapes_diagnosed(item: pytest.Item, failure: Exception) -> CheckFailed | No
     """``failure`` of a check of a module or function that raised or returned another shape, told by the shape
     probe (the runs that ran and did not, and the cause they prove); None where the probe does not apply, finds
     its own run fine (the check's failure lies in what it alone does), or failed otherwise than the check."""
-    check = item.get_closest_marker("check").kwargs
-    workers, stage = item.funcargs.get("learner"), stage_of(item)
+    # every check is a test function with its @check marker (GradingPlugin.pytest_collection_modifyitems)
+    check = cast(pytest.Mark, item.get_closest_marker("check")).kwargs
+    workers, stage = cast(pytest.Function, item).funcargs.get("learner"), stage_of(item)
     # a check of several functions (inputs kept, a device note): the one the failed request called
     target = check.get("target") or (failure.called if isinstance(failure, LearnerFailure) else None) or ""
     if workers is None or not shape_probe.probed(target) or target not in registry()[stage].names:

@@ -12,6 +12,7 @@ gains nothing a call of stage 6 would not.
 
 import ast
 from dataclasses import dataclass, replace
+from typing import cast
 
 import torch
 
@@ -69,6 +70,10 @@ def own_spellings(source: bytes | str) -> OwnSpellings:
         return OwnSpellings(frozenset(), frozenset(), frozenset(), False)
     rebound = _rebound_names(tree)
     modules: dict[str, str] = {}  # a local name -> the module of the learner's it stands for
+    imported: set[tuple[str, int]]
+    attributes: set[tuple[str, int]]
+    elsewhere: set[tuple[str, int]]
+    stars: list[bool]
     imported, attributes, elsewhere, stars = set(), set(), set(), []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
@@ -90,7 +95,7 @@ def own_spellings(source: bytes | str) -> OwnSpellings:
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
             from_own = _module_path(node.value, modules) is not None
-            (attributes if from_own else elsewhere).add((node.attr, node.end_lineno))
+            (attributes if from_own else elsewhere).add((node.attr, cast(int, node.end_lineno)))  # set by ast.parse
     return OwnSpellings(frozenset(imported), frozenset(attributes), frozenset(elsewhere), bool(stars) and all(stars))
 
 
@@ -171,7 +176,7 @@ def delegated_shortcut(sources: dict[int, bytes | None], stage: int, cls: str) -
         shortcut = replace(
             ATTENTION_BY_HAND,
             recorded=ATTENTION_BY_HAND.recorded - SDPA_OPS,
-            work=ATTENTION_BY_HAND.work | SDPA_OPS,
+            work=cast(frozenset[str], ATTENTION_BY_HAND.work) | SDPA_OPS,  # a set of operations, not None
             work_in_words="softmax, exponential or call of your stage 6 function",
             switched_off=ATTENTION_OFF_BUT_STAND_IN,
             switched_off_in_words="torch's attention (but for your stage 6 function)",

@@ -8,6 +8,7 @@ so the student release can ship them.
 """
 
 import zlib
+from typing import cast
 
 import torch
 
@@ -69,14 +70,14 @@ def build_causal(learner, stage: int, cls: str, args: list, state: dict, inputs:
 
 
 # class -> the constructor arguments of the book's seeded example
-DOCUMENTED_ARGS = {
+DOCUMENTED_ARGS: dict[str, list] = {
     "SelfAttention_v1": [3, 2],
     "SelfAttention_v2": [3, 2],
     "CausalAttention": [3, 2, 6, 0.0],
     "MultiHeadAttention": [3, 2, 6, 0.0, 2],
 }
 # class -> (constructor arguments, input shape)
-EXAMPLES = {
+EXAMPLES: dict[str, tuple[list, tuple[int, ...]]] = {
     "SelfAttention_v1": ([3, 4], (5, 3)),
     "SelfAttention_v2": ([3, 4], (5, 3)),
     "CausalAttention": ([3, 4, 6, 0.0], (2, 5, 3)),
@@ -188,7 +189,8 @@ def _example_weights(function: str, first: torch.Tensor, expected: torch.Tensor,
         read = "Worked back from your output: it should be weights @ inputs, and these inputs are square, so the "
         read += "weights are your output @ inverse(inputs). "
     if expected.dim() == 1:  # one query's weights: a map of one row
-        expected, actual, scores = expected[None], actual[None], scores[None]
+        # only softmax_naive's weights are one row, and its scores are its first argument
+        expected, actual, scores = expected[None], actual[None], cast(torch.Tensor, scores)[None]
         title = f"{function}: the weights of a small example, as one row (columns: keys)"
     causal = function in ("mask_and_renormalize", "causal_softmax")
     yours, right = describe_weights(actual, scores, causal), describe_weights(expected, scores, causal)

@@ -5,6 +5,7 @@ it computes), and what names and missing weights prove."""
 import functools
 import itertools
 import zlib
+from typing import cast
 
 import torch
 
@@ -38,7 +39,7 @@ def parameters_only(state: dict) -> dict:
 
 # A class's case for pairing renamed projections: d_in != d_out, so that out_proj's shape tells it apart, and
 # the documented output to compute (MultiHeadAttentionKV without its cache is stage 5's MultiHeadAttention).
-PAIRING_CASES = {
+PAIRING_CASES: dict[str, tuple[str, list, tuple[int, ...]]] = {
     "SelfAttention_v1": ("SelfAttention_v1", [3, 4], (5, 3)),
     "SelfAttention_v2": ("SelfAttention_v2", [3, 4], (5, 3)),
     "CausalAttention": ("CausalAttention", [3, 4, 6, 0.0], (2, 5, 3)),
@@ -82,13 +83,16 @@ def _role_pairing(learner: LearnerWorkers, stage: int, cls: str) -> dict[str, st
 
     def computes_it(pairing: dict | None) -> bool:
         try:
-            reply = learner.request(stage, "module", cls=cls, args=list(args), state=state, inputs=[x], pairing=pairing)
+            reply = cast(
+                dict,
+                learner.request(stage, "module", cls=cls, args=list(args), state=state, inputs=[x], pairing=pairing),
+            )
         except LearnerFailure:
             return False
         return not reply.get("rejected") and bool(reply["outputs"]) and agrees(reply["outputs"][0], expected)
 
     try:
-        first = learner.request(stage, "module", cls=cls, args=list(args), state=state, inputs=[])
+        first = cast(dict, learner.request(stage, "module", cls=cls, args=list(args), state=state, inputs=[]))
     except LearnerFailure:
         return None
     keys = first.get("renamed")

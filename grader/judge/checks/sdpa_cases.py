@@ -2,12 +2,13 @@
 workers and compared with torch's own, with the attention weights shown where an output differs."""
 
 from dataclasses import dataclass, field
+from typing import cast
 
 import torch
 import torch.nn.functional as F
 
 from grader.judge.checks.attention_probe import describe_weights
-from grader.judge.checks.support import CheckFailed, call, expect_all_close
+from grader.judge.checks.support import QKV, CheckFailed, call, expect_all_close
 from grader.judge.diagnosis import sdpa_variants
 from grader.judge.verdict import agrees, attention_evidence
 from grader.sandbox.workers import LearnerFailure, LearnerWorkers
@@ -30,7 +31,9 @@ class Case:
 
     def expected(self) -> torch.Tensor:
         """torch's own answer, in float64."""
-        return F.scaled_dot_product_attention(*_wide(self.query, self.key, self.value), **_wide_options(self.options))
+        return F.scaled_dot_product_attention(
+            *cast(QKV, _wide(self.query, self.key, self.value)), **_wide_options(self.options)
+        )
 
     def variants(self) -> dict[str, torch.Tensor]:
         return sdpa_variants(self.query, self.key, self.value, **self.options)
@@ -103,6 +106,7 @@ def _weights_evidence(learner: LearnerWorkers, case: Case, output: object) -> di
     S, L, Ev = case.key.shape[-2], case.query.shape[-2], case.value.shape[-1]
     eye = torch.eye(S, dtype=torch.float64)
     columns = []
+    first: int | str  # a key in this loop; the title's words on the leading dimensions below
     for first in range(0, S, Ev):  # value column i carries key first + i: the output's column i is its weight
         picks = torch.zeros(S, Ev, dtype=case.value.dtype)
         picks[first : first + Ev, : S - first] = eye[first : first + Ev, first : first + Ev].to(case.value.dtype)

@@ -10,7 +10,9 @@ where the runs that succeed are exactly those its rule allows (RULES); every run
 learner sees the shapes that ran beside the one that failed.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import cast
 
 import torch
 
@@ -215,7 +217,7 @@ KV_WIDTH = (
 def _kv_width(learner: LearnerWorkers, stage: int, cls: str, sizes: Sizes) -> int | None:
     """How many features W_key gives on ``sizes`` (None where it cannot be read)."""
     try:
-        reply = learner.request(stage, "module", cls=cls, args=sizes.args(cls), seed=SEED, inputs=[])
+        reply = cast(dict, learner.request(stage, "module", cls=cls, args=sizes.args(cls), seed=SEED, inputs=[]))
     except LearnerFailure:
         return None
     held = dict((name, size) for name, size in reply["structure"]["parameters"])
@@ -243,7 +245,7 @@ def _module_run(learner: LearnerWorkers, stage: int, cls: str, name: str, sizes:
     call = f"{cls}({args}) on x {sizes.x_shape(cls)}"
     x = torch.rand(*sizes.x_shape(cls), generator=torch.Generator().manual_seed(SEED))
     try:
-        reply = learner.request(stage, "module", cls=cls, args=sizes.args(cls), seed=SEED, inputs=[x])
+        reply = cast(dict, learner.request(stage, "module", cls=cls, args=sizes.args(cls), seed=SEED, inputs=[x]))
     except LearnerFailure as failure:
         return _raised(name, call, failure)
     (output,) = reply["outputs"] or [None]
@@ -268,8 +270,8 @@ class Call:
 
 @dataclass(frozen=True)
 class FunctionProbe:
-    arguments: object  # (Call, generator) -> the call's arguments
-    out_shape: object  # Call -> the documented shape of its result
+    arguments: Callable[[Call, torch.Generator], list]  # (Call, generator) -> the call's arguments
+    out_shape: Callable[[Call], tuple[int, ...]]  # Call -> the documented shape of its result
     base: Call
     variations: dict
 
@@ -342,7 +344,7 @@ def _call_run(learner: LearnerWorkers, stage: int, function: str, name: str, cas
     shown = ", ".join(str(tuple(a.shape)) if isinstance(a, torch.Tensor) else repr(a) for a in args)
     call = f"{function}({shown})"
     try:
-        reply = learner.request(stage, "call", function=function, args=args)
+        reply = cast(dict, learner.request(stage, "call", function=function, args=args))
     except LearnerFailure as failure:
         return _raised(name, call, failure)
     return Run(name, call, *_outcome(reply["result"], probe.out_shape(case)), ("shape",))

@@ -2,6 +2,8 @@
 
 import re
 import zlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol, cast
 
 import pytest
 import torch
@@ -20,10 +22,21 @@ from grader.judge.checks.naming import (  # noqa: F401 - re-exported for the che
 )
 from grader.judge.class_source import init_signature
 from grader.judge.document_values import document_values
-from grader.judge.verdict import CheckFailed, agrees, expect_all_close, expect_close  # noqa: F401 - re-exported for the checks
+from grader.judge.verdict import CheckFailed, Variants, agrees, expect_all_close, expect_close  # noqa: F401 - re-exported for the checks
 from grader.runner.book_calls import BOOK_SIGNATURES
 from grader.runner.seeding import manual_seed
 from grader.sandbox.workers import LearnerFailure, LearnerWorkers
+
+
+class LearnerTensor(Protocol):
+    """For the type checker: a tensor as grader.runner.protocol decodes it, with the learner's device and dtype."""
+
+    learner_device: str
+    learner_dtype: str
+
+
+# For the type checker: a list of query, key and value spread into a call (*qkv(...)), whose items mypy cannot count
+QKV = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
 
 def check(name: str, visible: bool = False, target: str | None = None):
@@ -58,7 +71,7 @@ def expect_document_values(
     chosen = [values[i] for i in ids if device == "cpu" or not values[i].cpu_only]
     uses = tuple(dict.fromkeys(name for value in chosen for name in value.uses))
     try:
-        results = learner.request(stage, "recipes", calls=uses, names=[value.recipe for value in chosen])
+        results = cast(list, learner.request(stage, "recipes", calls=uses, names=[value.recipe for value in chosen]))
     except LearnerFailure as failure:  # an exception, where a value before the target came out wrong
         if failure.kind != "exception" or target is None:
             raise
@@ -111,10 +124,10 @@ def expect_function_on_cases(
     learner: LearnerWorkers,
     stage: int,
     function: str,
-    reference_function,
-    cases: list,
-    describe,
-    variants_for=lambda *args: None,
+    reference_function: Callable[..., torch.Tensor],
+    cases: Sequence[tuple],
+    describe: Callable[..., str],
+    variants_for: Callable[..., Mapping[str, torch.Tensor] | None] = lambda *args: None,
 ) -> None:
     """Call a learner function on each case (a tuple of arguments) and judge it against the reference.
 
@@ -125,7 +138,8 @@ def expect_function_on_cases(
     expect_input_dependent(outputs[2:], function)
     expect_all_close(
         [
-            (output, reference_function(*args), describe(*args), lambda args=args: variants_for(*args))
+            # mypy infers no lambda with a default argument against a Callable[[], ...]: cast it
+            (output, reference_function(*args), describe(*args), cast(Variants, lambda args=args: variants_for(*args)))
             for args, output in zip(cases, outputs)
         ]
     )
@@ -138,7 +152,7 @@ def build(learner: LearnerWorkers, stage: int, cls: str, args: list, probe: str 
     if options.get("state") is not None and "pairing" not in options:
         if (pairing := role_pairing(learner, stage, cls)) is not None:
             options["pairing"] = pairing
-    reply = learner.request(stage, probe, cls=cls, args=list(args), **options)
+    reply = cast(dict, learner.request(stage, probe, cls=cls, args=list(args), **options))
     mismatched = [_shapes(r) for r in reply.get("rejected", []) if "size mismatch" in r]
     if mismatched:
         transposed = all(shapes and shapes[1] == shapes[2][::-1] for _, shapes in mismatched)
@@ -275,7 +289,7 @@ ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "
 def expect_inputs_kept(learner: LearnerWorkers, stage: int, cases: dict[str, list]) -> None:
     """Each function, called on its arguments, leaves them as they were: the caller still needs them."""
     for function, args in cases.items():
-        reply = learner.request(stage, "call", function=function, args=list(args))
+        reply = cast(dict, learner.request(stage, "call", function=function, args=list(args)))
         for index, (before, after) in enumerate(zip(args, reply["args_after"])):
             if isinstance(after, torch.Tensor) and not torch.equal(after.to("cpu"), before):
                 which = "its argument" if len(args) == 1 else f"its {ORDINALS[index]} argument"
@@ -292,15 +306,20 @@ def expect_device_followed(learner: LearnerWorkers, stage: int, cases: dict[str,
     CPU tensor). One note names every function it concerns."""
     found = []
     for function, args in cases.items():
-        reply = learner.request(stage, "call", function=function, args=list(args), watch_device=True)
+        reply = cast(dict, learner.request(stage, "call", function=function, args=list(args), watch_device=True))
         result, given = reply["result"], [a for a in reply["args_after"] if isinstance(a, torch.Tensor)]
         if failed := fixed_device_failure(reply, function, "its arguments"):
             found.append(failed)
-        elif isinstance(result, torch.Tensor) and given and result.learner_device != given[0].learner_device:
+        elif (
+            isinstance(result, torch.Tensor)
+            and given
+            and cast(LearnerTensor, result).learner_device != cast(LearnerTensor, given[0]).learner_device
+        ):
             found.append(
                 CheckFailed(
-                    f"{function} returned its result on {result.learner_device} for arguments on "
-                    f"{given[0].learner_device}: a tensor it made without device= holds the result",
+                    f"{function} returned its result on {cast(LearnerTensor, result).learner_device} for arguments "
+                    f"on {cast(LearnerTensor, given[0]).learner_device}: a tensor it made without device= holds the "
+                    "result",
                     "fixed-device",
                 )
             )
@@ -318,7 +337,7 @@ def mask_buffer_hint(buffers: list) -> str | None:
 
 
 def call(learner: LearnerWorkers, stage: int, function: str, *args, **kwargs) -> object:
-    return learner.request(stage, "call", function=function, args=list(args), kwargs=kwargs)["result"]
+    return cast(dict, learner.request(stage, "call", function=function, args=list(args), kwargs=kwargs))["result"]
 
 
 def expect_input_dependent(outputs: list, what: str) -> None:

@@ -116,6 +116,7 @@ def test_softmax_naive_properties(learner):
             torch.tensor(1.0),
             "the sum of softmax_naive's weights",
         )
+        assert isinstance(weights, torch.Tensor)  # expect_close has failed anything else
         if not (weights > 0).all():
             raise CheckFailed("softmax_naive gave a weight that is not positive: exp() is always positive")
         expect_close(

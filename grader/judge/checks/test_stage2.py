@@ -1,11 +1,14 @@
 """Stage 2: SelfAttention_v1 (nn.Parameter) and SelfAttention_v2 (nn.Linear)."""
 
+from typing import cast
+
 import torch
 
 from grader.judge.checks.attention_probe import expect_attention, showing_attention
 from grader.judge.checks.examples import expect_seeded_values_explained
 from grader.judge.checks.shortcut import expect_attention_by_hand
 from grader.judge.checks.support import (
+    QKV,
     CheckFailed,
     build,
     build_with_weights,
@@ -72,7 +75,7 @@ def _random_check(learner, reference, cls: str, linear: bool, source: bytes | No
                 expected,
                 f"{cls}{tuple(args)} on {num_tokens} token(s)",
                 lambda state=state, x=x, d_in=d_in: single_head_variants(
-                    *_projections(state, x, linear), causal=False, d_in=d_in
+                    *cast(QKV, _projections(state, x, linear)), causal=False, d_in=d_in
                 ),
             )
         )

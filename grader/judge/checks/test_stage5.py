@@ -5,6 +5,8 @@ forward is W_value(x): the wrapper is graded on what it does with its heads, so 
 stage 4 costs nothing here.
 """
 
+from collections.abc import Sequence
+
 import torch
 
 from grader.judge.checks import documented
@@ -63,7 +65,7 @@ def expect_concatenated_heads(reply: dict, what: str, num_heads: int) -> torch.T
 
 @check("document.MultiHeadAttentionWrapper", visible=True, target=WRAPPER)
 def test_document_wrapper(learner):
-    args = [3, 2, 6, 0.0, 2]
+    args: list = [3, 2, 6, 0.0, 2]  # ints and a float, as build takes them
     reply = build(
         learner,
         STAGE,
@@ -136,7 +138,7 @@ def test_example_multihead(learner):
     expect_example(learner, STAGE, "MultiHeadAttention")
 
 
-def expect_wrapper_shapes(learner, rng: torch.Generator, shapes: list[tuple[int, ...]]) -> None:
+def expect_wrapper_shapes(learner, rng: torch.Generator, shapes: Sequence[tuple[int, ...]]) -> None:
     """The wrapper on each (batch, num_tokens, d_in, d_out, context_length, num_heads): its heads' outputs side by
     side, num_heads * d_out features."""
     for b, n, d_in, d_out, context_length, num_heads in shapes:

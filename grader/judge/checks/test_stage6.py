@@ -6,6 +6,8 @@ worker on float32 or bfloat16 tensors. Each call passes only the keyword argumen
 a missing parameter costs only the checks that need it.
 """
 
+from typing import cast
+
 import torch
 
 from grader.judge.checks.documented import DOCUMENTED
@@ -13,7 +15,9 @@ from grader.judge.checks.examples import fail_if_example_fails
 from grader.judge.checks.sdpa_cases import FUNCTION, STAGE, Case, expect_cases, float32_evidence, mixed_mask, qkv
 from grader.judge.checks.shortcut import ATTENTION_BY_HAND, expect_not_spelled, expect_work_recorded, switched_off_reply
 from grader.judge.checks.support import (
+    QKV,
     CheckFailed,
+    LearnerTensor,
     call,
     check,
     expect_close,
@@ -92,7 +96,7 @@ def example_cases() -> list[Case]:
         Case(q, k, v),
         Case(q, k, v, {"scale": 0.3}),
         Case(q, k, v, {"is_causal": True}),  # fewer queries than keys
-        Case(*qkv(rng, (), 5, 3, 4, 2), {"is_causal": True}),  # more queries than keys
+        Case(*cast(QKV, qkv(rng, (), 5, 3, 4, 2)), {"is_causal": True}),  # more queries than keys
         Case(q, k, v, {"attn_mask": mixed_mask(rng, (3, 5))}),
         Case(q, k, v, {"attn_mask": torch.randn(3, 5, generator=rng) * 2}),
         Case(heads_q, heads_k[:, :2], heads_v[:, :2], {"enable_gqa": True}),  # 4 query heads, 2 key/value heads
@@ -115,9 +119,13 @@ SHAPES = [((), 1, 1, 4, 4), ((), 5, 3, 8, 2), ((3,), 4, 7, 4, 6), ((2, 3), 6, 6,
 @check("random.shapes", target=FUNCTION)
 def test_random_shapes(learner):
     rng = generator("random.shapes")
-    cases = [Case(*qkv(rng, *shape)) for shape in SHAPES]
-    cases += [Case(*qkv(rng, (2,), 4, 6, 8, 3), {"scale": 0.3}), Case(*qkv(rng, (), 5, 5, 4, 4), {"scale": 2.0})]
-    cases.append(Case(*qkv(rng, (), 3, 4, 2, 2), {"scale": 0.0}))  # a scale like any other: `scale or ...` misses it
+    cases = [Case(*cast(QKV, qkv(rng, *shape))) for shape in SHAPES]
+    cases += [
+        Case(*cast(QKV, qkv(rng, (2,), 4, 6, 8, 3)), {"scale": 0.3}),
+        Case(*cast(QKV, qkv(rng, (), 5, 5, 4, 4)), {"scale": 2.0}),
+    ]
+    # a scale like any other: `scale or ...` misses it
+    cases.append(Case(*cast(QKV, qkv(rng, (), 3, 4, 2, 2)), {"scale": 0.0}))
     expect_cases(learner, cases)
 
 
@@ -125,8 +133,8 @@ def test_random_shapes(learner):
 def test_random_causal(learner):
     rng = generator("random.is_causal")
     shapes = [((), 1, 1, 4, 4), ((), 4, 4, 4, 3), ((2,), 3, 7, 8, 4), ((2, 3), 7, 3, 4, 5), ((3,), 6, 10, 16, 2)]
-    cases = [Case(*qkv(rng, *shape), {"is_causal": True}) for shape in shapes]
-    cases.append(Case(*qkv(rng, (2,), 4, 6, 8, 3), {"is_causal": True, "scale": 0.4}))
+    cases = [Case(*cast(QKV, qkv(rng, *shape)), {"is_causal": True}) for shape in shapes]
+    cases.append(Case(*cast(QKV, qkv(rng, (2,), 4, 6, 8, 3)), {"is_causal": True, "scale": 0.4}))
     expect_cases(learner, cases)
 
 
@@ -141,7 +149,9 @@ def test_random_bool_mask(learner):
         ((2, 3), 4, 5, 8, 6, (2, 1, 1, 5)),
         ((2, 3), 6, 6, 4, 4, (3, 6, 6)),
     ]
-    expect_cases(learner, [Case(*qkv(rng, *shape[:5]), {"attn_mask": mixed_mask(rng, shape[5])}) for shape in shapes])
+    expect_cases(
+        learner, [Case(*cast(QKV, qkv(rng, *shape[:5])), {"attn_mask": mixed_mask(rng, shape[5])}) for shape in shapes]
+    )
 
 
 @check("random.float_mask", target=FUNCTION)
@@ -149,13 +159,16 @@ def test_random_float_mask(learner):
     rng = generator("random.float_mask")
     later = torch.ones(5, 7, dtype=torch.bool).triu(diagonal=1)
     cases = [
-        Case(*qkv(rng, (), 4, 6, 8, 3), {"attn_mask": torch.randn(4, 6, generator=rng) * 2}),
-        Case(*qkv(rng, (2, 3), 4, 5, 8, 6), {"attn_mask": torch.randn(2, 1, 1, 5, generator=rng) * 3}),  # per key
+        Case(*cast(QKV, qkv(rng, (), 4, 6, 8, 3)), {"attn_mask": torch.randn(4, 6, generator=rng) * 2}),
+        Case(  # per key
+            *cast(QKV, qkv(rng, (2, 3), 4, 5, 8, 6)), {"attn_mask": torch.randn(2, 1, 1, 5, generator=rng) * 3}
+        ),
         Case(
-            *qkv(rng, (2,), 5, 7, 4, 4),  # -inf hides the later keys, as a causal mask written in floats does
+            # -inf hides the later keys, as a causal mask written in floats does
+            *cast(QKV, qkv(rng, (2,), 5, 7, 4, 4)),
             {"attn_mask": torch.randn(1, 5, 7, generator=rng).masked_fill(later, -torch.inf)},
         ),
-        Case(*qkv(rng, (3,), 4, 4, 4, 2), {"attn_mask": torch.randn(4, 4, generator=rng) * 2, "scale": 0.5}),
+        Case(*cast(QKV, qkv(rng, (3,), 4, 4, 4, 2)), {"attn_mask": torch.randn(4, 4, generator=rng) * 2, "scale": 0.5}),
     ]
     expect_cases(learner, cases)
 
@@ -169,11 +182,11 @@ def test_random_gqa(learner):
         return [q, k[..., :kv_heads, :, :], v[..., :kv_heads, :, :]]
 
     cases = [
-        Case(*grouped((2, 4), 2, 3, 5, 8, 4), {"enable_gqa": True}),
-        Case(*grouped((6,), 3, 4, 4, 4, 2), {"enable_gqa": True}),  # heads as the only leading dim
-        Case(*grouped((1, 8), 2, 5, 5, 4, 3), {"enable_gqa": True, "is_causal": True}),
-        Case(*grouped((2, 3), 1, 4, 6, 4, 4), {"enable_gqa": True}),  # one key/value head for all
-        Case(*grouped((2, 2), 2, 4, 6, 4, 4), {"enable_gqa": True}),
+        Case(*cast(QKV, grouped((2, 4), 2, 3, 5, 8, 4)), {"enable_gqa": True}),
+        Case(*cast(QKV, grouped((6,), 3, 4, 4, 4, 2)), {"enable_gqa": True}),  # heads as the only leading dim
+        Case(*cast(QKV, grouped((1, 8), 2, 5, 5, 4, 3)), {"enable_gqa": True, "is_causal": True}),
+        Case(*cast(QKV, grouped((2, 3), 1, 4, 6, 4, 4)), {"enable_gqa": True}),  # one key/value head for all
+        Case(*cast(QKV, grouped((2, 2), 2, 4, 6, 4, 4)), {"enable_gqa": True}),
     ]  # as many key/value heads as query heads
     expect_cases(learner, cases)
 
@@ -188,9 +201,9 @@ def test_masked_rows_give_zeros(learner):
     padding = mixed_mask(rng, (2, 1, 1, 5))
     padding[0] = False  # the whole first item is padding
     cases = [
-        Case(*qkv(rng, (), 4, 6, 8, 3), {"attn_mask": bool_mask}),
-        Case(*qkv(rng, (2, 3), 5, 4, 4, 2), {"attn_mask": float_mask}),
-        Case(*qkv(rng, (2, 3), 3, 5, 4, 4), {"attn_mask": padding}),
+        Case(*cast(QKV, qkv(rng, (), 4, 6, 8, 3)), {"attn_mask": bool_mask}),
+        Case(*cast(QKV, qkv(rng, (2, 3), 5, 4, 4, 2)), {"attn_mask": float_mask}),
+        Case(*cast(QKV, qkv(rng, (2, 3), 3, 5, 4, 4)), {"attn_mask": padding}),
     ]
     expect_cases(learner, cases)
 
@@ -201,8 +214,8 @@ def test_random_bfloat16(learner):
     bf16 = lambda *tensors: [t.to(torch.bfloat16) for t in tensors]  # noqa: E731
     q, k, v = bf16(*qkv(rng, (2, 4), 5, 7, 16, 4, spread=0.5))
     cases = [
-        Case(*bf16(*qkv(rng, (2,), 4, 6, 8, 3, spread=0.5))),
-        Case(*bf16(*qkv(rng, (2, 3), 7, 5, 16, 4, spread=0.5)), {"is_causal": True}),
+        Case(*cast(QKV, bf16(*qkv(rng, (2,), 4, 6, 8, 3, spread=0.5)))),
+        Case(*cast(QKV, bf16(*qkv(rng, (2, 3), 7, 5, 16, 4, spread=0.5))), {"is_causal": True}),
         Case(q, k, v, {"attn_mask": mixed_mask(rng, (2, 1, 5, 7))}),
         Case(q, k, v, {"attn_mask": (torch.randn(5, 7, generator=rng) * 2).to(torch.bfloat16)}),
         Case(q, k[:, :2], v[:, :2], {"enable_gqa": True}),
@@ -214,9 +227,9 @@ def test_random_bfloat16(learner):
         except CheckFailed as failed:
             failed.evidence = failed.evidence or float32_evidence(learner, case)
             raise
-        if actual.learner_dtype != "bfloat16":
+        if cast(LearnerTensor, actual).learner_dtype != "bfloat16":  # expect_close has failed all but a tensor
             raise CheckFailed(
-                f"{case} returned {actual.learner_dtype} values for bfloat16 inputs: the result "
+                f"{case} returned {cast(LearnerTensor, actual).learner_dtype} values for bfloat16 inputs: the result "
                 "should keep the inputs' dtype (a tensor made inside in another dtype, a mask or a "
                 "constant, promotes everything it meets)"
             )
@@ -281,7 +294,7 @@ def test_dropout_on_weights(learner):
             f"are {revealed.double()[kept][0].item():.4g}"
         )
     sums = call(learner, STAGE, FUNCTION, query, key, torch.ones(b, n, 1), dropout_p=DROPOUT_P)
-    rows = sums.double().flatten()
+    rows = cast(torch.Tensor, sums).double().flatten()  # a tensor, as `revealed` above was
     if bool(((rows == 0) | ((rows - 1 / (1 - DROPOUT_P)).abs() < 1e-5)).all()):
         raise CheckFailed(f"{FUNCTION}: dropout hit the output, not the attention weights", "dropout-wrong-place")
 
@@ -323,7 +336,7 @@ def test_signature(learner):
     q, k, v = qkv(rng, (2,), 3, 5, 4, 2)
     mask = mixed_mask(rng, (3, 5))
     # (keywords of the call judged against, the other call's keywords and further positional arguments)
-    ways = [
+    ways: list[tuple[dict, dict, list, str, str]] = [
         ({}, DEFAULTS, [], "with every argument named, at its default", "with query, key and value only"),
         ({"attn_mask": mask}, {}, [mask], "with attn_mask passed 4th, by position", "with attn_mask named"),
         ({"is_causal": True}, {}, [None, 0.0, True], "with is_causal passed 6th, by position", "with is_causal named"),
@@ -351,7 +364,7 @@ def _called(learner: LearnerWorkers, args: list, kwargs: dict, how: str) -> obje
 def test_sdpa_is_written_by_hand(learner, learner_source):
     expect_not_spelled(learner_source, STAGE, FUNCTION, ATTENTION_BY_HAND)
     rng = generator(f"shortcut.{FUNCTION}")
-    case = Case(*qkv(rng, (2,), 4, 6, 8, 3), {"attn_mask": mixed_mask(rng, (4, 6))})
+    case = Case(*cast(QKV, qkv(rng, (2,), 4, 6, 8, 3)), {"attn_mask": mixed_mask(rng, (4, 6))})
     reply = switched_off_reply(
         ATTENTION_BY_HAND,
         FUNCTION,

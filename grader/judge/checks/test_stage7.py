@@ -53,7 +53,7 @@ from grader.judge.tensor_diff import describe_value
 from grader.runner.document_examples import journey_batch
 
 # The book's seeded multi-head example (stage 5), fed one token at a time.
-BOOK_ARGS = [3, 2, 6, 0.0, 2]
+BOOK_ARGS: list = [3, 2, 6, 0.0, 2]  # ints and a float, as build takes them
 # (batch, num_tokens, d_in, d_out, context_length, num_heads, qkv_bias): one token, the whole context,
 # one head, head_dim = 2 with biases
 TOKEN_SHAPES = [
@@ -161,7 +161,7 @@ def test_use_cache_off(learner):
     state = _documented_state(args, 9300)
     x = torch.rand(2, 8, 4, generator=generator("property.use_cache_off"))
     # The last step may raise: a cache the calls before it grew has no room for 2 more tokens.
-    steps = [
+    steps: list[dict] = [
         {"tokens": [0, 3], "use_cache": True},
         {"tokens": [3, 8], "use_cache": None},
         {"tokens": [3, 8], "use_cache": False},
@@ -217,7 +217,7 @@ def test_reset_cache(learner):
     args = [5, 8, 8, 0.0, 2]
     state = _documented_state(args, 9400)
     x = torch.rand(3, 7, 5, generator=generator("property.reset_cache"))
-    steps = [
+    steps: list[dict] = [
         {"reset": True},
         {"tokens": [0, 4], "use_cache": True},
         {"reset": True},
@@ -252,7 +252,7 @@ def test_reset_cache(learner):
 @check("property.context_length", visible=True, target=CLS)
 def test_context_length(learner):
     """Exactly context_length tokens fit in the cache; one more raises ValueError."""
-    args = [3, 4, 6, 0.0, 2]
+    args: list = [3, 4, 6, 0.0, 2]  # ints and a float, as build takes them
     x = torch.rand(2, 7, 3, generator=generator("property.context_length"))
     for sizes in ([1] * 7, [4, 3], [7]):
         steps = [{**step, "may_raise": True} for step in chunk_steps(sizes)]
@@ -378,7 +378,7 @@ def test_no_fixed_device(learner):
 @check("shortcut.MultiHeadAttentionKV", target=CLS)
 def test_shortcut(learner, learner_source, reference):
     shortcut = delegated_shortcut(learner_source, STAGE, CLS)  # calling the learner's own stage 6 is fine
-    args, sizes = [3, 4, 6, 0.0, 2], [3, 2, 1]
+    args, sizes = [3, 4, 6, 0.0, 2], [3, 2, 1]  # type: list, list[int]
     state = parameters_only(reference_state(reference.name(CLS), args, SHORTCUT_SEED))
     x = torch.rand(2, 6, 3, generator=generator("shortcut.MultiHeadAttentionKV"))
     reply = switched_off_reply(

@@ -8,6 +8,7 @@ in as torch's own (grader.runner.standins), so a mistake in stage 6 costs nothin
 
 import math
 import zlib
+from typing import cast
 
 import torch
 
@@ -43,6 +44,7 @@ from grader.judge.checks.support import (
     reference_state,
     under_documented_names,
 )
+from grader.judge.verdict import Variants
 from grader.runner.document_examples import journey_batch
 from grader.sandbox.workers import LearnerFailure
 
@@ -54,6 +56,7 @@ GPT2_PARAMETERS, GPT2_MULTIHEAD_PARAMETERS = 1_573_632, 2_360_064
 GPT2_CACHED = 2 * 4 * 64  # key and value features per token with 4 groups of head_dim 64
 # The small public example: head_dim = 2, two groups of two heads (so tiling differs from
 # interleaving), fewer tokens than context_length, d_in, d_out and the number of tokens all different.
+EXAMPLE_ARGS: list  # ints and a float, as build takes them
 EXAMPLE_ARGS, EXAMPLE_SHAPE = [3, 12, 6, 0.0, 6, 2], (2, 5, 3)  # groups of 3 heads: 3 != num_kv_groups
 # (batch, num_tokens, d_in, d_out, context_length, num_heads, num_kv_groups, qkv_bias): one token and
 # one group (multi-query), groups of three, as many groups as heads, a bias, d_in > head_dim.
@@ -214,7 +217,10 @@ def test_matches_torch_gqa(learner):
             torch_gqa(x, state, heads, groups),
             f"{CLS}{tuple(args)} with its own weights, against torch's F.scaled_dot_product_attention("
             "..., is_causal=True, enable_gqa=True) of its own projections",
-            lambda x=x, state=state, heads=heads, groups=groups: grouped_variants(x, state, heads, groups),
+            # mypy infers no lambda with a default argument against a Callable[[], ...]: cast it
+            cast(
+                Variants, lambda x=x, state=state, heads=heads, groups=groups: grouped_variants(x, state, heads, groups)
+            ),
         )
 
 
