@@ -8,7 +8,7 @@ import pytest
 
 from grader.core.hints import catalog
 from grader.judge.checks import shape_probe
-from grader.judge.checks.shape_probe import CLAIMS, EXAMPLE_RUN, RULES, RUNS_HEADING
+from grader.judge.checks.shape_probe import CLAIMS, DOUBLED_RUN, EXAMPLE_RUN, RULES, RUNS_HEADING
 from tests.grading import MUTANTS, grade, learner_copy
 
 
@@ -34,6 +34,11 @@ def cause(ran: set[str]) -> str | None:
         ({"a batch of one", "one head"}, None),
         ({"no mask"}, None),
         ({"tokens = context_length", "d_in = d_out"}, None),
+        # the example's sizes doubled keep every relation between them: running there too proves a relation,
+        # not a number (a divisibility test written the wrong way round runs wherever d_out == num_heads)
+        ({EXAMPLE_RUN, DOUBLED_RUN}, None),
+        ({"6 tokens, as in the worked example", EXAMPLE_RUN, DOUBLED_RUN}, None),
+        ({"tokens = context_length", EXAMPLE_RUN, DOUBLED_RUN}, "mask-not-truncated"),
     ],
 )
 def test_a_cause_is_named_only_for_the_runs_its_rule_allows(ran, named):
@@ -72,3 +77,16 @@ def test_right_code_is_never_probed(tmp_path):
     _, report = grade(learner_copy(tmp_path / "work", stages=[5]), "--stage", "5")
     assert report["score"] == report["max_score"]
     assert not any(RUNS_HEADING in c["message"] for s in report["stages"] for c in s["checks"])
+
+
+def test_an_exception_names_the_judge_call_that_raised_it(tmp_path):
+    """Where a learner's function raises, the message says which of the judge's calls it was, in shapes."""
+    folder = learner_copy(tmp_path / "work", stages=[1])
+    path = folder / "stage1_softmax.py"
+    text = path.read_text()
+    right = "    return attn_weights @ inputs  # (num_tokens,) @ (num_tokens, d_in) -> (d_in,)"
+    assert text.count(right) == 1
+    path.write_text(text.replace(right, "    return attn_weights @ inputs.view(-1, 3)"))
+    _, report = grade(folder, "--stage", "1")
+    raised = [c for s in report["stages"] for c in s["checks"] if c["message"].startswith("your code raised")]
+    assert raised and any("\nthe call that raised: context_vector((" in c["message"] for c in raised)

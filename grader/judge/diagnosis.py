@@ -18,6 +18,9 @@ HIDDEN = {
     "the past and the diagonal": lambda ones: torch.tril(ones),
     "the past, the diagonal and the next token": lambda ones: torch.tril(ones, diagonal=1),
 }
+# The key size of the book's single-head worked examples (d_out 2): the number a learner writes in place of
+# the key size they should read (``/ 2 ** 0.5``).
+WORKED_EXAMPLE_D_OUT = 2
 
 
 def attention_weights(
@@ -79,12 +82,22 @@ def weight_variants(
     }
     if d_in:
         divisors[f"the scores are divided by sqrt({d_in}), the square root of d_in"] = float(d_in) ** 0.5
+    divisors[
+        f"the scores are divided by sqrt({WORKED_EXAMPLE_D_OUT}), the worked example's key size written as a number, "
+        f"not by sqrt(d_k) = sqrt({d_k})"
+    ] = float(WORKED_EXAMPLE_D_OUT) ** 0.5
+    # Kept where a divisor is the right one too: a learner whose number happens to be right on one input and
+    # wrong on another has made that mistake on both (proven_mistake ignores a variant that is the right answer).
+    # Two labels with one divisor name neither detail (proven_mistake).
     for label, divisor in divisors.items():
-        if divisor != d_k**0.5:
-            variants[f"wrong-scaling:{label}"] = attention_weights(queries, keys, **{**right, "divisor": divisor})
+        variants[f"wrong-scaling:{label}"] = attention_weights(queries, keys, **{**right, "divisor": divisor})
     if causal:
         variants["mask-not-causal"] = attention_weights(queries, keys, divisor=d_k**0.5)
         variants["mask-zero-instead-of-inf"] = attention_weights(queries, keys, **right, fill=0.0)
+        # the future zeroed after the softmax: each row then sums to less than 1
+        variants[
+            "mask-not-renormalized:the future weights are zeroed after the softmax and the rows not renormalised"
+        ] = attention_weights(queries, keys, divisor=d_k**0.5) * torch.tril(torch.ones(n, n))
         variants["mask-includes-diagonal"] = attention_weights(
             queries, keys, **right, hidden="the future and the diagonal"
         )

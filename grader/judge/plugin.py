@@ -281,7 +281,7 @@ def _classify(excinfo) -> tuple[Status, str, str | None]:
             return status, str(error), hint
         if error.where is None and error.message.startswith(BOOK_CODE_WORDS):
             return Status.ERROR, error.message, _hint_for_exception(error.message)
-        return Status.ERROR, f"your code raised {error}", _hint_for_exception(error.message)
+        return Status.ERROR, error.raised_words(), _hint_for_exception(error.message)
     if isinstance(error, SandboxError):  # the grader's failure, never the learner's: graded again later
         return Status.ERROR, f"{GRADER_FAULTS[0]} while running your code ({error})", None
     if "Timeout" in type(error).__name__ or "Timeout >" in str(error):

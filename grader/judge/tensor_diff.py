@@ -53,6 +53,16 @@ def describe_value(value: object) -> str:
     return f"a {type(value).__name__}"
 
 
+def described_call(function: str, args: list, kwargs: dict | None = None) -> str:
+    """A call the judge made, in words: tensors by their shapes, ``f((6, 3), dim=0)``."""
+
+    def shown(value: object) -> str:
+        return str(tuple(value.shape)) if isinstance(value, torch.Tensor) else repr(value)
+
+    words = [shown(a) for a in args] + [f"{name}={shown(value)}" for name, value in (kwargs or {}).items()]
+    return f"{function}({', '.join(words)})"
+
+
 def _first(where: torch.Tensor) -> tuple[int, ...]:
     return tuple(int(i) for i in torch.nonzero(where)[0])
 

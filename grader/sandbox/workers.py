@@ -64,11 +64,17 @@ class LearnerFailure(Exception):
     type: str | None = None
     where: str | None = None
     called: str | None = None  # the judge's own record of the public name its request called, where it named one
+    during: str | None = None  # the judge's own words for the call that raised, where the check set them
 
     def __str__(self) -> str:
         where = f" ({self.where})" if self.where else ""
         kind = f"{self.type}: " if self.type else ""
         return f"{kind}{self.message}{where}"
+
+    def raised_words(self) -> str:
+        """What a learner reads of an exception: the error, its line, and the judge's call that raised it."""
+        during = f"\nthe call that raised: {self.during}" if self.during else ""
+        return f"your code raised {self}{during}"
 
 
 def told_failure(told: object) -> LearnerFailure:

@@ -9,6 +9,7 @@ from grader.core.stages import registry
 from grader.judge.checks import shape_probe
 from grader.judge.checks.attention_probe import measured_evidence
 from grader.judge.checks.examples import WEIGHT_FUNCTIONS, function_example_failure
+from grader.judge.checks.student_facts import student_facts
 from grader.judge.plugin import device, learner, learner_source, reference, stage_of  # noqa: F401 - fixtures
 from grader.judge.verdict import CheckFailed, output_difference_evidence
 from grader.sandbox.workers import LearnerFailure
@@ -49,27 +50,18 @@ def pytest_runtest_call(item: pytest.Item):
         raise
 
 
-class _Diagnoses:
-    """The shape probe's findings for the student whose workers ``owner`` are: a stage's module or function is
-    probed once, whichever of its checks fails first. Kept for one student only (a new learner empties it)."""
-
-    owner: object = None
-    found: dict[tuple[int, str], tuple[str, str | None, tuple] | None] = {}
-    shown_in: dict[tuple[int, str], str] = {}  # the check whose message lists the runs
-
-    @classmethod
-    def of(cls, workers, stage: int, target: str, check: str, failure: Exception) -> tuple[str, str | None] | None:
-        """(the runs in words, or where they are listed; the cause they prove) for ``check``'s ``failure``, where
-        it fails as the probe's base run did; None elsewhere."""
-        if cls.owner is not workers:
-            cls.owner, cls.found, cls.shown_in = workers, {}, {}
-        if (stage, target) not in cls.found:
-            cls.found[(stage, target)] = shape_probe.diagnose(workers, stage, target)
-        found = cls.found[(stage, target)]
-        if found is None or found[2] != shape_probe.signature(failure):
-            return None  # the check failed some other way than the probe's own run: the runs do not tell its cause
-        first = cls.shown_in.setdefault((stage, target), check)
-        return (found[0] if first == check else shape_probe.RUNS_LISTED_UNDER.format(check=first)), found[1]
+def _diagnosis(workers, stage: int, target: str, check: str, failure: Exception) -> tuple[str, str | None] | None:
+    """(the runs in words, or where they are listed; the cause they prove) for ``check``'s ``failure``, where it
+    fails as the probe's base run did; None elsewhere. A stage's module or function is probed once per student,
+    whichever of its checks fails first."""
+    facts = student_facts(workers)
+    if ("shape probe", stage, target) not in facts:
+        facts[("shape probe", stage, target)] = shape_probe.diagnose(workers, stage, target)
+    found = facts[("shape probe", stage, target)]
+    if found is None or found[2] != shape_probe.signature(failure):
+        return None  # the check failed some other way than the probe's own run: the runs do not tell its cause
+    first = facts.setdefault(("runs shown in", stage, target), check)  # the check whose message lists the runs
+    return (found[0] if first == check else shape_probe.RUNS_LISTED_UNDER.format(check=first)), found[1]
 
 
 def _shapes_diagnosed(item: pytest.Item, failure: Exception) -> CheckFailed | None:
@@ -85,11 +77,11 @@ def _shapes_diagnosed(item: pytest.Item, failure: Exception) -> CheckFailed | No
         return None
     if not shape_probe.qualifies(failure):
         return None
-    found = _Diagnoses.of(workers, stage, target, check["name"], failure)
+    found = _diagnosis(workers, stage, target, check["name"], failure)
     if found is None:
         return None
     runs, cause = found
-    said = failure.message if isinstance(failure, CheckFailed) else f"your code raised {failure}"
+    said = failure.raised_words() if isinstance(failure, LearnerFailure) else cast(CheckFailed, failure).message
     kept = failure.hint if isinstance(failure, CheckFailed) else None
     return CheckFailed(f"{said}\n{runs}", cause or kept)
 

@@ -53,6 +53,12 @@ def expect_cache(
                 f"otherwise than {shape} (b, num_heads, tokens so far, head_dim)",
                 "cache-layout",
             )
+        if any(tokens_reordered(held, t) for t in (expected, *other)):
+            raise CheckFailed(
+                f"{when}, {name} holds the right keys or values of every token, in another order along the "
+                "tokens (dim 2): each step's new ones belong after those cached, torch.cat([cached, new], dim=2)",
+                "cache-layout",
+            )
         if x is not None and any(agrees(held, x[:, : t.shape[2]]) for t in (expected, *other)):
             raise CheckFailed(
                 f"{when}, {name} holds the inputs x themselves, shape {tuple(held.shape)}, not their "
@@ -83,3 +89,29 @@ def same_numbers(held: torch.Tensor, expected: torch.Tensor) -> bool:
 
 def is_none(value: object) -> bool:
     return isinstance(value, Foreign) and value.type == "NoneType"
+
+
+def tokens_reordered(held: torch.Tensor, expected: torch.Tensor) -> bool:
+    """The shape of ``expected`` (b, num_heads, tokens, head_dim) and each token's keys, but the tokens in another
+    order: every token of ``held`` is one of ``expected``'s, each a different one."""
+    if tuple(held.shape) != tuple(expected.shape) or expected.dim() != 4:
+        return False
+    found = [
+        next((i for i in range(expected.shape[2]) if agrees(held[:, :, j], expected[:, :, i])), None)
+        for j in range(held.shape[2])
+    ]
+    return None not in found and len(set(found)) == len(found)
+
+
+def unchanged_cache(held: object, before: object) -> bool:
+    """A cache attribute holds what it held before: the same tensor values, or the same None or value."""
+    if isinstance(held, torch.Tensor) and isinstance(before, torch.Tensor):
+        return held.shape == before.shape and torch.equal(held.nan_to_num(), before.nan_to_num())
+    return type(held) is type(before) and held == before  # None, "missing" (no such attribute), or a value
+
+
+def held_in_words(value: object) -> str:
+    """What a cache attribute holds, in words: a tensor's shape, or what else it is."""
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {tuple(value.shape)}"
+    return "no such attribute" if value == "missing" else describe_value(value)

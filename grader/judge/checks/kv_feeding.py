@@ -92,6 +92,27 @@ def feed_past_a_reset(learner, args: list, x: torch.Tensor, steps: list[dict], s
         ) from None
 
 
+def feed_past_a_cache(learner, args: list, x: torch.Tensor, steps: list[dict], state: dict) -> dict:
+    """``feed`` through a first step with use_cache=True and then steps without the cache, naming a cache read
+    where use_cache is off when the failure proves it: the steps without the cache raise after the cached one,
+    yet the cached step alone and the others alone, on a fresh module, both run."""
+    try:
+        return feed(learner, args, x, steps, state)
+    except LearnerFailure as failure:
+        plain = [step for step in steps[1:] if not step.get("use_cache")]
+        try:
+            feed(learner, args, x, steps[:1], state)
+            feed(learner, args, x, plain, state)
+        except LearnerFailure:
+            raise failure from None
+        raise CheckFailed(
+            f"a forward without the cache raised {failure} after tokens were cached with use_cache=True; on a fresh "
+            "module, whose cache is empty, the same calls run: the forward reads the cache (its length, say) "
+            "when use_cache is off",
+            "cache-without-use-cache",
+        ) from None
+
+
 def refused_early(
     done: list[dict], steps: list[dict], raised: int, fed: str, context: int, heads: tuple
 ) -> CheckFailed:

@@ -11,6 +11,7 @@ import torch
 
 from grader.judge.checks import documented
 from grader.judge.checks.documented import DOCUMENTED
+from grader.judge.checks.student_facts import student_facts
 from grader.judge.verdict import CheckFailed, agrees
 from grader.runner.book_calls import by_owner, renamed
 from grader.runner.seeding import manual_seed
@@ -50,29 +51,16 @@ PAIRING_SEED = 9200
 PROJECTION_NAMES = ("W_query", "W_key", "W_value")
 
 
-class _PerStudent:
-    """Facts the judge found about the student whose workers ``owner`` are; a new student's empty it."""
-
-    owner: object = None
-    found: dict = {}
-
-    @classmethod
-    def of(cls, learner: LearnerWorkers) -> dict:
-        if cls.owner is not learner:
-            cls.owner, cls.found = learner, {}
-        return cls.found
-
-
 def role_pairing(learner: LearnerWorkers, stage: int, cls: str) -> dict[str, str] | None:
     """Documented projection -> the learner's (W_query -> W_q), for a module whose projections go by other names:
     the one assignment, among those of projections of the same shapes, under which the module computes the
     documented output on the judge's own weights and input. Creation order decides nothing: weights created
     as W_k, W_v, W_q keep their roles, and the worked examples alone judge the order (param-init-order).
     None where the names are the documented ones, or no assignment (or more than one) computes it."""
-    memo = _PerStudent.of(learner)
-    if (stage, cls) not in memo:
-        memo[(stage, cls)] = _role_pairing(learner, stage, cls) if cls in PAIRING_CASES else None
-    return memo[(stage, cls)]
+    facts, key = student_facts(learner), ("role pairing", stage, cls)
+    if key not in facts:
+        facts[key] = _role_pairing(learner, stage, cls) if cls in PAIRING_CASES else None
+    return facts[key]
 
 
 def _role_pairing(learner: LearnerWorkers, stage: int, cls: str) -> dict[str, str] | None:

@@ -27,7 +27,19 @@ class Case:
     options: dict = field(default_factory=dict)
 
     def run(self, learner: LearnerWorkers) -> object:
-        return call(learner, STAGE, FUNCTION, self.query, self.key, self.value, **self.options)
+        try:
+            return call(learner, STAGE, FUNCTION, self.query, self.key, self.value, **self.options)
+        except LearnerFailure as failure:
+            failure.during = str(self)  # the case in its own words: a mask's kind beside its shape
+            raise
+
+    def padded(self) -> "Case":
+        """The same inputs with leading dimensions of size 1 put in front, up to (batch, heads, tokens, features)."""
+
+        def pad(t: torch.Tensor) -> torch.Tensor:
+            return t.reshape((1,) * (4 - t.dim()) + tuple(t.shape))
+
+        return Case(pad(self.query), pad(self.key), pad(self.value), self.options)
 
     def expected(self) -> torch.Tensor:
         """torch's own answer, in float64."""
@@ -70,7 +82,7 @@ def expect_cases(learner: LearnerWorkers, cases: list[Case]) -> None:
 
     A failure shows the learner's attention weights of the first case that fails beside torch's.
     """
-    outputs = [case.run(learner) for case in cases]
+    outputs = [_run_telling_leading_dims(learner, case) for case in cases]
     try:
         expect_all_close([(output, case.expected(), str(case), case.variants) for case, output in zip(cases, outputs)])
     except CheckFailed as failed:
@@ -78,6 +90,28 @@ def expect_cases(learner: LearnerWorkers, cases: list[Case]) -> None:
         if failed.evidence is None and failing is not None:
             failed.evidence = _weights_evidence(learner, *failing)
         raise
+
+
+def _run_telling_leading_dims(learner: LearnerWorkers, case: Case) -> object:
+    """``case`` run; where it raises with fewer than four dimensions and the same inputs padded to four with
+    leading 1s give torch's answer, the failure is a dimension counted from the start (dim 1 for the heads)."""
+    try:
+        return case.run(learner)
+    except LearnerFailure as failure:
+        if failure.kind != "exception" or case.query.dim() >= 4:
+            raise
+        padded = case.padded()
+        try:
+            output = padded.run(learner)
+        except LearnerFailure:
+            raise failure from None
+        if not agrees(output, padded.expected()):
+            raise failure from None
+        raise CheckFailed(
+            f"{case} raised {failure}; the same inputs with leading dimensions of size 1 put in front, {padded}, "
+            "give torch's answer: a dimension is counted from the start where it should be counted from the end",
+            "leading-dims",
+        ) from None
 
 
 def float32_evidence(learner: LearnerWorkers, case: Case) -> dict | None:

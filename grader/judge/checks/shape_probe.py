@@ -16,7 +16,8 @@ from typing import cast
 
 import torch
 
-from grader.judge.tensor_diff import describe_value
+from grader.judge.diagnosis import WORKED_EXAMPLE_D_OUT
+from grader.judge.tensor_diff import describe_value, described_call
 from grader.judge.verdict import CheckFailed
 from grader.runner.protocol import Foreign
 from grader.sandbox.workers import LearnerFailure, LearnerWorkers
@@ -33,6 +34,7 @@ RUNS_LISTED_UNDER = "(the runs that tell why are listed under {check})"  # a lat
 # torch's own words that say the cause of the base run's error themselves: no run is needed to tell it, and
 # the runs that succeed would point elsewhere (a view of a transposed tensor works with one head).
 SAID_BY_TORCH = ("view size is not compatible with input tensor's size and stride",)
+TUPLE_RETURNED = "returned a tuple"  # how a run that returned a tuple begins its outcome
 # How much of a learner's error a run's line quotes.
 ERROR_CHARS = 160
 
@@ -69,9 +71,14 @@ class Sizes:
 # num_kv_groups (2) differs from num_heads // num_kv_groups (3).
 BASE = {cls: Sizes() for cls in PROBED} | {"GroupedQueryAttention": Sizes(d_out=12, heads=6, kv_groups=2)}
 # The worked examples' sizes (the book's batch of two 6 x 3 inputs, d_out 2, two heads).
-EXAMPLE = Sizes(batch=2, tokens=6, d_in=3, d_out=2, context=6, heads=2, kv_groups=1)
+EXAMPLE = Sizes(batch=2, tokens=6, d_in=3, d_out=WORKED_EXAMPLE_D_OUT, context=6, heads=2, kv_groups=1)
+DOUBLED = Sizes(**{name: 2 * size for name, size in vars(EXAMPLE).items() if name != "kv_groups"})
 
 EXAMPLE_RUN = "the worked example's sizes"
+# Every size of the worked example doubled: what the example's sizes satisfy as relations (tokens =
+# context_length, d_out = num_heads, d_out divisible by num_heads) still holds, only the numbers differ. Code
+# that runs on the example and not here has a number written in it; code that runs on both needs a relation.
+DOUBLED_RUN = "the worked example's sizes, each doubled"
 # (name, what it changes): one size made equal to another, or every size the worked example's.
 VARIATIONS = {
     "d_in = d_out": lambda s, cls: replace(s, d_in=s.d_out),
@@ -87,23 +94,22 @@ VARIATIONS = {
         lambda s, cls: replace(s, heads=s.kv_groups**2) if cls == "GroupedQueryAttention" else None
     ),
     EXAMPLE_RUN: lambda s, cls: EXAMPLE if cls != "GroupedQueryAttention" else None,
+    DOUBLED_RUN: lambda s, cls: DOUBLED if cls != "GroupedQueryAttention" else None,
 }
 
 # hint -> (the runs that must succeed, the runs that may succeed too): named only where the runs that
 # succeed are the required ones and no others but those allowed. First match wins. The worked example's
-# sizes make several sizes equal at once, so they may run beside any single change that explains the rest.
+# sizes (and the same doubled) make several sizes equal at once, so they may run beside any single change
+# that explains the rest; a number written in the code is proven only where the doubled sizes do not run.
+WORKED = frozenset({EXAMPLE_RUN, DOUBLED_RUN})
 RULES: list[tuple[str, frozenset[str], frozenset[str]]] = [
-    ("mask-not-truncated", frozenset({"tokens = context_length"}), frozenset({EXAMPLE_RUN})),
-    ("d-in-for-d-out", frozenset({"d_in = d_out"}), frozenset({"d_in a multiple of num_heads", EXAMPLE_RUN})),
+    ("mask-not-truncated", frozenset({"tokens = context_length"}), WORKED),
+    ("d-in-for-d-out", frozenset({"d_in = d_out"}), frozenset({"d_in a multiple of num_heads"}) | WORKED),
     # a divisibility test of d_in instead of d_out: any multiple of num_heads, or one head, passes it
-    (
-        "d-in-for-d-out",
-        frozenset({"d_in = d_out", "d_in a multiple of num_heads", "one head"}),
-        frozenset({EXAMPLE_RUN}),
-    ),
+    ("d-in-for-d-out", frozenset({"d_in = d_out", "d_in a multiple of num_heads", "one head"}), WORKED),
     ("kv-repeat-count", frozenset({"num_heads = num_kv_groups²"}), frozenset({"one head"})),
-    ("heads-width-wrong", frozenset({"one head"}), frozenset({EXAMPLE_RUN})),
-    ("batch-fixed", frozenset({"a batch of one"}), frozenset({EXAMPLE_RUN})),
+    ("heads-width-wrong", frozenset({"one head"}), WORKED),
+    ("batch-fixed", frozenset({"a batch of one"}), WORKED),
     ("sizes-hard-coded", frozenset({EXAMPLE_RUN}), frozenset()),
     # a function: any run that takes the worked example's tokens or features, and only those
     (
@@ -127,8 +133,9 @@ CLAIMS = {
     "wrapper-head-size": "It gives the documented width with one head, not with several: each head must "
     "return d_out features, num_heads * d_out in all.",
     "batch-fixed": "It runs only on a batch of one: a batch size is fixed (or squeezed away) somewhere.",
-    "sizes-hard-coded": "It runs only on the worked example's sizes: a size is written as a number instead "
-    "of being read from the input or the constructor's arguments.",
+    "sizes-hard-coded": "It runs on the worked example's sizes and not on the same sizes doubled, which relate "
+    "to one another as the example's do: a size is written as a number instead of being read from the input or "
+    "the constructor's arguments.",
     "returns-tuple": "It returns a tuple where one tensor is documented.",
     "kv-projection-size": "It runs only where num_kv_groups == num_heads // num_kv_groups, and W_key gives other than "
     "num_kv_groups * head_dim features: the keys and values are projected to the wrong width.",
@@ -194,7 +201,7 @@ def diagnose(learner: LearnerWorkers, stage: int, target: str) -> tuple[str, str
     runs = [first, *(run(name, case) for name, case in cases[1:])]
     ran = frozenset(run.name for run in runs if run.ok)
     cause = next((hint for hint, needed, allowed in RULES if needed <= ran <= needed | allowed), None)
-    if cause == "kv-repeat-count" and _kv_width(learner, stage, target, cases[0][1]) not in (None, KV_WIDTH):
+    if cause == "kv-repeat-count" and _kv_width_wrong(learner, stage, target, cases[0][1]):
         cause = "kv-projection-size"  # keys and values of the wrong width fit only where the two counts agree too
     if cause is None and any(run.outcome.startswith(TUPLE_RETURNED) for run in runs):
         cause = "returns-tuple"  # a fact of its own, whatever else fails: one tensor is documented
@@ -206,22 +213,15 @@ def diagnose(learner: LearnerWorkers, stage: int, target: str) -> tuple[str, str
     return "\n".join(words), cause, first.failure
 
 
-TUPLE_RETURNED = "returned a tuple"
-
-
-KV_WIDTH = (
-    BASE["GroupedQueryAttention"].kv_groups * BASE["GroupedQueryAttention"].d_out // BASE["GroupedQueryAttention"].heads
-)  # num_kv_groups * head_dim on the base sizes
-
-
-def _kv_width(learner: LearnerWorkers, stage: int, cls: str, sizes: Sizes) -> int | None:
-    """How many features W_key gives on ``sizes`` (None where it cannot be read)."""
+def _kv_width_wrong(learner: LearnerWorkers, stage: int, cls: str, sizes: Sizes) -> bool:
+    """W_key gives other than num_kv_groups * head_dim features on ``sizes`` (False where it cannot be read)."""
     try:
         reply = cast(dict, learner.request(stage, "module", cls=cls, args=sizes.args(cls), seed=SEED, inputs=[]))
     except LearnerFailure:
-        return None
+        return False
     held = dict((name, size) for name, size in reply["structure"]["parameters"])
-    return held["W_key.weight"][0] if "W_key.weight" in held else None
+    documented = sizes.kv_groups * (sizes.d_out // sizes.heads)
+    return "W_key.weight" in held and held["W_key.weight"][0] != documented
 
 
 def _outcome(result: object, expected: tuple[int, ...]) -> tuple[str, bool]:
@@ -287,12 +287,13 @@ def _sdpa_arguments(c: Call, rng: torch.Generator) -> list:
     return [query, key, value, mask]
 
 
-# The worked examples' sizes: the book's 6 tokens of 3 features.
-EXAMPLE_TOKENS, EXAMPLE_DIM = 6, 3
+# The worked examples' sizes for a function: the book's 6 tokens of 3 features (EXAMPLE's).
+EXAMPLE_TOKENS, EXAMPLE_DIM = EXAMPLE.tokens, EXAMPLE.d_in
 WORKED_SIZES = {
     "6 tokens, as in the worked example": lambda c: replace(c, tokens=EXAMPLE_TOKENS),
     "3 features, as in the worked example": lambda c: replace(c, dim=EXAMPLE_DIM),
     EXAMPLE_RUN: lambda c: replace(c, tokens=EXAMPLE_TOKENS, dim=EXAMPLE_DIM),
+    DOUBLED_RUN: lambda c: replace(c, tokens=2 * EXAMPLE_TOKENS, dim=2 * EXAMPLE_DIM),
 }
 FUNCTIONS = {
     "attention_scores": FunctionProbe(
@@ -341,8 +342,7 @@ FUNCTIONS = {
 def _call_run(learner: LearnerWorkers, stage: int, function: str, name: str, case: Call) -> Run:
     probe = FUNCTIONS[function]
     args = probe.arguments(case, torch.Generator().manual_seed(SEED))
-    shown = ", ".join(str(tuple(a.shape)) if isinstance(a, torch.Tensor) else repr(a) for a in args)
-    call = f"{function}({shown})"
+    call = described_call(function, args)
     try:
         reply = cast(dict, learner.request(stage, "call", function=function, args=args))
     except LearnerFailure as failure:

@@ -22,6 +22,7 @@ from grader.judge.checks.naming import (  # noqa: F401 - re-exported for the che
 )
 from grader.judge.class_source import init_signature
 from grader.judge.document_values import document_values
+from grader.judge.tensor_diff import described_call
 from grader.judge.verdict import CheckFailed, Variants, agrees, expect_all_close, expect_close  # noqa: F401 - re-exported for the checks
 from grader.runner.book_calls import BOOK_SIGNATURES
 from grader.runner.seeding import manual_seed
@@ -300,33 +301,6 @@ def expect_inputs_kept(learner: LearnerWorkers, stage: int, cases: dict[str, lis
                 )
 
 
-def expect_device_followed(learner: LearnerWorkers, stage: int, cases: dict[str, list]) -> None:
-    """note.fixed_device of functions: each, called on its arguments, makes no tensor on a fixed device that
-    meets them and returns its result on their device (on a GPU the one fails, the other hands the caller a
-    CPU tensor). One note names every function it concerns."""
-    found = []
-    for function, args in cases.items():
-        reply = cast(dict, learner.request(stage, "call", function=function, args=list(args), watch_device=True))
-        result, given = reply["result"], [a for a in reply["args_after"] if isinstance(a, torch.Tensor)]
-        if failed := fixed_device_failure(reply, function, "its arguments"):
-            found.append(failed)
-        elif (
-            isinstance(result, torch.Tensor)
-            and given
-            and cast(LearnerTensor, result).learner_device != cast(LearnerTensor, given[0]).learner_device
-        ):
-            found.append(
-                CheckFailed(
-                    f"{function} returned its result on {cast(LearnerTensor, result).learner_device} for arguments "
-                    f"on {cast(LearnerTensor, given[0]).learner_device}: a tensor it made without device= holds the "
-                    "result",
-                    "fixed-device",
-                )
-            )
-    if found:
-        raise CheckFailed("\n".join(f.message for f in found), found[0].hint)
-
-
 def mask_buffer_hint(buffers: list) -> str | None:
     """Why a module lacks its (context_length, context_length) mask buffer: mask-not-buffer where no buffer is named
     mask; sizes-hard-coded where it is the worked example's (6, 6) whatever context_length says; else no cause."""
@@ -337,7 +311,13 @@ def mask_buffer_hint(buffers: list) -> str | None:
 
 
 def call(learner: LearnerWorkers, stage: int, function: str, *args, **kwargs) -> object:
-    return cast(dict, learner.request(stage, "call", function=function, args=list(args), kwargs=kwargs))["result"]
+    """``function(*args, **kwargs)`` in the learner's worker; an exception names the call that raised it."""
+    try:
+        return cast(dict, learner.request(stage, "call", function=function, args=list(args), kwargs=kwargs))["result"]
+    except LearnerFailure as failure:
+        if failure.kind == "exception" and failure.during is None:
+            failure.during = described_call(function, list(args), kwargs)
+        raise
 
 
 def expect_input_dependent(outputs: list, what: str) -> None:
@@ -345,37 +325,6 @@ def expect_input_dependent(outputs: list, what: str) -> None:
     tensors = [o for o in outputs if isinstance(o, torch.Tensor)]
     if len(tensors) >= 2 and all(t.shape == tensors[0].shape and torch.equal(t, tensors[0]) for t in tensors[1:]):
         raise CheckFailed(f"{what}: the same output came back for different inputs", "hard-coded")
-
-
-def fixed_device_failure(reply: dict, who: str, meets: str) -> CheckFailed | None:
-    """note.fixed_device's failure, as a call proved it: a tensor made without device= met ``meets`` (the
-    worker's watch), or the call failed on the GPU and was answered from the CPU (``device_fallback``)."""
-    operation, on_gpu = reply.get("fixed_device_use"), reply.get("device_fallback")
-    if operation is None and on_gpu is None:
-        return None
-    made = (
-        f"{who} makes a tensor on the default device, the CPU (no device=), and combines it with {meets} ({operation})"
-        if operation
-        else f"{who} fails on the GPU"
-    )
-    then = (
-        f": on the GPU it raised {on_gpu}. The other checks graded it on the CPU"
-        if on_gpu
-        else ": on a GPU that raises an error, or leaves the result on the CPU"
-    )
-    return CheckFailed(made + then, "fixed-device")
-
-
-def device_hint(reply: dict, cls: str) -> CheckFailed | None:
-    """The failure a module's forward proves: a tensor made on a fixed device meets the module's own."""
-    return fixed_device_failure(reply, f"{cls}.forward", "the module's tensors")
-
-
-def expect_no_fixed_device(learner, stage: int, cls: str, args: list, x: torch.Tensor) -> None:
-    """The note.fixed_device of a module: its forward makes no tensor on a fixed device that meets its own."""
-    moved = device_hint(build(learner, stage, cls, args, device_input=x), cls)
-    if moved is not None:
-        raise moved
 
 
 def expect_book_signature(learner: LearnerWorkers, source: bytes | None, stage: int, classes: dict[str, list]) -> None:

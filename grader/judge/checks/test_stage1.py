@@ -2,6 +2,7 @@
 
 import torch
 
+from grader.judge.checks.device_note import expect_device_followed
 from grader.judge.checks.examples import expect_function_values_explained
 from grader.judge.checks.shortcut import SOFTMAX_BY_HAND, expect_not_spelled, expect_work_recorded, switched_off_reply
 from grader.judge.checks.support import (
@@ -9,7 +10,6 @@ from grader.judge.checks.support import (
     call,
     check,
     expect_close,
-    expect_device_followed,
     expect_function_on_cases,
     expect_inputs_kept,
     generator,
@@ -160,7 +160,7 @@ def test_softmax_naive_is_written_by_hand(learner, learner_source, reference):
     expect_work_recorded(reply["ops"], SOFTMAX_BY_HAND, right, "softmax_naive")
 
 
-@check("structure.outputs")
+@check("structure.outputs", visible=True)
 def test_output_shapes(learner):
     rng = generator("structure.outputs")
     inputs, query, score = torch.rand(1, 4, generator=rng), torch.rand(4, generator=rng), torch.rand(1, generator=rng)

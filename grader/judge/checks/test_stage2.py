@@ -5,6 +5,7 @@ from typing import cast
 import torch
 
 from grader.judge.checks.attention_probe import expect_attention, showing_attention
+from grader.judge.checks.device_note import device_hint
 from grader.judge.checks.examples import expect_seeded_values_explained
 from grader.judge.checks.shortcut import expect_attention_by_hand
 from grader.judge.checks.support import (
@@ -13,7 +14,6 @@ from grader.judge.checks.support import (
     build,
     build_with_weights,
     check,
-    device_hint,
     expect_all_close,
     expect_book_signature,
     expect_documented_names,

@@ -7,6 +7,7 @@ import torch
 from grader.judge.checks import documented
 from grader.judge.checks.attention_probe import showing_attention
 from grader.judge.checks.causal import expect_causal_and_independent, run_injected
+from grader.judge.checks.device_note import expect_device_followed, expect_no_fixed_device
 from grader.judge.checks.dropout_probe import expect_dropout_on_weights
 from grader.judge.checks.examples import (
     expect_example,
@@ -23,11 +24,9 @@ from grader.judge.checks.support import (
     expect_all_close,
     expect_book_signature,
     expect_close,
-    expect_device_followed,
     expect_documented_names,
     expect_input_dependent,
     expect_inputs_kept,
-    expect_no_fixed_device,
     generator,
 )
 from grader.judge.diagnosis import causal_softmax_variants, linear, renormalize_variants, single_head_variants

@@ -12,6 +12,7 @@ import torch
 from grader.judge.checks import documented
 from grader.judge.checks.attention_probe import showing_attention
 from grader.judge.checks.causal import expect_causal_and_independent, run_injected
+from grader.judge.checks.device_note import expect_no_fixed_device
 from grader.judge.checks.dropout_probe import expect_dropout_on_weights, one_head_state
 from grader.judge.checks.examples import expect_example, explain_with_example
 from grader.judge.checks.shortcut import expect_attention_by_hand
@@ -24,7 +25,6 @@ from grader.judge.checks.support import (
     expect_close,
     expect_document_values,
     expect_documented_names,
-    expect_no_fixed_device,
     generator,
     holds_weights,
     init_order_hint,

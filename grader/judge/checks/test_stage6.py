@@ -10,6 +10,7 @@ from typing import cast
 
 import torch
 
+from grader.judge.checks.device_note import expect_device_followed
 from grader.judge.checks.documented import DOCUMENTED
 from grader.judge.checks.examples import fail_if_example_fails
 from grader.judge.checks.sdpa_cases import FUNCTION, STAGE, Case, expect_cases, float32_evidence, mixed_mask, qkv
@@ -21,7 +22,6 @@ from grader.judge.checks.support import (
     call,
     check,
     expect_close,
-    expect_device_followed,
     expect_inputs_kept,
     generator,
     reference_state,
@@ -101,6 +101,8 @@ def example_cases() -> list[Case]:
         Case(q, k, v, {"attn_mask": torch.randn(3, 5, generator=rng) * 2}),
         Case(heads_q, heads_k[:, :2], heads_v[:, :2], {"enable_gqa": True}),  # 4 query heads, 2 key/value heads
         Case(heads_q, heads_k, heads_v, {"attn_mask": mixed_mask(rng, (4, 3, 5))}),  # one mask a head, broadcast
+        # the heads as the only leading dimension: they are dim -3, not dim 1
+        Case(heads_q[0], heads_k[0, :2], heads_v[0, :2], {"enable_gqa": True}),
     ]
 
 

@@ -15,9 +15,10 @@ import torch
 
 from grader.judge.checks import documented
 from grader.judge.checks.delegation import delegated_shortcut
+from grader.judge.checks.device_note import device_hint
 from grader.judge.checks.dropout_probe import expect_dropout_on_weights, one_head_state
 from grader.judge.checks.examples import fail_if_example_fails
-from grader.judge.checks.kv_cache_held import cached_keys_values, expect_cache, is_none
+from grader.judge.checks.kv_cache_held import cached_keys_values, expect_cache, held_in_words, is_none, unchanged_cache
 from grader.judge.checks.kv_feeding import (
     CLS,
     STAGE,
@@ -25,6 +26,7 @@ from grader.judge.checks.kv_feeding import (
     expect_cached_example,
     fed_case,
     feed,
+    feed_past_a_cache,
     feed_past_a_reset,
     joined,
     refused_early,
@@ -35,7 +37,6 @@ from grader.judge.checks.support import (
     agrees,
     build,
     check,
-    device_hint,
     expect_all_close,
     expect_book_signature,
     expect_close,
@@ -167,7 +168,7 @@ def test_use_cache_off(learner):
         {"tokens": [3, 8], "use_cache": False},
         {"tokens": [3, 5], "use_cache": True, "may_raise": True},
     ]
-    reply = feed(learner, args, x, steps, state)
+    reply = feed_past_a_cache(learner, args, x, steps, state)
     full = lambda tokens: documented.output("MultiHeadAttention", args, state, tokens)  # noqa: E731
     # What the cache holds, in whatever layout, is structure.MultiHeadAttentionKV's to judge; here it must
     # only stay as forward(x[:, 0:3], use_cache=True) left it.
@@ -179,10 +180,12 @@ def test_use_cache_off(learner):
             f"{call} after 3 tokens were cached, against the causal forward of those 5 tokens alone",
             {"cache-without-use-cache": full(x)[:, 3:8]},
         )
-        if changed := [name for name in ("cache_k", "cache_v") if not _same(done["cache"][name], before[name])]:
+        if changed := [
+            name for name in ("cache_k", "cache_v") if not unchanged_cache(done["cache"][name], before[name])
+        ]:
             raise CheckFailed(
                 f"{call} changed the cache that forward(x[:, 0:3], use_cache=True) left: {' and '.join(changed)} "
-                f"went from {_held(before[changed[0]])} to {_held(done['cache'][changed[0]])}",
+                f"went from {held_in_words(before[changed[0]])} to {held_in_words(done['cache'][changed[0]])}",
                 "cache-without-use-cache",
             )
     if reply["steps"][3]["raised"]:
@@ -196,19 +199,6 @@ def test_use_cache_off(learner):
         "forward(x[:, 3:5], use_cache=True) after the calls without the cache, against rows 4-5 of the "
         "causal forward of x[:, 0:5]",
     )
-
-
-def _same(held: object, before: object) -> bool:
-    if isinstance(held, torch.Tensor) and isinstance(before, torch.Tensor):
-        return held.shape == before.shape and torch.equal(held.nan_to_num(), before.nan_to_num())
-    return type(held) is type(before) and held == before  # None, "missing" (no such attribute), or a value
-
-
-def _held(value: object) -> str:
-    """What a cache attribute holds, in words: a tensor's shape, or what else it is."""
-    if isinstance(value, torch.Tensor):
-        return f"a tensor of shape {tuple(value.shape)}"
-    return "no such attribute" if value == "missing" else describe_value(value)
 
 
 @check("property.reset_cache", visible=True, target=CLS)
@@ -341,7 +331,7 @@ def test_structure(learner, device):
         held = reply["cache_before"][name]
         if not is_none(held):
             raise CheckFailed(
-                f"a new MultiHeadAttentionKV should have {name} = None (an empty cache); it has {_held(held)}"
+                f"a new MultiHeadAttentionKV should have {name} = None (an empty cache); it has {held_in_words(held)}"
             )
     keys, values = cached_keys_values(x, state, 3)
     for t, done in enumerate(reply["steps"], start=1):

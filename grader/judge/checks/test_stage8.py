@@ -14,6 +14,7 @@ import torch
 
 from grader.judge.checks.causal import expect_causal_and_independent, run_injected
 from grader.judge.checks.delegation import expect_attention_by_hand_or_delegated
+from grader.judge.checks.device_note import expect_no_fixed_device
 from grader.judge.checks.dropout_probe import expect_dropout_on_weights, one_head_state
 from grader.judge.checks.examples import build_causal
 from grader.judge.checks.gqa_reference import (
@@ -35,7 +36,6 @@ from grader.judge.checks.support import (
     expect_book_signature,
     expect_close,
     expect_documented_names,
-    expect_no_fixed_device,
     generator,
     holds_weights,
     mask_buffer_hint,
