@@ -47,7 +47,7 @@ def test_a_points_change_re_prices_without_grading_and_agrees_with_a_regrade(tmp
     batch(submissions, fresh, "--points", str(heavier))
     assert scores(repriced) == scores(fresh)  # what a regrade with the new points writes
     assert (repriced / "grades.csv").read_bytes() == (fresh / "grades.csv").read_bytes()
-    assert "Total: 21.5/101.5" in (repriced / "ada.txt").read_text()  # 20 - 2 + 5 - 2 + 0.5, of 100 + 1.5
+    assert "Grade recorded: 21.5/101.5" in (repriced / "ada.txt").read_text()  # 20 - 2 + 5 - 2 + 0.5, of 100 + 1.5
     for name in STUDENTS:  # and the feedback the student reads
         assert (repriced / f"{name}.txt").read_text() == (fresh / f"{name}.txt").read_text()
 

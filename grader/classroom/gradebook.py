@@ -7,14 +7,13 @@ from collections import Counter
 from pathlib import Path
 
 from grader.classroom.fingerprint import INCOMPLETE, NEW, why_grade
-from grader.classroom.history import best_report, history, submitted_at
 from grader.classroom.outputs import saved_report, write_feedback, write_report
-from grader.classroom.overrides import TOTAL, applied, overridden_stages, read_overrides, read_seen, write_seen
+from grader.classroom.overrides import TOTAL, read_overrides, read_seen, write_seen
 from grader.classroom.plan import MAX_SUMMARY_IDS, counted
-from grader.classroom.repricing import repriced
-from grader.core.late_policy import MARKED_LATE_WITHOUT_TIME, NO_SUBMISSION_TIME, LatePolicy, late_record, utc_text
+from grader.classroom.record import LEFT_OUT, feedback_report, grade_of_record, late_of_current
+from grader.core.late_policy import MARKED_LATE_WITHOUT_TIME, NO_SUBMISSION_TIME, LatePolicy, utc_text
 from grader.core.output_files import inert, write_atomic
-from grader.core.points import Points, rounded
+from grader.core.points import Points
 from grader.core.report import Flag, FlagKind, Report
 from grader.intake.students import Student
 from grader.runner.escaping import listing
@@ -43,9 +42,7 @@ def csv_columns(stages: list[int]) -> list[str]:
 def late_of(policy: LatePolicy, student: Student, report: Report, stages: list[dict] | None = None) -> dict:
     """The late object of ``student``'s report, on its stages' scores (or ``stages``, those set by hand)."""
     # Canvas marks a submission LATE though its download gives no time: the mark is kept apart from a time.
-    return late_record(
-        policy, student.submitted, student.late_marked, stages or report["stages"], student.time_unread, student.id
-    )
+    return late_of_current(policy, student, report)(stages or report["stages"])
 
 
 def write_gradebook(
@@ -91,84 +88,65 @@ def write_gradebook(
             )
             write_row(student_id=student.id, submitted=submitted, flags=why)
             continue
-        kept, kept_words = _kept(out, student, report, policy, keep, (points, current[student.id]["points"]))
-        records = applied(overrides.get(student.id, []), kept, seen)  # the row's: the one that records what it saw
-        own = records if kept is report else applied(overrides.get(student.id, []), report, dict(seen))
-        late = late_of(policy, student, report, overridden_stages(report, own))
-        if report.get("late") != late or report.get("overrides", []) != own:
-            report["late"] = late
+        record = grade_of_record(
+            out,
+            student,
+            report,
+            policy,
+            keep,
+            (points, current[student.id]["points"]),
+            overrides.get(student.id, []),
+            seen,
+        )
+        kept, latest, written = record.kept, record.latest, record.as_dict()
+        if (
+            report.get("late") != latest.late
+            or report.get("overrides", []) != latest.records
+            or report.get("record") != written
+        ):
+            report["late"], report["record"] = latest.late, written
             report.pop("overrides", None)
-            report.update({"overrides": own} if own else {})
+            report.update({"overrides": latest.records} if latest.records else {})
             try:
-                write_feedback(out, student, report)
+                write_feedback(out, student, feedback_report(kept, written))
                 write_report(out, student, report)
             except OSError as error:  # the row has it; the report keeps the old one until a later run
                 print(
-                    f"grader batch: cannot update the late penalty in the report of {student.id}: "
+                    f"grader batch: cannot update the grade of record in the report of {student.id}: "
                     f"{error.strerror or error}",
                     file=sys.stderr,
                 )
-        if kept is not report:  # an earlier grading, with the penalty of its own submission time
-            late = late_record(policy, submitted_at(kept), False, overridden_stages(kept, records), student=student.id)
-            submitted = late["submitted"] or ""
-        flagged.update(Flag.read(flag).kind for flag in late["flags"])  # counted by kind, whatever it details
-        flagged["penalised"] += late["penalty_points"] > 0
+        if kept is not latest:  # an earlier grading, with the penalty of its own submission time
+            submitted = kept.late["submitted"] or ""
+        flagged.update(Flag.read(flag).kind for flag in kept.late["flags"])  # counted by kind, whatever it details
+        flagged["penalised"] += kept.late["penalty_points"] > 0
         review = [
             f"override-review: {r['stage']} scores {r['automatic']:g} now, {r['automatic_then']:g} when overridden"
-            for r in records
+            for r in kept.records
             if r["review"]
         ]
         flagged["review"] += len(review)
-        by_hand = {r["stage"]: r for r in records}
-        scored = sum(s["score"] for s in overridden_stages(kept, records))
-        final = by_hand[TOTAL]["points"] if TOTAL in by_hand else rounded(max(0, scored - late["penalty_points"]))
+        left_out = [f"{LEFT_OUT}: {', '.join(record.left_out)}"] if record.left_out else []
+        flagged[LEFT_OUT] += bool(left_out)
         write_row(
             student_id=student.id,
-            score=kept["score"],
-            max_score=kept["max_score"],
-            **{s["id"]: s["score"] for s in kept["stages"]},
+            score=kept.report["score"],
+            max_score=kept.report["max_score"],
+            **{s["id"]: s["score"] for s in kept.report["stages"]},
             submitted=submitted,
-            due=late["due"] or "",
-            slip_days_used=late["slip_days_used"],
-            late_penalty=late["penalty_points"],
-            final=final,
-            kept=kept_words,
-            override="; ".join(f"{r['stage']} {r['points']:g} (automatic {r['automatic']:g})" for r in records),
-            override_reason="; ".join(f"{r['stage']}: {r['reason']}" for r in records),
-            flags="; ".join([*kept["flags"], *late["flags"], *review]),
+            due=kept.late["due"] or "",
+            slip_days_used=kept.late["slip_days_used"],
+            late_penalty=kept.late["penalty_points"],
+            final=kept.final,
+            kept=record.kept_words,
+            override="; ".join(f"{r['stage']} {r['points']:g} (automatic {r['automatic']:g})" for r in kept.records),
+            override_reason="; ".join(f"{r['stage']}: {r['reason']}" for r in kept.records),
+            flags="; ".join([*kept.report["flags"], *kept.late["flags"], *review, *left_out]),
         )
     write_atomic(out / "grades.csv", buffer.getvalue())
     if seen:
         write_seen(out, seen)
     return flagged
-
-
-def _kept(
-    out: Path, student: Student, report: Report, policy: LatePolicy, keep: str, priced: tuple[Points, str]
-) -> tuple[Report, str]:
-    """The report a row shows for ``student``, whose current report is ``report``, and the row's words for it.
-    ``priced``: the points table of this run and its fingerprint, which an earlier grading is re-priced with
-    to be compared (one that only a regrade could re-price is left out), so that a row never mixes tables."""
-    if keep != "best":
-        return report, "latest"
-    graded = history(out, student) or [report]
-    earlier = [(place, _in_table(grading, *priced)) for place, grading in enumerate(graded[:-1], start=1)]
-    candidates = [(place, grading) for place, grading in earlier if grading is not None] + [(len(graded), report)]
-
-    def final(grading: Report) -> float:
-        late = late_record(policy, submitted_at(grading), False, grading["stages"], student=student.id)
-        return grading["score"] - late["penalty_points"]
-
-    best, index = best_report([grading for _, grading in candidates], final)  # the latest as it stands now
-    place = candidates[index - 1][0]
-    return best, f"best of {len(graded)}: grading {place}" + (" (the latest)" if best is report else "")
-
-
-def _in_table(grading: Report, points: Points, fingerprint: str) -> Report | None:
-    """``grading`` priced by ``points`` (whose fingerprint is ``fingerprint``); None where only a regrade could."""
-    if (grading.get("fingerprint") or {}).get("points") == fingerprint:
-        return grading
-    return repriced(grading, points, fingerprint) if grading.get("fingerprint") else None
 
 
 def _row_reason(reason: str | None) -> str:
@@ -190,6 +168,11 @@ def late_summary(flagged: Counter) -> list[str]:
         )
     if flagged["penalised"]:
         lines.append(f"{flagged['penalised']} late, with their penalty in grades.csv (late_penalty, final)")
+    if left := flagged[LEFT_OUT]:
+        lines.append(
+            f'{left} row{"s" if left > 1 else ""} under keep = "best" left an earlier grading out of the comparison '
+            "(flag left-out in grades.csv, which says why); set a grade by hand if it should count"
+        )
     if flagged["review"]:
         lines.append(
             f"{flagged['review']} override{'s' if flagged['review'] > 1 else ''} to review: the automatic score "

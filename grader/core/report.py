@@ -104,6 +104,7 @@ class Report(TypedDict):
     graded_at: NotRequired[str]
     late: NotRequired[dict]
     overrides: NotRequired[list[dict]]  # the instructor's own grades (grader/classroom/overrides.py)
+    record: NotRequired[dict]  # the grade of record (grader/classroom/record.py): what every output shows
 
 
 @dataclass

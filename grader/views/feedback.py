@@ -54,15 +54,45 @@ def flag_sentences(report: Report) -> list[str]:
             sentences.append(f"{flag}: look for a loop that never ends or a slow one (docs/troubleshooting.md#timeout)")
         else:
             sentences.append(flag)
+    if "record" in report:  # the record's block says the late penalty and the overrides (record_sentences)
+        return sentences
     if late := late_sentence(report.get("late")):
         sentences.append(late)
-    for change in report.get("overrides", []):
-        what = "your final grade" if change["stage"] == "total" else change["stage"]
-        sentences.append(
-            f"your instructor set {what} to {points_text(change['points'])} points "
-            f"(automatic: {points_text(change['automatic'])}): {change['reason']}"
-        )
+    sentences += [override_sentence(change) for change in report.get("overrides", [])]
     return sentences
+
+
+def override_sentence(change: dict) -> str:
+    what = "your final grade" if change["stage"] == "total" else change["stage"]
+    return (
+        f"your instructor set {what} to {points_text(change['points'])} points "
+        f"(automatic: {points_text(change['automatic'])}): {change['reason']}"
+    )
+
+
+RECORDED = "Grade recorded"
+
+
+def record_sentences(report: Report) -> list[str]:
+    """The grade of record (grader/classroom/record.py) and how it was reached, one short block: the final grade
+    as grades.csv and every export hold it, then the automatic score, each override, the late penalty and which
+    grading was kept. Empty for a report without one (a learner's own grading)."""
+    record = report.get("record")
+    if not record:
+        return []
+    steps = [override_sentence(change) for change in record["overrides"]]
+    if late := late_sentence(record["late"]):
+        steps.append(late)
+    if record["place"] != record["gradings"]:
+        steps.append(
+            f"your latest grading, number {record['gradings']}, would give {points_text(record['latest_final'])}: "
+            "the course keeps your best, and the checks below are those of the grading kept"
+        )
+    steps += [f"left out of the comparison: {left}" for left in record["left_out"]]
+    kept = "" if record["kept"] == "latest" else f", {record['kept']}"
+    if steps or record["final"] != record["automatic"]:  # how the final grade was reached, from the automatic score
+        steps.insert(0, f"automatic score {score_text(record['automatic'], record['max_score'])}{kept}")
+    return [f"{RECORDED}: {score_text(record['final'], record['max_score'])}", *[f"  {step}" for step in steps]]
 
 
 def late_sentence(late: dict | None) -> str | None:
@@ -108,11 +138,9 @@ def _withheld(check: CheckReport) -> CheckReport:
 
 
 def total_label(report: Report) -> str:
-    return (
-        "Provisional total (visible checks only)"
-        if any(f.kind == FlagKind.PROVISIONAL for f in report["flags"])
-        else "Total"
-    )
+    if any(f.kind == FlagKind.PROVISIONAL for f in report["flags"]):
+        return "Provisional total (visible checks only)"
+    return f"Automatic score ({RECORDED.lower()} at the top)" if report.get("record") else "Total"
 
 
 def checks_to_fix(report: Report) -> Iterator[tuple[int, CheckReport, str | None]]:

@@ -23,6 +23,7 @@ from grader.views.feedback import (
     next_step,
     notes_heading,
     notes_to_read,
+    record_sentences,
     repeat_message,
     score_text,
     shown_output,
@@ -79,6 +80,7 @@ def render_html(report: Report, submission: str, page: Path, student_facing: boo
     parts = [
         f"<h1>Grading report</h1><p class='meta'>{_text(submission)} on {_text(report['device'])} "
         f"(torch {_text(report['torch'])})</p>",
+        *[f"<p class='record'>{_text(sentence)}</p>" for sentence in record_sentences(report)],
         *[f"<p class='flags'>{_text(sentence)}</p>" for sentence in flag_sentences(report)],
         f"<p class='total'>{total_label(report)}: {total}</p>",
         _stage_table(report),

@@ -17,6 +17,7 @@ from grader.views.feedback import (
     notes_heading,
     notes_to_read,
     points_text,
+    record_sentences,
     repeat_message,
     score_text,
     shown_output,
@@ -61,6 +62,7 @@ def _lines(report: Report, submission: str, folder: str, banner: bool = True) ->
     lines: list[Line] = []
     if banner:
         lines.append(_plain(f"Grading {submission} on {report['device']} (torch {report['torch']})"))
+        lines += [_plain(sentence) for sentence in record_sentences(report)]
         lines += [_plain(sentence) for sentence in flag_sentences(report)]
         lines.append(_plain(""))
     titles = {
