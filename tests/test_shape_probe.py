@@ -8,7 +8,7 @@ import pytest
 
 from grader.core.hints import catalog
 from grader.judge.checks import shape_probe
-from grader.judge.checks.shape_probe import CLAIMS, DOUBLED_RUN, EXAMPLE_RUN, RULES, RUNS_HEADING
+from grader.judge.checks.shape_probe import CLAIMS, DOUBLED_RUN, EXAMPLE_RUN, NO_LEADING_RUN, RULES, RUNS_HEADING
 from tests.grading import MUTANTS, grade, learner_copy
 
 
@@ -28,6 +28,8 @@ def cause(ran: set[str]) -> str | None:
         ({EXAMPLE_RUN}, "sizes-hard-coded"),
         ({"6 tokens, as in the worked example", EXAMPLE_RUN}, "sizes-hard-coded"),
         ({"a mask without leading dimensions, (L, S)", "no mask"}, "mask-leading-dims"),
+        ({"a mask without leading dimensions, (L, S)", "no mask", NO_LEADING_RUN}, "mask-leading-dims"),
+        ({NO_LEADING_RUN, "no mask"}, "leading-dims"),
         # runs that prove nothing one cause explains: no name
         (set(), None),
         ({"d_in = d_out", "one head"}, None),

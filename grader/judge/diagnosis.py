@@ -23,6 +23,18 @@ HIDDEN = {
 WORKED_EXAMPLE_D_OUT = 2
 
 
+def slipped_divisors(d_k: int) -> dict[str, float]:
+    """The divisors a slip of Python's precedence or of a sign gives in place of sqrt(d_k), each named by what the
+    code reads as (wrong-scaling's details)."""
+    return {
+        f"the scores are divided by 2 * d_k = {2 * d_k}: `scores / d_k ** 1/2` reads as (scores / d_k) / 2": 2.0 * d_k,
+        f"the scores are divided by d_k / 2 = {d_k / 2:g}: `d_k ** 1/2` is (d_k ** 1) / 2, not sqrt(d_k)": d_k / 2,
+        f"the scores are multiplied by sqrt(d_k) = sqrt({d_k}), not divided: `/ d_k ** -0.5` is `* d_k ** 0.5`": (
+            d_k**-0.5
+        ),
+    }
+
+
 def attention_weights(
     queries: torch.Tensor,
     keys: torch.Tensor,
@@ -86,6 +98,7 @@ def weight_variants(
         f"the scores are divided by sqrt({WORKED_EXAMPLE_D_OUT}), the worked example's key size written as a number, "
         f"not by sqrt(d_k) = sqrt({d_k})"
     ] = float(WORKED_EXAMPLE_D_OUT) ** 0.5
+    divisors |= slipped_divisors(d_k)
     # Kept where a divisor is the right one too: a learner whose number happens to be right on one input and
     # wrong on another has made that mistake on both (proven_mistake ignores a variant that is the right answer).
     # Two labels with one divisor name neither detail (proven_mistake).
@@ -194,6 +207,7 @@ def causal_softmax_variants(scores: torch.Tensor, d_k: int) -> dict[str, torch.T
             future, n**0.5
         ),
         "scaling-after-softmax": softmax(future, 1.0) / d_k**0.5,
+        **{f"wrong-scaling:{label}": softmax(future, divisor) for label, divisor in slipped_divisors(d_k).items()},
         "mask-zero-instead-of-inf": softmax(future, d_k**0.5, fill=0.0),
         "mask-includes-diagonal": softmax(hides["the future and the diagonal"], d_k**0.5),
         "mask-wrong-triangle:torch.tril hides the past and the diagonal": softmax(

@@ -10,9 +10,9 @@ from collections.abc import Callable
 
 import torch
 import torch.nn as nn
-from torch.overrides import TorchFunctionMode
 
 from grader.runner.book_calls import by_owner, renamed
+from grader.runner.device_watch import FixedDeviceWatch, fixed_device_use
 from grader.runner.document_examples import run_recipe
 from grader.runner.implementation import Implementation, announcing
 from grader.runner.protocol import Foreign
@@ -79,7 +79,7 @@ def call(
     target = impl.name(function)
     args = [_to(device, a) for a in args]
     kwargs = {name: _to(device, value) for name, value in (kwargs or {}).items()}
-    watch = _FixedDeviceWatch() if watch_device else contextlib.nullcontext()
+    watch = FixedDeviceWatch() if watch_device else contextlib.nullcontext()
     with torch.no_grad(), recording(record) as seen, watch:
         result = target(*args, **kwargs)
     # The arguments as the call left them: the judge compares them with what it sent.
@@ -116,7 +116,7 @@ def module(
     book_calls.renamed).
 
     ``device_input``: last, run forward on this input watching for tensors made without a device
-    that meet the module's tensors (see _FixedDeviceWatch): what fails on a GPU, seen on a CPU.
+    that meet the module's tensors (see FixedDeviceWatch): what fails on a GPU, seen on a CPU.
     """
     built, report = _built(impl, device, cls, args, kwargs, seed, state, return_state, pairing)
     if built is None:
@@ -131,7 +131,7 @@ def module(
                 head_outputs.append([learner_value(head(x)) for head in built.heads])
     report.update(outputs=outputs, head_outputs=head_outputs, ops=sorted(seen))
     if device_input is not None:
-        report["fixed_device_use"] = _fixed_device_use(built, device_input.to(device))
+        report["fixed_device_use"] = fixed_device_use(built, device_input.to(device))
     return report
 
 
@@ -180,86 +180,6 @@ def _built(
     return built, report
 
 
-# Functions that make a new tensor on the default device unless given one.
-FACTORIES = {
-    "ones",
-    "zeros",
-    "full",
-    "empty",
-    "arange",
-    "eye",
-    "rand",
-    "randn",
-    "randint",
-    "tensor",
-    "linspace",
-    "as_tensor",
-}
-
-
-class _FixedDeviceWatch(TorchFunctionMode):
-    """Follows the tensors forward makes without a device, and notes the first operation that
-    combines one (more than one number: CPU scalars are fine anywhere) with the module's tensors.
-
-    A tensor made from such tensors alone inherits the mark; .to(device), .to(tensor) and .cuda()
-    clear it. On a GPU that combination is exactly what fails.
-    """
-
-    def __init__(self):
-        super().__init__()
-        self.fixed: dict[int, torch.Tensor] = {}  # id -> tensor, kept alive so ids stay unique
-        self.mixed: str | None = None
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        name = getattr(func, "__name__", "")
-        inputs = list(_tensors((args, kwargs)))
-        moved = name in ("to", "cuda") and (
-            kwargs.get("device") is not None
-            or name == "cuda"
-            or any(isinstance(a, (torch.device, str, torch.Tensor)) for a in args[1:])
-        )
-        marked = [t for t in inputs if id(t) in self.fixed and t.numel() > 1]
-        # Advanced indexing moves CPU index tensors to the indexed tensor's device (PyTorch's own
-        # test_index_cuda_with_cpu): only the indexed tensor itself must be on the module's device.
-        indexing = name == "__getitem__" and bool(args) and id(args[0]) not in self.fixed
-        if marked and not moved and not indexing and len(marked) < len(inputs) and self.mixed is None:
-            self.mixed = name  # noted before the call: on a GPU the call itself raises
-        result = func(*args, **kwargs)
-        if name in FACTORIES and "device" not in kwargs and not inputs:
-            self._mark(result)
-        elif marked and not moved and len(marked) == len(inputs):
-            self._mark(result)
-        return result
-
-    def _mark(self, result) -> None:
-        for t in _tensors(result):
-            self.fixed[id(t)] = t
-
-
-def _tensors(value):
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _tensors(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _tensors(item)
-
-
-def _fixed_device_use(built: nn.Module, x: torch.Tensor) -> str | None:
-    """The first operation of forward that combines a tensor made on a fixed device with the module's."""
-    watch = _FixedDeviceWatch()
-    try:
-        with torch.no_grad(), watch:
-            built(x)
-    except Exception:
-        if watch.mixed is None:
-            raise
-    return watch.mixed
-
-
 def structure(built: nn.Module) -> dict:
     """Names, kinds and shapes of what a module holds: what the structure checks judge."""
     return {
@@ -290,6 +210,12 @@ def structure(built: nn.Module) -> dict:
     }
 
 
+def _weight_of(layer: object) -> torch.Tensor | None:
+    """A layer's weight as it holds it now, copied; None where it holds none."""
+    weight = getattr(layer, "weight", None)
+    return weight.detach().clone() if isinstance(weight, torch.Tensor) else None
+
+
 @probe
 def transfer(
     impl: Implementation, device: str, d_in: int, d_out: int, seed: int, qkv_bias: bool = False, record: bool = False
@@ -317,6 +243,8 @@ def transfer(
         "returned_v1": returned is sa_v1,
         "v1": v1,
         "v1_parameters": [name for name, _ in sa_v1.named_parameters()],
+        # what sa_v2 holds after the transfer, which must leave it as it was (a learner's fact: it may only veto)
+        "v2_after": {name: _weight_of(getattr(sa_v2, name, None)) for name in names},
         "same_parameters": all(getattr(sa_v1, name, None) is before[name] for name in names),
         "shares_memory": any(
             isinstance(getattr(sa_v1, name, None), torch.Tensor)
@@ -356,7 +284,7 @@ def cached_module(
     what an earlier step showed. A step with "may_raise" that raises ends the steps, its "raised"
     [type, message] reported with the cache after it; elsewhere what the learner's code raises is
     its failure. ``watch_device``: the first operation of the steps that combined a tensor made
-    without a device with the module's (see _FixedDeviceWatch).
+    without a device with the module's (see FixedDeviceWatch).
     """
     built, report = _built(impl, device, cls, args, None, seed, state, return_state, pairing)
     if built is None:
@@ -365,7 +293,7 @@ def cached_module(
     x = x.to(device)
     report["cache_before"] = _cache_of(built)
     done = report["steps"] = []
-    watch = _FixedDeviceWatch() if watch_device else contextlib.nullcontext()
+    watch = FixedDeviceWatch() if watch_device else contextlib.nullcontext()
     with torch.no_grad(), recording(record) as seen, watch:
         for step in steps:
             try:

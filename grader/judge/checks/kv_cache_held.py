@@ -53,6 +53,13 @@ def expect_cache(
                 f"otherwise than {shape} (b, num_heads, tokens so far, head_dim)",
                 "cache-layout",
             )
+        if any(slots_beyond(held, t) for t in (expected, *other)):
+            raise CheckFailed(
+                f"{when}, {name} has shape {tuple(held.shape)}: more token slots than tokens fed, the first ones "
+                f"holding the right keys or values; it must hold the tokens cached so far alone, {shape}: grow it "
+                "with torch.cat rather than filling a preallocated tensor",
+                "cache-layout",
+            )
         if any(tokens_reordered(held, t) for t in (expected, *other)):
             raise CheckFailed(
                 f"{when}, {name} holds the right keys or values of every token, in another order along the "
@@ -115,3 +122,16 @@ def held_in_words(value: object) -> str:
     if isinstance(value, torch.Tensor):
         return f"a tensor of shape {tuple(value.shape)}"
     return "no such attribute" if value == "missing" else describe_value(value)
+
+
+def slots_beyond(held: torch.Tensor, expected: torch.Tensor) -> bool:
+    """``held`` has more token slots (dim 2) than ``expected`` (b, num_heads, tokens, head_dim), and its first
+    ones hold ``expected``: a preallocated cache handed out whole."""
+    n = expected.shape[2] if expected.dim() == 4 else -1
+    return (
+        held.dim() == 4
+        and held.shape[:2] == expected.shape[:2]
+        and held.shape[3] == expected.shape[3]
+        and held.shape[2] > n
+        and agrees(held[:, :, :n], expected)
+    )

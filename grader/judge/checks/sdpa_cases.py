@@ -14,6 +14,8 @@ from grader.judge.verdict import agrees, attention_evidence
 from grader.sandbox.workers import LearnerFailure, LearnerWorkers
 
 STAGE = 6
+# Mistakes in how key/value heads are shared under enable_gqa: no single (L, E) matrix shows them.
+HEAD_SHARING = {"gqa-tiled"}
 FUNCTION = "scaled_dot_product_attention"
 
 
@@ -40,6 +42,19 @@ class Case:
             return t.reshape((1,) * (4 - t.dim()) + tuple(t.shape))
 
         return Case(pad(self.query), pad(self.key), pad(self.value), self.options)
+
+    def first_matrix(self) -> "Case | None":
+        """The same call on the first (L, E) query matrix of the batch alone, with its keys, values and mask
+        (query head 0 is served by key/value head 0 under enable_gqa too); None without leading dimensions."""
+        if self.query.dim() <= 2:
+            return None
+        lead = self.query.shape[:-2]
+        first = (0,) * len(lead)
+        options = {name: value for name, value in self.options.items() if name != "enable_gqa"}
+        mask = options.get("attn_mask")
+        if isinstance(mask, torch.Tensor):
+            options["attn_mask"] = mask.expand(*lead, *mask.shape[-2:])[first]
+        return Case(self.query[first], self.key[first], self.value[first], options)
 
     def expected(self) -> torch.Tensor:
         """torch's own answer, in float64."""
@@ -80,38 +95,78 @@ def _shown(value: object) -> str:
 def expect_cases(learner: LearnerWorkers, cases: list[Case]) -> None:
     """Each case must give torch's answer; a mistake is named only when every case that can show it does.
 
-    A failure shows the learner's attention weights of the first case that fails beside torch's.
+    A failure shows the learner's attention weights of the first case that fails beside torch's. A case with
+    leading dimensions that fails while its first matrix alone gives torch's answer counts a dimension from the
+    start (leading-dims), whatever else its numbers happen to look like.
     """
     outputs = [_run_telling_leading_dims(learner, case) for case in cases]
     try:
         expect_all_close([(output, case.expected(), str(case), case.variants) for case, output in zip(cases, outputs)])
     except CheckFailed as failed:
         failing = next(((c, o) for c, o in zip(cases, outputs) if not agrees(o, c.expected())), None)
+        # A first matrix that comes out right disproves a mistake of one matrix's maths; under enable_gqa, a mistake
+        # in sharing the heads (which no single matrix shows) stands.
+        told = failing and _told_by_first_matrix(learner, failing[0], "gives another answer than torch")
+        if told and not (failing and failing[0].options.get("enable_gqa") and failed.hint in HEAD_SHARING):
+            if told.hint is None and failing:  # no cause named: the weights show what the case got
+                told.evidence = _weights_evidence(learner, *failing)
+            raise told from None
         if failed.evidence is None and failing is not None:
             failed.evidence = _weights_evidence(learner, *failing)
         raise
 
 
+def _told_by_first_matrix(learner: LearnerWorkers, case: Case, failed: str) -> CheckFailed | None:
+    """Where ``case`` (which ``failed`` as said) has leading dimensions and its first matrix alone gives torch's
+    answer: leading-dims, or under enable_gqa a failure naming no cause (the shared heads, or a dimension counted
+    from the start); else None."""
+    alone = case.first_matrix()
+    mask = case.options.get("attn_mask")
+    if alone is None or (isinstance(mask, torch.Tensor) and mask.dim() > 2):  # a mask's own dims: mask-leading-dims
+        return None
+    try:
+        output = alone.run(learner)
+    except LearnerFailure:
+        return None
+    if not agrees(output, alone.expected()):
+        return None
+    if case.options.get("enable_gqa"):  # shared heads mishandled, or a dimension counted from the start: either
+        return CheckFailed(
+            f"{case} {failed}; its first matrix alone, {alone}, gives torch's answer: the key/value heads shared "
+            "by enable_gqa, or the leading dimensions, are handled otherwise than torch does"
+        )
+    return CheckFailed(
+        f"{case} {failed}; its first matrix alone, {alone}, gives torch's answer: a dimension is "
+        "counted from the start where it should be counted from the end",
+        "leading-dims",
+    )
+
+
 def _run_telling_leading_dims(learner: LearnerWorkers, case: Case) -> object:
-    """``case`` run; where it raises with fewer than four dimensions and the same inputs padded to four with
-    leading 1s give torch's answer, the failure is a dimension counted from the start (dim 1 for the heads)."""
+    """``case`` run; where it raises and the same inputs padded to four dimensions with leading 1s give torch's
+    answer (every head kept), or else its first matrix alone does, the failure is told as _told_by_first_matrix
+    says: a dimension counted from the start (dim 1 for the heads)."""
     try:
         return case.run(learner)
     except LearnerFailure as failure:
-        if failure.kind != "exception" or case.query.dim() >= 4:
+        if failure.kind != "exception":
             raise
-        padded = case.padded()
-        try:
-            output = padded.run(learner)
-        except LearnerFailure:
-            raise failure from None
-        if not agrees(output, padded.expected()):
-            raise failure from None
-        raise CheckFailed(
-            f"{case} raised {failure}; the same inputs with leading dimensions of size 1 put in front, {padded}, "
-            "give torch's answer: a dimension is counted from the start where it should be counted from the end",
-            "leading-dims",
-        ) from None
+        if case.query.dim() < 4:
+            padded = case.padded()
+            try:
+                output = padded.run(learner)
+            except LearnerFailure:
+                output = None
+            if output is not None and agrees(output, padded.expected()):
+                raise CheckFailed(
+                    f"{case} raised {failure}; the same inputs with leading dimensions of size 1 put in front, "
+                    f"{padded}, give torch's answer: a dimension is counted from the start where it should be "
+                    "counted from the end",
+                    "leading-dims",
+                ) from None
+        if told := _told_by_first_matrix(learner, case, f"raised {failure}"):
+            raise told from None
+        raise
 
 
 def float32_evidence(learner: LearnerWorkers, case: Case) -> dict | None:

@@ -75,6 +75,7 @@ EXAMPLE = Sizes(batch=2, tokens=6, d_in=3, d_out=WORKED_EXAMPLE_D_OUT, context=6
 DOUBLED = Sizes(**{name: 2 * size for name, size in vars(EXAMPLE).items() if name != "kv_groups"})
 
 EXAMPLE_RUN = "the worked example's sizes"
+NO_LEADING_RUN = "no leading dimensions, (L, E)"  # scaled dot-product attention on matrices alone
 # Every size of the worked example doubled: what the example's sizes satisfy as relations (tokens =
 # context_length, d_out = num_heads, d_out divisible by num_heads) still holds, only the numbers differ. Code
 # that runs on the example and not here has a number written in it; code that runs on both needs a relation.
@@ -108,6 +109,7 @@ RULES: list[tuple[str, frozenset[str], frozenset[str]]] = [
     # a divisibility test of d_in instead of d_out: any multiple of num_heads, or one head, passes it
     ("d-in-for-d-out", frozenset({"d_in = d_out", "d_in a multiple of num_heads", "one head"}), WORKED),
     ("kv-repeat-count", frozenset({"num_heads = num_kv_groups²"}), frozenset({"one head"})),
+    ("kv-heads-count", frozenset({"as many key/value groups as heads"}), frozenset({"one head"})),
     ("heads-width-wrong", frozenset({"one head"}), WORKED),
     ("batch-fixed", frozenset({"a batch of one"}), WORKED),
     ("sizes-hard-coded", frozenset({EXAMPLE_RUN}), frozenset()),
@@ -118,7 +120,18 @@ RULES: list[tuple[str, frozenset[str], frozenset[str]]] = [
         frozenset({EXAMPLE_RUN, "3 features, as in the worked example"}),
     ),
     ("sizes-hard-coded", frozenset({"3 features, as in the worked example"}), frozenset({EXAMPLE_RUN})),
-    ("mask-leading-dims", frozenset({"a mask without leading dimensions, (L, S)"}), frozenset({"no mask"})),
+    # a mask indexed as (L, S) runs on query matrices alone too; anything else that runs only there counts the
+    # inputs' dimensions from the start
+    (
+        "mask-leading-dims",
+        frozenset({"a mask without leading dimensions, (L, S)"}),
+        frozenset({"no mask", NO_LEADING_RUN}),
+    ),
+    (
+        "leading-dims",
+        frozenset({NO_LEADING_RUN}),
+        frozenset({"a mask without leading dimensions, (L, S)", "no mask", "as many queries as keys"}),
+    ),
 ]
 # What each named cause says, after the runs: the claim they prove.
 CLAIMS = {
@@ -128,6 +141,8 @@ CLAIMS = {
     "somewhere d_in stands where d_out belongs (a view, a reshape, a divisibility test or a layer's size).",
     "kv-repeat-count": "It runs only where num_kv_groups == num_heads // num_kv_groups: each group must serve "
     "num_heads // num_kv_groups query heads, so repeat the keys and values that many times.",
+    "kv-heads-count": "It runs only where num_kv_groups == num_heads: the keys and values, num_kv_groups heads, "
+    "are used as num_heads heads.",
     "heads-width-wrong": "It runs with one head, not with several: the heads are split or merged with the "
     "wrong width or axis.",
     "wrapper-head-size": "It gives the documented width with one head, not with several: each head must "
@@ -139,6 +154,8 @@ CLAIMS = {
     "returns-tuple": "It returns a tuple where one tensor is documented.",
     "kv-projection-size": "It runs only where num_kv_groups == num_heads // num_kv_groups, and W_key gives other than "
     "num_kv_groups * head_dim features: the keys and values are projected to the wrong width.",
+    "leading-dims": "It runs on (L, E) matrices alone, not with leading dimensions in front: a dimension is "
+    "counted from the start (dim 1, size(0)) where it should be counted from the end.",
     "mask-leading-dims": "It runs with a mask of shape (L, S), not with one whose leading dimensions broadcast over "
     "the batch and heads: the mask is reshaped or indexed as if it had two dimensions.",
 }
@@ -266,6 +283,7 @@ class Call:
     keys: int = 5
     value_dim: int = 7
     mask: str = "leading"  # attn_mask: "leading" (batch, 1, L, S), "2d" (L, S), or "none"
+    leading: bool = True  # query, key and value with (batch, heads) in front, or (L, E) alone
 
 
 @dataclass(frozen=True)
@@ -277,7 +295,7 @@ class FunctionProbe:
 
 
 def _sdpa_arguments(c: Call, rng: torch.Generator) -> list:
-    lead = (c.batch, c.heads)
+    lead = (c.batch, c.heads) if c.leading else ()
     query, key = torch.rand(*lead, c.tokens, c.dim, generator=rng), torch.rand(*lead, c.keys, c.dim, generator=rng)
     value = torch.rand(*lead, c.keys, c.value_dim, generator=rng)
     mask = None
@@ -328,12 +346,13 @@ FUNCTIONS = {
     ),
     "scaled_dot_product_attention": FunctionProbe(
         _sdpa_arguments,
-        lambda c: (c.batch, c.heads, c.tokens, c.value_dim),
+        lambda c: (c.batch, c.heads, c.tokens, c.value_dim) if c.leading else (c.tokens, c.value_dim),
         Call(tokens=4, dim=6),
         {
             "a mask without leading dimensions, (L, S)": lambda c: replace(c, mask="2d"),
             "no mask": lambda c: replace(c, mask="none"),
             "as many queries as keys": lambda c: replace(c, tokens=c.keys),
+            NO_LEADING_RUN: lambda c: replace(c, leading=False, mask="2d"),
         },
     ),
 }

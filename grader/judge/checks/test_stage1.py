@@ -81,14 +81,15 @@ def test_random_softmax_naive(learner, reference):
 def test_random_context_vector(learner, reference):
     rng = generator("random.context_vector")
     cases = [(torch.rand(n, d, generator=rng), torch.softmax(torch.rand(n, generator=rng), dim=0)) for n, d in SHAPES]
-    expect_function_on_cases(
-        learner,
-        STAGE,
-        "context_vector",
-        reference.context_vector,
-        cases,
-        lambda inputs, _: f"context_vector of {inputs.shape[0]} token(s) of size {inputs.shape[1]}",
-    )
+    # the rows summed, each times its weight, whatever the weights add up to (a weighted mean is right only at 1)
+    cases.append((torch.rand(4, 3, generator=rng), torch.rand(4, generator=rng) * 2))
+
+    def described(inputs: torch.Tensor, weights: torch.Tensor) -> str:
+        total = float(weights.sum())
+        summing = "" if abs(total - 1) < 1e-6 else f", weights that sum to {total:.4g}"
+        return f"context_vector of {inputs.shape[0]} token(s) of size {inputs.shape[1]}{summing}"
+
+    expect_function_on_cases(learner, STAGE, "context_vector", reference.context_vector, cases, described)
 
 
 @check("random.simple_self_attention", target="simple_self_attention")

@@ -56,8 +56,14 @@ def expect_concatenated_heads(reply: dict, what: str, num_heads: int) -> torch.T
         torch.cat(heads, dim=-1),
         f"{what}: the output against its heads' outputs concatenated",
         variants={
-            f"wrapper-concat-dim:the heads joined along dim={dim}, the {axis}": torch.cat(heads, dim=dim)
-            for dim, axis in ((1, "tokens' axis"), (0, "batch's axis"))
+            **{
+                f"wrapper-concat-dim:the heads joined along dim={dim}, the {axis}": torch.cat(heads, dim=dim)
+                for dim, axis in ((1, "tokens' axis"), (0, "batch's axis"))
+            },
+            # torch.stack(heads, dim=-1) flattened: each feature of every head, then the next feature
+            "wrapper-concat-dim:the heads stacked on a new last axis and flattened, their features interleaved": (
+                torch.stack(heads, dim=-1).flatten(-2)
+            ),
         },
     )
     return output
