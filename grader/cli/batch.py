@@ -137,6 +137,8 @@ def main(argv: list[str]) -> int:
         policy, keep = load_course(args.course), gradebook_keeps(read_course(args.course), args.course)
         name_strangers(policy.extensions, students, f"{args.course or COURSE_FILE} [extensions] gives due times")
         grading = grading_options(args, args.course, points_file=args.points)
+        for line in grading.points.changes:  # a note price or a stage maximum the points file moves
+            print(f"grader batch: points: {line}", file=sys.stderr)
         chosen = chosen_ids(students, args.student, args.submissions)
         earlier_folder = check_class_record(out, layout, args.submissions, _input_files(args))
     except (ValueError, OSError) as error:

@@ -25,6 +25,7 @@ class Points:
 
     table: PointsTable
     source: Path = REGISTRY_FILE
+    changes: tuple[str, ...] = ()  # what a points file sets otherwise than the course and registry, a line each
 
     def of(self, stage: int, check: str) -> float:
         try:
@@ -47,11 +48,35 @@ def points_in_use(
     note_prices: Mapping[str, Mapping[str, float]] | None = None, points_file: Path | None = None
 ) -> Points:
     """The registry's points, with the notes the course prices (grader.core.course.note_prices; a note is worth
-    0 otherwise), and the stages ``points_file`` lists replaced (ValueError, one line, if it cannot be used)."""
+    0 otherwise), and the stages ``points_file`` lists replaced (ValueError, one line, if it cannot be used).
+
+    Precedence, stage by stage: a stage the points file lists is priced by the file alone, note prices
+    included; any other stage by the registry with the course's note prices. ``changes`` says, one line each,
+    every note price and every stage maximum the file sets otherwise than the course and the registry would."""
     priced = {stage: {**checks, **(note_prices or {}).get(stage, {})} for stage, checks in registry_points().items()}
     replaced = read_points_file(points_file) if points_file else {}
     table = {stage: MappingProxyType(dict(checks)) for stage, checks in {**priced, **replaced}.items()}
-    return Points(MappingProxyType(table), points_file or REGISTRY_FILE)
+    changes = tuple(points_file_changes(priced, replaced, points_file)) if points_file else ()
+    return Points(MappingProxyType(table), points_file or REGISTRY_FILE, changes)
+
+
+def points_file_changes(priced: PointsTable, replaced: PointsTable, source: Path) -> list[str]:
+    """One line per note price, and per stage maximum, that the points file ``source`` (``replaced``) sets
+    otherwise than the registry with the course's note prices (``priced``)."""
+    lines = []
+    for stage, checks in replaced.items():
+        before = priced[stage]
+        for check, worth in checks.items():
+            if check.startswith("note.") and worth != before[check]:
+                lines.append(
+                    f"{source.name}: {stage} {check} is worth {worth:g}, where the course and the registry give "
+                    f"{before[check]:g}"
+                )
+        if (after := sum(checks.values())) != (was := sum(before.values())):
+            lines.append(
+                f"{source.name}: {stage} is worth {after:g} in all, where the course and the registry give {was:g}"
+            )
+    return lines
 
 
 def rounded(value: float) -> float | int:
@@ -90,13 +115,14 @@ def read_points_file(path: Path) -> dict[str, dict[str, float]]:
     return table
 
 
-def points_file_text() -> str:
-    """The registry's points as a points file for --points: a [stage<N>] table of its checks per stage."""
+def points_file_text(table: PointsTable | None = None) -> str:
+    """``table`` (the registry's points by default) as a points file for --points: a [stage<N>] table per stage."""
     lines = [
         "# Points per check (python -m grader.cli.points); grade with them: grade-all GRADE_ARGS='--points FILE'.\n"
-        "# A stage listed here must price each of its checks; stages left out keep grader/core/stages.toml's.\n"
+        "# A stage listed here must price each of its checks, its notes included; stages left out keep\n"
+        "# grader/core/stages.toml's points with the course's [notes] prices.\n"
     ]
-    for stage, checks in registry_points().items():
+    for stage, checks in (table or registry_points()).items():
         lines.append(
             f"\n[{stage}]\n" + "".join(f"{json.dumps(check)} = {value:g}\n" for check, value in checks.items())
         )
