@@ -31,7 +31,9 @@ from grader.classroom.repricing import reprice_class
 from grader.core import report as report_model
 from grader.core.late_policy import LatePolicy, late_record
 from grader.core.points import Points, rounded
+from grader.core.report import CheckResult, Status
 from grader.intake.students import Student
+from grader.judge.voiding import void_shortcut_targets, void_without_results
 
 DUE = dt.datetime(2025, 3, 14, 23, 59, tzinfo=dt.UTC)
 POLICY = LatePolicy(
@@ -54,39 +56,44 @@ OPTIONS = {"visible_only": False, "timeout": 2.0, "budget": 30.0, "sandboxed": T
 RECORDED = re.compile(r"^Grade recorded: ([0-9.]+)/", re.MULTILINE)
 
 
-def priced(statuses: dict[str, bool], table: dict) -> report_model.Report:
-    """A complete report whose checks passed as ``statuses`` say, priced by ``table``."""
-    stages = []
+def judged(statuses: dict[str, bool], table: dict) -> list[CheckResult]:
+    """The checks as the judge leaves them: priced by ``table``, then voided by its rules (a check of how a
+    function computes earns nothing beside results that are all wrong)."""
+    results = []
     for stage, checks in STAGES.items():
-        rows = [
-            {
-                "id": check,
-                "visibility": "hidden",
-                "status": "passed" if statuses[check] else "failed",
-                "score": table[stage][check] if statuses[check] else 0,
-                "max_score": table[stage][check],
-                "message": "",
-                "hint": None,
-                "evidence": None,
-                "printed": "",
-            }
+        number = int(stage.removeprefix("stage"))
+        own = [
+            CheckResult(
+                number,
+                check,
+                "hidden",
+                None,
+                Status.PASSED if statuses[check] else Status.FAILED,
+                table[stage][check] if statuses[check] else 0,
+                table[stage][check],
+                "",
+                None,
+                None,
+                "",
+            )
             for check in checks
         ]
-        score, possible = sum(r["score"] for r in rows), sum(r["max_score"] for r in rows)
-        stages.append(
-            {"id": stage, "title": stage, "track": "core", "score": score, "max_score": possible, "checks": rows}
-        )
-    data = {
-        "score": sum(s["score"] for s in stages),
-        "max_score": sum(s["max_score"] for s in stages),
-        "device": "cpu",
-        "torch": "2.13.0",
-        "sandbox": "none",
-        "stages": stages,
-        "flags": [],
-        "complete": True,
-    }
-    return report_model.from_json(json.loads(json.dumps(data)))
+        void_shortcut_targets(own)
+        void_without_results(own)
+        results += own
+    return results
+
+
+def priced(statuses: dict[str, bool], table: dict, keeps_targets: bool) -> report_model.Report:
+    """A complete report whose checks passed as ``statuses`` say, priced by ``table`` and voided as the judge does;
+    without ``keeps_targets``, as a report written before the checks kept what voiding rests on."""
+    report = report_model.build(judged(statuses, table), [1, 2], "cpu", "2.13.0", [], "none")
+    if not keeps_targets:
+        for stage in report["stages"]:
+            for check in stage["checks"]:
+                for key in ("target", "own", "from_source"):
+                    check.pop(key, None)  # type: ignore[misc]
+    return report_model.from_json(json.loads(report_model.to_json(report)))
 
 
 class Term(RuleBasedStateMachine):
@@ -95,7 +102,8 @@ class Term(RuleBasedStateMachine):
         self.out = Path(tempfile.mkdtemp(prefix="term-"))
         self.table = 0
         self.keep = "latest"
-        self.handed: dict[str, list[tuple[dict, int, dt.datetime]]] = {s: [] for s in STUDENTS}  # statuses, table, time
+        # each grading: its statuses, its table, its hand-in time, and whether its report keeps its checks' targets
+        self.handed: dict[str, list[tuple[dict, int, dt.datetime, bool]]] = {s: [] for s in STUDENTS}
         self.overrides: dict[tuple[str, str], float] = {}
         self.submitted: dict[str, dt.datetime] = {}
         self.grades: dict[str, float] = {}
@@ -118,9 +126,9 @@ class Term(RuleBasedStateMachine):
             "options": OPTIONS,
         }
 
-    def grade(self, student: Student, statuses: dict) -> None:
+    def grade(self, student: Student, statuses: dict, keeps_targets: bool) -> None:
         """What a batch lane does with a new grading: the report, its late penalty, its history file."""
-        report = priced(statuses, TABLES[self.table])
+        report = priced(statuses, TABLES[self.table], keeps_targets)
         report["fingerprint"] = self.fingerprint(student.id, len(self.handed[student.id]) - 1)
         report["graded_at"] = "2025-03-20T00:00:00+00:00"
         report["late"] = late_of(POLICY, student, report)
@@ -132,11 +140,12 @@ class Term(RuleBasedStateMachine):
         student=st.sampled_from(STUDENTS),
         statuses=st.fixed_dictionaries({c: st.booleans() for checks in STAGES.values() for c in checks}),
         hours=st.sampled_from([-5, 0.1, 20, 50, 80]),
+        keeps_targets=st.booleans(),
     )
-    def hand_in(self, student, statuses, hours):
+    def hand_in(self, student, statuses, hours, keeps_targets):
         self.submitted[student] = DUE + dt.timedelta(hours=hours)
-        self.handed[student].append((statuses, self.table, self.submitted[student]))
-        self.grade(next(s for s in self.students() if s.id == student), statuses)
+        self.handed[student].append((statuses, self.table, self.submitted[student], keeps_targets))
+        self.grade(next(s for s in self.students() if s.id == student), statuses, keeps_targets)
 
     @rule(table=st.sampled_from(range(len(TABLES))))
     def change_points(self, table):
@@ -147,9 +156,9 @@ class Term(RuleBasedStateMachine):
         done = reprice_class(students, self.out, current, self.points())
         for student in students:
             if student.id not in done:
-                statuses, _, when = self.handed[student.id][-1]
-                self.handed[student.id].append((statuses, table, when))
-                self.grade(student, statuses)
+                statuses, _, when, _ = self.handed[student.id][-1]
+                self.handed[student.id].append((statuses, table, when, True))  # a regrade keeps them
+                self.grade(student, statuses, True)
 
     @rule(
         student=st.sampled_from(STUDENTS),
@@ -183,13 +192,17 @@ class Term(RuleBasedStateMachine):
         with open(self.out / "grades.csv", newline="") as handle:
             return {row["student_id"]: row for row in csv.DictReader(handle)}
 
-    def model_final(self, student: str, statuses: dict, table: int, when: dt.datetime) -> float | None:
-        """What the model says a grading is worth now; None where the current table cannot price it (a check
-        whose price went from 0 or to 0)."""
+    def model_final(
+        self, student: str, statuses: dict, table: int, when: dt.datetime, keeps_targets: bool
+    ) -> float | None:
+        """What the model says a grading is worth now: what grading it afresh under the table in force would give
+        (re-pricing must equal a regrade); None where its report cannot be re-priced (a check whose price went from
+        0 or to 0, in a report that does not keep what voiding rests on)."""
         then, now = TABLES[table], TABLES[self.table]
-        if any((then[s][c] == 0) != (now[s][c] == 0) for s in STAGES for c in STAGES[s]):
+        if not keeps_targets and any((then[s][c] == 0) != (now[s][c] == 0) for s in STAGES for c in STAGES[s]):
             return None
-        stages = {s: sum(now[s][c] for c in STAGES[s] if statuses[c]) for s in STAGES}
+        fresh = judged(statuses, now)
+        stages = {s: sum(r.score for r in fresh if r.stage == int(s.removeprefix("stage"))) for s in STAGES}
         # an override above what it replaces can earn is refused, with a line: the grade goes on without it
         maxima = {s: sum(now[s].values()) for s in STAGES} | {"total": sum(sum(t.values()) for t in now.values())}
         valid = {s: p for (who, s), p in self.overrides.items() if who == student and p <= maxima[s]}

@@ -8,7 +8,7 @@ import sys
 from tests.conftest import REPO
 from tests.grading import MUTANTS, batch, learner_copy
 
-STUDENTS = ("ada", "bo", "cy")
+STUDENTS = ("ada", "bo", "cy", "dee")
 
 
 def points_file(path, **changes: float):
@@ -38,12 +38,17 @@ def test_a_points_change_re_prices_without_grading_and_agrees_with_a_regrade(tmp
     learner_copy(submissions / "ada", stages=[1])
     learner_copy(submissions / "bo", next(m for m in MUTANTS if m.get("hint") == "softmax-wrong-dim"), stages=[1])
     learner_copy(submissions / "cy", next(m for m in MUTANTS if m.get("hint") == "softmax-not-exponentiated"), [1])
+    # dee computes every function wrong: the checks of how it computes are voided (results first) once priced
+    wrong = (learner_copy(submissions / "dee", stages=[1]) / "stage1_softmax.py").read_text()
+    for right in ("inputs @ query  #", "exp_x / exp_x.sum(dim=0)", "attn_weights @ inputs  #"):
+        wrong = wrong.replace(right, right.replace(right.split()[0], "1.5 * " + right.split()[0], 1))
+    (submissions / "dee" / "stage1_softmax.py").write_text(wrong)
     repriced, fresh = tmp_path / "repriced", tmp_path / "fresh"
     batch(submissions, repriced)
     heavier = points_file(tmp_path / "points.toml", **{"document.softmax_naive": 5, "random.softmax_naive": 0.5})
     result = batch(submissions, repriced, "--points", str(heavier))
-    assert "3 reports re-priced for the new points table, no code run again" in result.stderr
-    assert "0 of 3 to grade; 3 unchanged" in result.stderr
+    assert "4 reports re-priced for the new points table, no code run again" in result.stderr
+    assert "0 of 4 to grade; 4 unchanged" in result.stderr
     batch(submissions, fresh, "--points", str(heavier))
     assert scores(repriced) == scores(fresh)  # what a regrade with the new points writes
     assert (repriced / "grades.csv").read_bytes() == (fresh / "grades.csv").read_bytes()
@@ -51,8 +56,40 @@ def test_a_points_change_re_prices_without_grading_and_agrees_with_a_regrade(tmp
     for name in STUDENTS:  # and the feedback the student reads
         assert (repriced / f"{name}.txt").read_text() == (fresh / f"{name}.txt").read_text()
 
-    # a note that was free gets a price: voiding could judge it otherwise, so the class is graded again
+    # a free note gets a price and a priced check becomes free: each report keeps what voiding rests on (the
+    # checks' targets, and their own verdicts where voiding replaced them), so voiding is applied anew, no code
+    # runs, and the result is still what a regrade writes
+    crossing = points_file(
+        tmp_path / "note.toml", **{"note.fixed_device": 1, "property.inputs_kept": 0, "random.softmax_naive": 3.5}
+    )
+    result = batch(submissions, repriced, "--points", str(crossing))
+    assert "4 reports re-priced for the new points table, no code run again" in result.stderr, result.stderr
+    voided = {c["id"] for c in json.loads((repriced / "dee.json").read_text())["stages"][0]["checks"] if "own" in c}
+    assert {"note.fixed_device"} <= voided and "property.inputs_kept" not in voided  # voided now, and no longer
+    again = tmp_path / "again"
+    batch(submissions, again, "--points", str(crossing))
+    assert scores(repriced) == scores(again)
+    assert (repriced / "grades.csv").read_bytes() == (again / "grades.csv").read_bytes()
+    for name in STUDENTS:
+        assert (repriced / f"{name}.txt").read_text() == (again / f"{name}.txt").read_text()
+        assert (
+            json.loads((repriced / f"{name}.json").read_text())["stages"]
+            == json.loads((again / f"{name}.json").read_text())["stages"]
+        )  # every verdict, voided or not, as the regrade judged it
+
+
+def test_a_report_that_does_not_keep_what_voiding_rests_on_is_graded_again_across_zero(tmp_path):
+    """Reports written before the checks kept their targets cannot be voided anew: a price that crosses zero
+    grades them again, as before."""
+    submissions, out = tmp_path / "class", tmp_path / "out"
+    learner_copy(submissions / "ada", stages=[1])
+    batch(submissions, out)
+    report = json.loads((out / "ada.json").read_text())
+    for stage in report["stages"]:
+        for check in stage["checks"]:
+            check.pop("target"), check.pop("own", None), check.pop("from_source", None)
+    (out / "ada.json").write_text(json.dumps(report))
     priced_note = points_file(tmp_path / "note.toml", **{"note.fixed_device": 1})
-    result = batch(submissions, repriced, "--points", str(priced_note))
+    result = batch(submissions, out, "--points", str(priced_note))
     assert "re-priced" not in result.stderr, result.stderr
-    assert "3 of 3 to grade (points table changed: all 3)" in result.stderr
+    assert "1 of 1 to grade (points table changed: all 1)" in result.stderr

@@ -149,7 +149,7 @@ def _comparable(grading: Report, current: Report, points: Points, fingerprint: s
     if not grading.get("fingerprint"):
         return None, "no fingerprint"
     again = repriced(grading, points, fingerprint)
-    return (again, "") if again is not None else (None, "a check went from free to priced, or back")
+    return (again, "") if again is not None else (None, "written before re-pricing could cross a price of zero")
 
 
 def feedback_report(kept: Weighed, record: dict) -> Report:

@@ -11,8 +11,9 @@ from pathlib import Path
 from grader.classroom.fingerprint import CHANGED
 from grader.classroom.outputs import saved_report, write_feedback, write_report
 from grader.core.points import Points, rounded
-from grader.core.report import Report, Status
+from grader.core.report import CheckReport, CheckResult, Report, StageReport, Status, check_report
 from grader.intake.students import Student
+from grader.judge.voiding import void_shortcut_targets, void_without_results
 
 
 def reprice_class(students: list[Student], out: Path, current: dict[str, dict], points: Points) -> list[str]:
@@ -36,29 +37,19 @@ def reprice_class(students: list[Student], out: Path, current: dict[str, dict], 
 
 def repriced(report: Report, points: Points, points_fingerprint: str) -> Report | None:
     """``report`` with every check, stage and total priced by ``points`` (and its fingerprint's points part
-    ``points_fingerprint``); None where only a regrade can say what the new points give."""
-    stages = []
-    for stage in report["stages"]:
-        number = int(stage["id"].removeprefix("stage"))
-        checks = []
-        for check in stage["checks"]:
-            try:
-                worth = points.of(number, check["id"])
-            except KeyError:
-                return None
-            if (worth == 0) != (check["max_score"] == 0):
-                return None
-            earned = worth if check["status"] == Status.PASSED else 0
-            priced = {**check, "max_score": rounded(worth), "score": rounded(earned)}
-            if "visible_verdict" in check:
-                verdict = check["visible_verdict"]
-                priced["visible_verdict"] = {
-                    **verdict,
-                    "score": rounded(worth if verdict["status"] == Status.PASSED else 0),
-                }
-            checks.append(priced)
-        scored, possible = sum(c["score"] for c in checks), sum(c["max_score"] for c in checks)
-        stages.append({**stage, "checks": checks, "score": rounded(scored), "max_score": rounded(possible)})
+    ``points_fingerprint``); None where only a regrade can say what the new points give.
+
+    A report that keeps what voiding rests on (each check's target, and its own verdict where voiding replaced
+    it) is voided again by the judge's own rules (grader.judge.voiding) under the new prices, so a check that
+    goes from free to priced, or back, is judged as a regrade would; an older report is re-priced only where no
+    price crosses zero."""
+    try:
+        if all("target" in check for stage in report["stages"] for check in stage["checks"]):
+            stages = [_voided_again(stage, points) for stage in report["stages"]]
+        else:
+            stages = [_priced(stage, points) for stage in report["stages"]]
+    except _NeedsRegrade:
+        return None
     return {
         **report,
         "stages": stages,
@@ -66,3 +57,71 @@ def repriced(report: Report, points: Points, points_fingerprint: str) -> Report 
         "max_score": rounded(sum(s["max_score"] for s in stages)),
         "fingerprint": {**report["fingerprint"], "points": points_fingerprint},
     }
+
+
+class _NeedsRegrade(Exception):
+    """A check the new table does not price, or a crossing of zero an older report cannot re-void."""
+
+
+def _worth(points: Points, number: int, check: CheckReport) -> float:
+    try:
+        return points.of(number, check["id"])
+    except KeyError:
+        raise _NeedsRegrade from None
+
+
+def _voided_again(stage: StageReport, points: Points) -> StageReport:
+    """``stage`` from its checks' own verdicts, priced by ``points`` and voided by the judge's rules."""
+    number = int(stage["id"].removeprefix("stage"))
+    results = []
+    for check in stage["checks"]:
+        own = check.get("own") or check
+        worth = _worth(points, number, check)
+        results.append(
+            CheckResult(
+                stage=number,
+                id=check["id"],
+                visibility=check["visibility"],
+                target=check["target"],
+                status=Status(own["status"]),
+                score=worth if own["status"] == Status.PASSED else 0,
+                max_score=worth,
+                message=own["message"],
+                hint=own["hint"],
+                evidence=own["evidence"],
+                printed=check["printed"],
+                warned=check.get("warned", ""),
+                from_source=check.get("from_source", False),
+            )
+        )
+    void_shortcut_targets(results)
+    void_without_results(results)
+    checks = [check_report(r) for r in results]
+    return {
+        **stage,
+        "checks": checks,
+        "score": rounded(sum(c["score"] for c in checks)),
+        "max_score": rounded(sum(c["max_score"] for c in checks)),
+    }
+
+
+def _priced(stage: StageReport, points: Points) -> StageReport:
+    """``stage`` with each check's stored verdict priced by ``points``: a report that does not keep what voiding
+    rests on, re-priced only where no price crosses zero."""
+    number = int(stage["id"].removeprefix("stage"))
+    checks: list[CheckReport] = []
+    for check in stage["checks"]:
+        worth = _worth(points, number, check)
+        if (worth == 0) != (check["max_score"] == 0):
+            raise _NeedsRegrade
+        earned = worth if check["status"] == Status.PASSED else 0
+        priced: CheckReport = {**check, "max_score": rounded(worth), "score": rounded(earned)}
+        if "visible_verdict" in check:
+            verdict = check["visible_verdict"]
+            priced["visible_verdict"] = {
+                **verdict,
+                "score": rounded(worth if verdict["status"] == Status.PASSED else 0),
+            }
+        checks.append(priced)
+    scored, possible = sum(c["score"] for c in checks), sum(c["max_score"] for c in checks)
+    return {**stage, "checks": checks, "score": rounded(scored), "max_score": rounded(possible)}

@@ -76,6 +76,9 @@ class CheckReport(TypedDict):
     evidence: dict | None  # grader.judge.evidence.bounded_evidence: two attention maps for the heat maps
     printed: str  # what the learner's code printed during the check, "" if nothing
     warned: NotRequired[str]  # the warnings it raised during the check, a line each, where it raised any
+    target: NotRequired[str | None]
+    from_source: NotRequired[bool]
+    own: NotRequired[dict]
     visible_verdict: NotRequired[
         VisibleVerdict
     ]  # what a visible check's own inputs earned, where a hidden one voided it
@@ -125,6 +128,7 @@ class CheckResult:
     warned: str = ""  # warnings raised during the check, a line each
     from_source: bool = False  # the verdict rests on the source alone (CheckFailed.from_source)
     visible_verdict: VisibleVerdict | None = None  # set where a hidden input's shortcut voided a visible check
+    own: dict | None = None  # the check's own verdict where voiding replaced it (grader.judge.voiding)
 
 
 def build(
@@ -136,7 +140,9 @@ def build(
     for stage in stages:
         checks = [r for r in results if r.stage == stage]
         report_stages.append(
-            _stage(stage, sum(c.score for c in checks), sum(c.max_score for c in checks), [_check(c) for c in checks])
+            _stage(
+                stage, sum(c.score for c in checks), sum(c.max_score for c in checks), [check_report(c) for c in checks]
+            )
         )
     return _report(report_stages, device, torch_version, sandbox, flags)
 
@@ -176,7 +182,7 @@ def _stage(number: int, score: float, max_score: float, checks: list[CheckReport
     }
 
 
-def _check(c: CheckResult) -> CheckReport:
+def check_report(c: CheckResult) -> CheckReport:
     check: CheckReport = {
         "id": c.id,
         "visibility": c.visibility,
@@ -192,6 +198,12 @@ def _check(c: CheckResult) -> CheckReport:
         check["warned"] = c.warned
     if c.visible_verdict:
         check["visible_verdict"] = c.visible_verdict
+    # what voiding rests on, kept so that re-pricing voids as grading did (grader.classroom.repricing)
+    check["target"] = c.target
+    if c.from_source:
+        check["from_source"] = True
+    if c.own is not None:
+        check["own"] = c.own
     return check
 
 

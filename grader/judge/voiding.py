@@ -32,6 +32,7 @@ def void_shortcut_targets(checks: list[CheckResult]) -> None:
         if c.target not in voided or not c.score:
             continue
         hint, from_source = voided[c.target]
+        keep_own(c)
         if c.visibility == "visible" and not from_source:
             c.visible_verdict = {"status": c.status, "score": rounded(c.score), "message": c.message, "hint": c.hint}
         c.score, c.status, c.hint = 0, Status.FAILED, hint
@@ -73,8 +74,15 @@ def void_without_results(checks: list[CheckResult]) -> None:
         else:
             results = [c for c in own if c.id.split(".", 1)[0] in UNFORESEEN] or own
         if results and not any(c.status == Status.PASSED for c in results):
+            keep_own(check)
             check.score, check.status, check.hint = 0, Status.FAILED, "results-first"
             check.message = NOTHING_RIGHT.format(
                 target=check.target or "this stage's code", checks=", ".join(c.id for c in results), kind=kind
             )
             # no picture of its own: the message names the result checks, whose card shows what they got wrong
+
+
+def keep_own(check: CheckResult) -> None:
+    """Keep ``check``'s own verdict before voiding replaces it: re-pricing under other points starts from it."""
+    if check.own is None:
+        check.own = {"status": check.status, "message": check.message, "hint": check.hint, "evidence": check.evidence}
