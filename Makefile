@@ -44,7 +44,7 @@ help:
 	@echo "make nbgrader-reconcile  grade COURSE/autograded (default build/nbgrader) with grade-all; list where nbgrader differs, and why"
 	@echo "make test          lint, then the repository's whole test suite, as CI runs it"
 	@echo "make test-fast     the suite on every core, without the slow nbgrader and fresh-install tests (PYTEST_ARGS for more)"
-	@echo "make lint          ruff (lint and format) and mypy on the layers up to the judge and the views"
+	@echo "make lint          ruff (lint and format) and mypy on the layers up to the judge, the views and the class's grading"
 	@echo "make release      the students' repository: dist/student/ and dist/student.zip (no solutions, no hidden checks)"
 	@echo "make figures       redraw docs/figures from solutions/ (installs matplotlib)"
 	@echo "make stubs         regenerate exercises/ from solutions/ (overwrites your work!)"

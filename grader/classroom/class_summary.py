@@ -8,7 +8,7 @@ from pathlib import Path
 
 from grader.core import report as report_model
 from grader.core.output_files import FORMULA_STARTS
-from grader.core.report import FlagKind, Status
+from grader.core.report import FlagKind, Report, Status
 from grader.core.stages import is_note
 
 SIMILARITY_FILE = "similarity.csv"
@@ -66,7 +66,7 @@ def summarise(out: Path) -> ClassSummary:
     return summary
 
 
-def _count_report(summary: ClassSummary, student: str, report: dict) -> None:
+def _count_report(summary: ClassSummary, student: str, report: Report) -> None:
     hints_shown = set()
     for stage in report["stages"]:
         summary.stage_scores.setdefault(stage["id"], []).append(stage["score"])

@@ -10,8 +10,10 @@ import importlib.metadata
 import importlib.util
 import json
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from grader.core.report import FlagKind
 from grader.core.stages import REGISTRY_FILE
@@ -98,7 +100,7 @@ def points_hash(table: dict) -> str:
     return f"sha256:{hashlib.sha256(json.dumps(table, sort_keys=True).encode()).hexdigest()}"
 
 
-def why_grade(report: dict | None, report_exists: bool, current: dict) -> str | None:
+def why_grade(report: Mapping[str, Any] | None, report_exists: bool, current: dict) -> str | None:
     """Why a student whose saved report is ``report`` (None: none that can be read) must be graded
     again to match the ``current`` fingerprint; None when the report is current."""
     if report is None:
@@ -132,4 +134,6 @@ def _grading_files(root: Path):
 
 def _solutions_dir() -> Path:
     spec = importlib.util.find_spec("solutions")  # found, not imported: the judge loads it when it grades
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the reference solutions (the package solutions) cannot be found")
     return Path(next(iter(spec.submodule_search_locations)))

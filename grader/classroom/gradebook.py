@@ -42,7 +42,7 @@ def csv_columns(stages: list[int]) -> list[str]:
 def late_of(policy: LatePolicy, student: Student, report: Report, stages: list[dict] | None = None) -> dict:
     """The late object of ``student``'s report, on its stages' scores (or ``stages``, those set by hand)."""
     # Canvas marks a submission LATE though its download gives no time: the mark is kept apart from a time.
-    return late_of_current(policy, student, report)(stages or report["stages"])
+    return late_of_current(policy, student, report)(stages or [dict(stage) for stage in report["stages"]])
 
 
 def write_gradebook(
@@ -151,7 +151,7 @@ def write_gradebook(
 
 def _row_reason(reason: str | None) -> str:
     """A reason to grade, as the reason a student stands without a grade after the run."""
-    return "no report yet" if reason == NEW else reason
+    return "no report yet" if reason == NEW or reason is None else reason
 
 
 def late_summary(flagged: Counter) -> list[str]:

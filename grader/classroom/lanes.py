@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from grader.classroom.fingerprint import RunFingerprint
 from grader.classroom.gradebook import late_of
@@ -133,12 +133,10 @@ def grade_all(
     def finish(lane: _Lane, report: Report) -> None:
         """Write the report; a student whose grading the grader itself disrupted goes once more to the end of
         the queue."""
-        student = lane.student
-        report.update(
-            fingerprint=lane.fingerprint,
-            graded_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            late=late_of(policy, student, report),
-        )
+        student = _held(lane)
+        report["fingerprint"] = lane.fingerprint or {}  # set with the student it was sent
+        report["graded_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        report["late"] = late_of(policy, student, report)
         _finish(lane, report, out, progress)
         if not report["complete"] and student.id not in retried:
             retried.add(student.id)
@@ -155,10 +153,10 @@ def grade_all(
                     lane.started = time.monotonic()
                     lane.connection.send(staged)
             busy = {lane.connection: lane for lane in lanes if lane.student}
-            for connection in wait(list(busy), timeout=1.0):
-                lane = busy[connection]
+            for ready in wait(list(busy), timeout=1.0):
+                lane = busy[cast(Connection, ready)]
                 try:
-                    _, report = connection.recv()
+                    _, report = cast(tuple[str, Report], lane.connection.recv())
                 except (EOFError, OSError):
                     report = failed(
                         list(grading.stages),
@@ -198,7 +196,7 @@ def _restart(lane: _Lane, context: Any, options: GradingOptions) -> _Lane:
 
 def _finish(lane: _Lane, report: Report, out: Path, progress: Progress) -> None:
     """Write the student ``lane`` held (a lane being replaced still holds it), and free the lane."""
-    student = lane.student
+    student = _held(lane)
     lane.student = None
     try:
         write_feedback(out, student, report)
@@ -210,3 +208,10 @@ def _finish(lane: _Lane, report: Report, out: Path, progress: Progress) -> None:
             file=sys.stderr,
         )
     progress.advance(student.id, report)
+
+
+def _held(lane: _Lane) -> Student:
+    """The student ``lane`` is grading: every report a lane hands back is of the student it was given."""
+    if lane.student is None:
+        raise RuntimeError(f"lane {lane.number} gave back a report while holding no student")
+    return lane.student

@@ -84,13 +84,14 @@ def read_roster(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     rows about its assignments left out)."""
     with open(path, encoding="utf-8-sig", newline="") as handle:  # a roster saved by Excel starts with a BOM
         reader = csv.DictReader(handle)
-        columns = reader.fieldnames or []
+        columns = list(reader.fieldnames or [])
         key = next((k for k in (ROSTER_ID, "ID", MOODLE_IDENTIFIER) if k in columns), None)
         if key is None:
             raise ValueError(
                 f"{path} has no {ROSTER_ID} column (nor a Canvas export's ID, nor a Moodle worksheet's Identifier)"
             )
-        roster, seen = [], set()
+        roster: list[dict[str, str]] = []
+        seen: set[str] = set()
         for row in reader:
             cells = {column: (value or "") for column, value in row.items() if column is not None}
             student_id = cells[key]

@@ -47,7 +47,7 @@ def read_overrides(out: Path, students: set[str], maxima: dict[str, float]) -> d
     try:
         with path.open(newline="", encoding="utf-8-sig") as handle:
             rows = list(csv.DictReader(handle))
-            header = rows and list(rows[0].keys())
+            header = list(rows[0].keys()) if rows else []
     except (OSError, UnicodeDecodeError, csv.Error) as error:
         _say(f"{path} cannot be read ({error}): no override applied")
         return {}

@@ -50,7 +50,7 @@ def plan(
     if chosen is not None:
         todo = {student.id: ASKED for student in students if student.id in chosen}
     else:
-        todo = {s.id: FORCED if force else reasons[s.id] for s in students if force or reasons[s.id]}
+        todo = {s.id: reason for s in students if (reason := FORCED if force else reasons[s.id])}
     print(f"grader batch: {plan_summary(len(students), list(todo.values()), chosen, reasons)}", file=sys.stderr)
     if 0 < len(todo) < len(students):  # who, when not everyone: a resubmission is checked by name
         for reason in REASONS:

@@ -22,8 +22,10 @@ def reprice_class(students: list[Student], out: Path, current: dict[str, dict], 
     done = []
     for student in students:
         report = saved_report(out, student)[0]
-        saved = (report or {}).get("fingerprint") or {}
-        if not report or report.get("complete") is not True or saved.get("points") == current[student.id]["points"]:
+        if not report or report.get("complete") is not True:
+            continue
+        saved = report.get("fingerprint") or {}
+        if saved.get("points") == current[student.id]["points"]:
             continue
         if any(saved.get(part) != current[student.id][part] for part in CHANGED if part != "points"):
             continue
