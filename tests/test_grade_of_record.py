@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from grader.classroom.class_summary import summarise
 from grader.classroom.fingerprint import points_hash
 from grader.classroom.gradebook import late_of, late_summary, write_gradebook
 from grader.classroom.history import keep_in_history
@@ -223,6 +224,11 @@ class Term(RuleBasedStateMachine):
             return
         rows = self.write()
         exported = read_grades(self.out / "grades.csv")
+        summary = summarise(self.out)  # the class report renders the same rows: finals, and each stage kept
+        graded = [r for r in rows.values() if r["score"]]
+        assert sorted(summary.finals) == sorted(float(r["final"]) for r in graded)
+        for stage in STAGES:
+            assert sorted(summary.stage_scores.get(stage, [])) == sorted(float(r[stage]) for r in graded)
         for student, handed in self.handed.items():
             if not handed:
                 continue

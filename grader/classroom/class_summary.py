@@ -8,7 +8,7 @@ from pathlib import Path
 
 from grader.core import report as report_model
 from grader.core.output_files import FORMULA_STARTS
-from grader.core.report import FlagKind, Report, Status
+from grader.core.report import Flag, FlagKind, Report, Status
 from grader.core.stages import is_note
 
 SIMILARITY_FILE = "similarity.csv"
@@ -45,7 +45,8 @@ def summarise(out: Path) -> ClassSummary:
     for row in rows:
         student = row["student_id"]
         flags = row.get("flags") or ""
-        if any(flag.strip().split(":")[0] in NOT_HANDED_IN for flag in flags.split(";")) or not row["score"]:
+        kinds = {Flag.read(flag.strip()).kind for flag in flags.split(";") if flag.strip()}
+        if kinds & set(NOT_HANDED_IN) or not row["score"]:
             summary.missing.append((student, flags or "not graded"))
         if row.get("override"):
             summary.overrides.append((student, row["override"], row.get("override_reason", "")))
@@ -58,6 +59,9 @@ def summarise(out: Path) -> ClassSummary:
         if report is None:
             continue
         summary.graded.append(student)
+        # each stage's score as the row holds it: the grading the course keeps (grader/classroom/record.py)
+        for stage in report["stages"]:
+            summary.stage_scores.setdefault(stage["id"], []).append(float(row.get(stage["id"]) or 0))
         _count_report(summary, student, report)
     similarity = out / SIMILARITY_FILE
     if similarity.is_file():
@@ -68,8 +72,7 @@ def summarise(out: Path) -> ClassSummary:
 
 def _count_report(summary: ClassSummary, student: str, report: Report) -> None:
     hints_shown = set()
-    for stage in report["stages"]:
-        summary.stage_scores.setdefault(stage["id"], []).append(stage["score"])
+    for stage in report["stages"]:  # the checks of the latest grading: what the class gets wrong now
         summary.stage_max[stage["id"]] = stage["max_score"]
         summary.stage_titles[stage["id"]] = stage["title"]
         for check in stage["checks"]:

@@ -208,7 +208,7 @@ def test_multihead_dropout(learner):
     )
 
 
-@check("structure.MultiHeadAttentionWrapper", target=WRAPPER)
+@check("structure.MultiHeadAttentionWrapper", visible=True, target=WRAPPER)
 def test_wrapper_structure(learner):
     shape = build(learner, STAGE, WRAPPER, [3, 4, 6, 0.5, 2])["structure"]
     top = [m for m in shape["weighted_modules"] if "." not in m[0]]  # a parameter-free extra costs nothing
