@@ -35,6 +35,7 @@ def graded_class(tmp_path_factory) -> Path:
     (out / "similarity.csv").write_text(
         "student_a,student_b,file,similarity_a,similarity_b,tokens_overlap\n"
         "cy,di,stage2_self_attention.py,0.97,0.95,212\n"
+        "bo,prior 1: p_amy,stage4_causal_attention.py,0.91,0.90,150\n"  # last term's: no feedback file here
     )
     assert class_report.main([str(out)]) == 0
     return out
@@ -46,7 +47,8 @@ def test_the_summary_counts_what_the_reports_hold(graded_class):
     assert summary.hints["missing-scaling"] == 2 and sorted(summary.hinted["missing-scaling"]) == ["cy", "di"]
     assert [student for student, _ in summary.late] == ["bo"]
     assert [student for student, _ in summary.missing] == [HTML_NAME]
-    assert summary.overrides == [("ada", "total 99 (automatic 100)", "total: a mark for the write-up")]
+    assert summary.overrides == [("ada", "total 99 (automatic 100)", "total: a mark for the write-up", "")]
+    assert summary.final_max == 100 and sorted(summary.finals)[-1] == 100
     assert len(summary.stage_scores["stage1"]) == 6 and summary.stage_max["stage1"] == 20
     most, count = summary.failed_checks.most_common(1)[0]
     assert count >= 2 and most.startswith("stage2")
@@ -56,7 +58,9 @@ def test_the_page_is_one_file_that_fetches_nothing_and_escapes_names(graded_clas
     page = (graded_class / "class-report.html").read_text()
     assert "<script" not in page and "http://" not in page and "https://" not in page
     assert "x&lt;i&gt;y" in page and "<i>y" not in page
-    assert page.count("<svg") == 5  # a histogram per graded stage
+    assert page.count("<svg") == 6  # the final grades, and a histogram per graded stage
+    assert "final grade: median" in page and "quartiles" in page
+    assert "prior 1: p_amy" in page and "p_amy.txt" not in page  # a name with no feedback here links nowhere
 
 
 @pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="Debian's chromium and chromium-driver are not installed")

@@ -25,32 +25,36 @@ def class_page(summary: ClassSummary, title: str) -> str:
     """The page; ``title``: what it is of (the class folder's name)."""
     graded = len(summary.graded)
     average = sum(summary.finals) / len(summary.finals) if summary.finals else 0
+    in_class = set(summary.students)
+
+    def student(name: str) -> str:  # a link where the batch wrote that student feedback, else the name alone
+        return _student(name) if name in in_class else _text(name)
+
     parts = [
         f"<h1>{_text(title)}: the class at a glance</h1>",
-        f"<p>{len(summary.students)} students in grades.csv, {graded} graded; final scores: mean "
+        f"<p>{len(summary.students)} students in grades.csv, {graded} graded; final grades: mean "
         f"{average:.1f}. Each name links to the feedback that student reads.</p>",
-        "<h2>Scores per stage</h2><div class='plots'>",
+        "<h2>Final grades and scores per stage</h2><div class='plots'>",
+        _final_histogram(summary) if summary.finals else "",
         *(_histogram(stage, summary) for stage in sorted(summary.stage_scores, key=_stage_number)),
         "</div>",
         _most("Checks failed most", "check", summary.failed_checks, summary.failed_by, _text),
         _most("Hints shown most", "hint", summary.hints, summary.hinted, _hint),
-        _table("Late", ["student", "penalty"], [(_student(s), _text(w)) for s, w in summary.late]),
+        _table(
+            "Late, slip days and extensions",
+            ["student", "penalty, slip days, extension"],
+            [(_student(s), _text(w)) for s, w in summary.late],
+        ),
         _table("Missing or not graded", ["student", "why"], [(_student(s), _text(w)) for s, w in summary.missing]),
         _table(
             "Overrides",
-            ["student", "override", "reason"],
-            [(_student(s), _text(o), _text(r)) for s, o, r in summary.overrides],
+            ["student", "override", "reason", "to review"],
+            [(_student(s), _text(o), _text(r), _text(review or "no")) for s, o, r, review in summary.overrides],
         ),
     ]
     if summary.similar:
         rows = [
-            (
-                _student(r["student_a"]),
-                _student(r["student_b"]),
-                _text(r["file"]),
-                _text(_share(r)),
-                r["tokens_overlap"],
-            )
+            (student(r["student_a"]), student(r["student_b"]), _text(r["file"]), _text(_share(r)), r["tokens_overlap"])
             for r in summary.similar
         ]
         parts.append(
@@ -64,9 +68,35 @@ def class_page(summary: ClassSummary, title: str) -> str:
     )
 
 
+def _final_histogram(summary: ClassSummary) -> str:
+    """The final grades (grades.csv's final: the grade of record), with their median and quartiles."""
+    finals = sorted(summary.finals)
+    q1, median, q3 = (_quantile(finals, q) for q in (0.25, 0.5, 0.75))
+    caption = (
+        f"final grade: median {median:.4g} of {summary.final_max:g} (quartiles {q1:.4g} to {q3:.4g}), "
+        f"mean {sum(finals) / len(finals):.1f}"
+    )
+    return _bars(finals, summary.final_max or 1, caption)
+
+
+def _quantile(ordered: list[float], q: float) -> float:
+    """The ``q`` quantile of ``ordered`` (sorted), interpolated between its two nearest values."""
+    at = q * (len(ordered) - 1)
+    below = int(at)
+    above = min(below + 1, len(ordered) - 1)
+    return ordered[below] + (ordered[above] - ordered[below]) * (at - below)
+
+
 def _histogram(stage: str, summary: ClassSummary) -> str:
     """A stage's scores in BINS bars from 0 to its points possible, as an inline SVG with its counts."""
     scores, top = summary.stage_scores[stage], summary.stage_max.get(stage) or 1
+    mean = sum(scores) / len(scores) if scores else 0
+    return _bars(scores, top, f"{stage} · {summary.stage_titles.get(stage, '')}: mean {mean:.1f} of {top:g}")
+
+
+def _bars(scores: list[float], top: float, caption_words: str) -> str:
+    """``scores`` in BINS bars from 0 to ``top``, as an inline SVG with its counts; each bar is labelled with
+    where it starts (a short number: labels never run into one another)."""
     counts = Counter(min(BINS - 1, int(score / top * BINS)) for score in scores)
     tallest = max(counts.values(), default=1)
     width, height, bar = 200, 120, 200 / BINS
@@ -74,13 +104,12 @@ def _histogram(stage: str, summary: ClassSummary) -> str:
         f"<rect x='{i * bar + 2:.0f}' y='{height - 20 - 80 * counts[i] / tallest:.0f}' width='{bar - 4:.0f}' "
         f"height='{80 * counts[i] / tallest:.0f}' fill='#4a6fa5'><title>{counts[i]} students</title></rect>"
         f"<text x='{i * bar + bar / 2:.0f}' y='{height - 5}' font-size='10' text-anchor='middle'>"
-        f"{top * i / BINS:g}–{top * (i + 1) / BINS:g}</text>"
+        f"{'≥' if i else ''}{top * i / BINS:.3g}</text>"
         f"<text x='{i * bar + bar / 2:.0f}' y='{height - 24 - 80 * counts[i] / tallest:.0f}' font-size='10' "
         f"text-anchor='middle'>{counts[i] or ''}</text>"
         for i in range(BINS)
     )
-    mean = sum(scores) / len(scores) if scores else 0
-    caption = f"{_text(stage)} · {_text(summary.stage_titles.get(stage, ''))}: mean {mean:.1f} of {top:g}"
+    caption = _text(caption_words)
     return (
         f"<figure><svg viewBox='0 0 {width} {height}' role='img' aria-label='{caption}'>{bars}</svg>"
         f"<figcaption>{caption}</figcaption></figure>"

@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.classroom.overrides import OVERRIDE_REVIEW
 from grader.core import report as report_model
 from grader.core.output_files import FORMULA_STARTS
 from grader.core.report import Flag, FlagKind, Report, Status
@@ -27,9 +28,10 @@ class ClassSummary:
     failed_by: dict[str, list[str]] = field(default_factory=dict)  # the same -> the students
     hints: Counter = field(default_factory=Counter)  # hint id -> how many students were shown it
     hinted: dict[str, list[str]] = field(default_factory=dict)
-    late: list[tuple[str, str]] = field(default_factory=list)  # student, their penalty and submission time
+    late: list[tuple[str, str]] = field(default_factory=list)  # student, their penalty, slip days, extension
+    final_max: float = 0  # the points possible of the final grades (grades.csv's max_score)
     missing: list[tuple[str, str]] = field(default_factory=list)  # student, why (flags, or "not graded")
-    overrides: list[tuple[str, str, str]] = field(default_factory=list)  # student, override, reason
+    overrides: list[tuple[str, str, str, str]] = field(default_factory=list)  # student, override, reason, review
     similar: list[dict[str, str]] = field(default_factory=list)  # similarity.csv's rows
     finals: list[float] = field(default_factory=list)
 
@@ -49,13 +51,21 @@ def summarise(out: Path) -> ClassSummary:
         if kinds & set(NOT_HANDED_IN) or not row["score"]:
             summary.missing.append((student, flags or "not graded"))
         if row.get("override"):
-            summary.overrides.append((student, row["override"], row.get("override_reason", "")))
+            review = "; ".join(f for f in flags.split("; ") if Flag.read(f).kind == OVERRIDE_REVIEW)
+            summary.overrides.append((student, row["override"], row.get("override_reason", ""), review))
         if not row["score"]:
             continue
-        if float(row.get("late_penalty") or 0) > 0:
-            summary.late.append((student, f"-{row['late_penalty']} (handed in {row.get('submitted') or '?'})"))
         summary.finals.append(float(row.get("final") or row["score"]))
+        summary.final_max = max(summary.final_max, float(row["max_score"]))
         report = report_model.read(out / f"{file_id(student)}.json")
+        late = ((report.get("record") if report else None) or {}).get("late") or {}
+        slip, extended = int(row.get("slip_days_used") or 0), bool(late.get("extended"))
+        if float(row.get("late_penalty") or 0) > 0 or slip or extended:
+            handed, due = row.get("submitted") or "?", row.get("due") or "?"
+            said = [f"-{row.get('late_penalty') or 0} (handed in {handed}, due {due})"]
+            said += [f"{slip} slip day{'s' if slip != 1 else ''} spent"] if slip else []
+            said += ["extension granted"] if extended else []
+            summary.late.append((student, "; ".join(said)))
         if report is None:
             continue
         summary.graded.append(student)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from grader.classroom.fingerprint import INCOMPLETE, NEW, why_grade
 from grader.classroom.outputs import saved_report, write_feedback, write_report
-from grader.classroom.overrides import TOTAL, read_overrides, read_seen, write_seen
+from grader.classroom.overrides import OVERRIDE_REVIEW, TOTAL, read_overrides, read_seen, write_seen
 from grader.classroom.plan import MAX_SUMMARY_IDS, counted
 from grader.classroom.record import LEFT_OUT, feedback_report, grade_of_record, late_of_current
 from grader.core.late_policy import MARKED_LATE_WITHOUT_TIME, NO_SUBMISSION_TIME, LatePolicy, utc_text
@@ -121,7 +121,7 @@ def write_gradebook(
         flagged.update(Flag.read(flag).kind for flag in kept.late["flags"])  # counted by kind, whatever it details
         flagged["penalised"] += kept.late["penalty_points"] > 0
         review = [
-            f"override-review: {r['stage']} scores {r['automatic']:g} now, {r['automatic_then']:g} when overridden"
+            f"{OVERRIDE_REVIEW}: {r['stage']} scores {r['automatic']:g} now, {r['automatic_then']:g} when overridden"
             for r in kept.records
             if r["review"]
         ]

@@ -23,6 +23,7 @@ OVERRIDES_FILE = "overrides.csv"
 SEEN_FILE = "overrides-seen.json"
 COLUMNS = ("student_id", "stage", "points", "reason")
 TOTAL = "total"
+OVERRIDE_REVIEW = "override-review"  # grades.csv's flag of an override whose automatic score moved since
 
 
 @dataclass(frozen=True)
