@@ -234,10 +234,12 @@ def test_the_pages_show_commands_of_each_kind():
     assert all(command.strip() == command for _, command in shown_commands())
 
 
-def test_the_grading_policy_table_gives_each_stage_its_points_as_graded():
+@pytest.mark.parametrize("page", ["docs/instructors.md", "README.md"])
+def test_the_grading_policy_table_gives_each_stage_its_points_as_graded(page):
+    """The instructors' table and the learners' (README) say what the checks are worth, visible and hidden."""
     from grader.judge.plugin import planned_checks
 
-    text = (REPO / "docs" / "instructors.md").read_text(encoding="utf-8")
+    text = (REPO / page).read_text(encoding="utf-8")
     shown = {
         int(stage): (float(visible), float(hidden), float(total))
         for stage, visible, hidden, total in re.findall(
