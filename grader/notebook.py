@@ -22,7 +22,7 @@ from grader.core.report import Report
 from grader.core.report import read as read_report
 from grader.core.stages import STAGE_MODULES
 from grader.runner.implementation import SUBMISSION_PACKAGE, register_package
-from grader.views.notebook import HIDDEN_LATER, NOT_BESIDE, SUMMARY, verdict_line
+from grader.views.notebook import HIDDEN_LATER, NOT_BESIDE, SUMMARY, verdict_lines
 
 GRADING_SECONDS = 240  # the whole grader run for one stage; a correct one takes about 3 s
 
@@ -51,8 +51,8 @@ def check(stage: int, hidden: bool = False) -> float:
     if hidden and not checks:
         print(HIDDEN_LATER)
         return 0.0
-    for c in checks:
-        print(verdict_line(c, stage, hidden))
+    for line in verdict_lines(checks, stage, hidden):
+        print(line)
     earned = float(sum(c["score"] for c in checks))
     print(
         SUMMARY.format(kind="hidden" if hidden else "visible", stage=stage)

@@ -23,3 +23,24 @@ def verdict_line(c: CheckReport, stage: int, hidden: bool) -> str:
     elif hidden:
         detail.append(f"    {c['status'].replace('_', ' ')}")
     return "\n".join([line, *detail])
+
+
+NOT_YET = "✗ not implemented yet: {name} ({checks}: 0/{worth:g})"  # a line per function a stub leaves
+
+
+def verdict_lines(checks: list[CheckReport], stage: int, hidden: bool) -> list[str]:
+    """A line per check, except that a function still a stub gets one line for all its checks, and the
+    not-implemented hint is said once, not once per check."""
+    lines: list[str] = []
+    waiting: dict[str, list[CheckReport]] = {}
+    for c in checks:
+        if c["status"] == Status.NOT_IMPLEMENTED:
+            waiting.setdefault(c.get("target") or f"stage {stage}'s code", []).append(c)
+        else:
+            lines.append(verdict_line(c, stage, hidden))
+    for name, same in waiting.items():
+        ids = ", ".join(c["id"] for c in same)
+        lines.append(NOT_YET.format(name=name, checks=ids, worth=sum(c["max_score"] for c in same)))
+    if waiting:
+        lines.append(f"    hint [not-implemented]: {explain('not-implemented', stage)}")
+    return lines
