@@ -123,7 +123,7 @@ def batch(submissions: Path, out: Path, *options: str) -> subprocess.CompletedPr
 
 
 # What only a batch adds to a report: when, from what, and the late penalty its course file sets.
-BATCH_FIELDS = ("graded_at", "fingerprint", "late")
+BATCH_FIELDS = ("graded_at", "fingerprint", "late", "overrides", "record")  # report.Report: what a batch adds
 
 
 def verdicts(report: dict) -> dict:
