@@ -2,12 +2,11 @@
 
 A resubmission replaces OUT/<student>.json, never the history: each complete grading is added as the next
 file (001.json, 002.json, ...). course.toml's [gradebook] keep (grader.core.course.gradebook_keeps) decides
-what grades.csv shows: "latest" (the default) the latest report; "best" the one whose final score, after the
-late penalty the course's policy gives it for its own submission time, is highest (the latest of equals).
+what grades.csv shows: "latest" (the default) the latest report; "best" the one whose final grade is highest,
+as grader/classroom/record.py weighs every grading (the latest of equals).
 """
 
 import datetime as dt
-from collections.abc import Callable
 from pathlib import Path
 
 from grader.core import report as report_model
@@ -31,13 +30,6 @@ def history(out: Path, student: Student) -> list[Report]:
     """``student``'s reports in the order they were graded (those that cannot be read left out)."""
     paths = sorted((out / HISTORY / student.id).glob("*.json"))
     return [report for path in paths if (report := report_model.read(path)) is not None]
-
-
-def best_report(reports: list[Report], final: Callable[[Report], float]) -> tuple[Report, int]:
-    """The report of ``reports`` (oldest first) with the highest ``final`` score, the latest of equals, and
-    its place (1 = the first graded)."""
-    place = max(range(len(reports)), key=lambda i: (final(reports[i]), i))
-    return reports[place], place + 1
 
 
 def submitted_at(report: Report) -> dt.datetime | None:

@@ -33,6 +33,7 @@ class Weighed:
     records: list[dict]  # the overrides as applied to it (grader.classroom.overrides.applied)
     late: dict
     final: float
+    late_of: Callable[[list[dict]], dict]  # its late penalty, for stages as overridden
 
 
 def final_grade(report: Report, records: list[dict], late: dict) -> float:
@@ -52,7 +53,7 @@ def weigh(
     penalty ``late_of`` gives its stages as overridden."""
     records = applied(overrides, dict(report), seen)
     late = late_of(overridden_stages(dict(report), records))
-    return Weighed(report, place, records, late, final_grade(report, records, late))
+    return Weighed(report, place, records, late, final_grade(report, records, late), late_of)
 
 
 def late_of_current(policy: LatePolicy, student: Student, report: Report) -> Callable[[list[dict]], dict]:
@@ -129,12 +130,7 @@ def grade_of_record(
             continue
         candidates.append(weigh(comparable, number, overrides, dict(seen), late_of_earlier(policy, student, grading)))
     best = max(candidates, key=lambda w: (w.final, w.place))  # the latest of equals
-    late_of = (
-        late_of_current(policy, student, current)
-        if best is latest
-        else late_of_earlier(policy, student, earlier[best.place - 1])
-    )
-    kept = weigh(best.report, best.place, overrides, seen, late_of)  # the one whose overrides are recorded
+    kept = weigh(best.report, best.place, overrides, seen, best.late_of)  # the one whose overrides are recorded
     latest = kept if best is latest else latest
     return GradeOfRecord(kept, latest, len(earlier) + 1, keep, left_out)
 
