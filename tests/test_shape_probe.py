@@ -8,6 +8,7 @@ import pytest
 
 from grader.core.hints import catalog
 from grader.judge.checks import shape_probe
+from grader.judge.checks.probe_sizes import FULL_MASK_RUN, ONE_FEATURE, VALUE_WIDTH_RUN
 from grader.judge.checks.shape_probe import CLAIMS, DOUBLED_RUN, EXAMPLE_RUN, NO_LEADING_RUN, RULES, RUNS_HEADING
 from tests.grading import MUTANTS, grade, learner_copy
 
@@ -30,6 +31,14 @@ def cause(ran: set[str]) -> str | None:
         ({"a mask without leading dimensions, (L, S)", "no mask"}, "mask-leading-dims"),
         ({"a mask without leading dimensions, (L, S)", "no mask", NO_LEADING_RUN}, "mask-leading-dims"),
         ({NO_LEADING_RUN, "no mask"}, "leading-dims"),
+        # a group index divided by num_kv_groups also runs where every group is one head
+        ({"num_heads = num_kv_groups²", "one head", "as many key/value groups as heads"}, "kv-repeat-count"),
+        ({ONE_FEATURE, EXAMPLE_RUN, DOUBLED_RUN}, "heads-width-wrong"),  # heads merged one feature each
+        ({"one head", ONE_FEATURE}, "heads-width-wrong"),
+        ({FULL_MASK_RUN, "no mask", NO_LEADING_RUN}, "mask-leading-dims"),  # scores[~mask] = ...
+        ({VALUE_WIDTH_RUN}, "value-width"),
+        ({VALUE_WIDTH_RUN, "no mask"}, None),  # the mask matters too: no one cause
+        ({FULL_MASK_RUN}, "mask-leading-dims"),
         # runs that prove nothing one cause explains: no name
         (set(), None),
         ({"d_in = d_out", "one head"}, None),
@@ -49,6 +58,7 @@ def test_a_cause_is_named_only_for_the_runs_its_rule_allows(ran, named):
 
 def test_every_cause_the_probe_names_is_in_the_catalog_and_says_its_claim():
     named = {hint for hint, _, _ in RULES} | {"wrapper-head-size", "kv-projection-size", "returns-tuple"}
+    named |= {"kv-heads-count", "input-length-refused"}  # what a run's own error tells beside its rule
     assert named <= catalog().keys()
     assert named <= CLAIMS.keys()
     # every run a rule names is a run the probe makes

@@ -119,6 +119,13 @@ def weight_variants(
             variants[f"mask-wrong-triangle:the mask hides {hidden}"] = attention_weights(
                 queries, keys, **right, hidden=hidden
             )
+        # the mask buffer (True above the diagonal, what to hide) given to an attention function as a boolean
+        # attn_mask, where True keeps a key: each query sees the later keys only, and the last one none, which
+        # such a function (stage 6's, torch's) returns as zeros
+        variants[
+            "bool-mask-inverted:the mask buffer, True above the diagonal, is passed as a boolean attn_mask, which "
+            "keeps the keys marked True"
+        ] = attention_weights(queries, keys, **right, hidden="the past and the diagonal").nan_to_num(nan=0.0)
     return variants
 
 
@@ -275,6 +282,10 @@ def multihead_variants(x: torch.Tensor, state: dict[str, torch.Tensor], num_head
     return variants
 
 
+# The largest score whose exp() float32 holds (exp(88.72) overflows): beyond it a softmax must shift its scores.
+OVERFLOW = 88.0
+
+
 def sdpa_variants(
     query: torch.Tensor,
     key: torch.Tensor,
@@ -316,6 +327,8 @@ def sdpa_variants(
     if scale is None:
         variants["missing-scaling"] = run(scale=1.0)
         variants[f"wrong-scaling:the scores are divided by E = {E} itself"] = run(scale=1.0 / E)
+    elif scale == 0:  # `scale or default`: 0.0 taken for no scale
+        variants["scale-zero-dropped"] = run(scale=None)
     else:
         variants["scale-ignored"] = run(scale=None)
         if scale != 0:  # dividing by a zero scale is no mistake anyone's code could make and still run
@@ -342,6 +355,8 @@ def sdpa_variants(
         group = q.shape[-3] // k.shape[-3]
         tile = [1] * (k.dim() - 3) + [group, 1, 1]
         variants["gqa-tiled"] = run(k=k.repeat(*tile), v=v.repeat(*tile), gqa=False)
+    if (q @ _shared_heads(q, k, enable_gqa).transpose(-2, -1) * factor).amax() > OVERFLOW:
+        variants["softmax-overflow"] = _unshifted_softmax(query, key, value, right_mask, factor, enable_gqa)
     if right_mask is not None:
         blind = _blind_rows(right_mask)
         if blind.any():
@@ -351,6 +366,17 @@ def sdpa_variants(
                 evenly = _shared_heads(q, v, enable_gqa).mean(dim=-2, keepdim=True)
                 variants["mask-fill-finite"] = torch.where(blind, evenly, right)
     return variants
+
+
+def _unshifted_softmax(query, key, value, mask, factor: float, enable_gqa: bool) -> torch.Tensor:
+    """exp(scores) / sum, without the largest score subtracted first, in the inputs' own dtype: where a score's
+    exp() overflows to inf, its row comes out NaN."""
+    scores = query @ _shared_heads(query, key, enable_gqa).transpose(-2, -1) * factor
+    if mask is not None:
+        mask = mask.to(scores.dtype) if mask.dtype != torch.bool else mask
+        scores = scores.masked_fill(~mask, -torch.inf) if mask.dtype == torch.bool else scores + mask
+    exp = scores.exp()
+    return (exp / exp.sum(dim=-1, keepdim=True) @ _shared_heads(query, value, enable_gqa)).to(torch.float64)
 
 
 def _blind_rows(mask: torch.Tensor) -> torch.Tensor:

@@ -234,6 +234,13 @@ class LearnerWorkers:
             else ""
         )
 
+    def source_line(self, where: str | None) -> str:
+        """The stripped text of the line ``where`` ("file.py:12") names in the judge's own copy of the student's
+        files; "" where there is none."""
+        name, _, line = (where or "").partition(":")
+        lines = self._files.get(name, b"").decode("utf-8", "replace").splitlines()
+        return lines[int(line) - 1].strip() if line.isdigit() and 0 < int(line) <= len(lines) else ""
+
     def _encoding_told(self, failure: LearnerFailure, stage: int) -> LearnerFailure:
         """``failure`` to import, said in plain words where the file it names (else the stage's own),
         as the judge holds it, is no UTF-8 text: Python's own words ("null bytes") do not say what to do."""

@@ -73,21 +73,28 @@ def feed_chunks(learner, args: list, state: dict, x: torch.Tensor, sizes: list[i
 
 
 def feed_past_a_reset(learner, args: list, x: torch.Tensor, steps: list[dict], state: dict) -> dict:
-    """``feed`` through steps with one reset_cache() between tokens, naming a reset that leaves the old sequence
-    behind when the failure proves it: the steps after the reset raise, yet take a fresh module's cache."""
+    """``feed`` through steps with reset_cache() between tokens, naming a reset that leaves the module otherwise
+    than a fresh one when the failure proves it: the steps raise, yet the tokens between two resets each run on a
+    fresh module never reset."""
     try:
         return feed(learner, args, x, steps, state)
     except LearnerFailure as failure:
-        reset = max(i for i, step in enumerate(steps) if step.get("reset"))
+        # the tokens between two resets, each run on a fresh module that is never reset
+        sequences: list[list[dict]] = [[]]
+        for step in steps:
+            if step.get("reset"):
+                sequences.append([])
+            else:
+                sequences[-1].append(step)
         try:
-            feed(learner, args, x, steps[:reset], state)
-            feed(learner, args, x, [{"reset": True}, *steps[reset + 1 :]], state)
+            for sequence in filter(None, sequences):
+                feed(learner, args, x, sequence, state)
         except LearnerFailure:
             raise failure from None
         raise CheckFailed(
-            f"after tokens fed with use_cache=True and reset_cache(), the next forward raised {failure}; a fresh "
-            "module takes the same tokens: reset_cache() leaves something of the old sequence behind (a count of "
-            "the cached tokens, say)",
+            f"after reset_cache(), a forward with use_cache=True raised {failure}; a fresh module, never reset, "
+            "takes the same tokens: reset_cache() leaves the module otherwise than a fresh one (a cache that is "
+            "not None, or a count of the cached tokens, say)",
             "cache-not-reset",
         ) from None
 

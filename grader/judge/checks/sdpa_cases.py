@@ -43,6 +43,17 @@ class Case:
 
         return Case(pad(self.query), pad(self.key), pad(self.value), self.options)
 
+    def full_mask(self) -> "Case | None":
+        """The same call with attn_mask expanded to the scores' own shape (..., L, S), each copy held; None without
+        a mask of fewer elements."""
+        mask = self.options.get("attn_mask")
+        if not isinstance(mask, torch.Tensor):
+            return None
+        scores = torch.broadcast_shapes(tuple(self.query.shape[:-1]) + (self.key.shape[-2],), tuple(mask.shape))
+        if tuple(mask.shape) == scores:
+            return None
+        return Case(self.query, self.key, self.value, {**self.options, "attn_mask": mask.expand(scores).clone()})
+
     def first_matrix(self) -> "Case | None":
         """The same call on the first (L, E) query matrix of the batch alone, with its keys, values and mask
         (query head 0 is served by key/value head 0 under enable_gqa too); None without leading dimensions."""
@@ -151,6 +162,12 @@ def _run_telling_leading_dims(learner: LearnerWorkers, case: Case) -> object:
     except LearnerFailure as failure:
         if failure.kind != "exception":
             raise
+        if (full := case.full_mask()) is not None and _gives_torchs_answer(learner, full):
+            raise CheckFailed(
+                f"{case} raised {failure}; the same call with the mask expanded to the scores' own shape, "
+                f"{full}, gives torch's answer: the mask is indexed or reshaped where it should broadcast",
+                "mask-leading-dims",
+            ) from None
         if case.query.dim() < 4:
             padded = case.padded()
             try:
@@ -167,6 +184,13 @@ def _run_telling_leading_dims(learner: LearnerWorkers, case: Case) -> object:
         if told := _told_by_first_matrix(learner, case, f"raised {failure}"):
             raise told from None
         raise
+
+
+def _gives_torchs_answer(learner: LearnerWorkers, case: Case) -> bool:
+    try:
+        return agrees(case.run(learner), case.expected())
+    except LearnerFailure:
+        return False
 
 
 def float32_evidence(learner: LearnerWorkers, case: Case) -> dict | None:

@@ -10,22 +10,31 @@ where the runs that succeed are exactly those its rule allows (RULES); every run
 learner sees the shapes that ran beside the one that failed.
 """
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+import re
+from dataclasses import dataclass
 from typing import cast
 
 import torch
 
-from grader.judge.diagnosis import WORKED_EXAMPLE_D_OUT
+from grader.judge.checks.probe_sizes import (
+    BASE,
+    DOUBLED_RUN,
+    EXAMPLE_RUN,
+    FULL_MASK_RUN,
+    FUNCTIONS,
+    NO_LEADING_RUN,
+    ONE_FEATURE,
+    PROBED,
+    VALUE_WIDTH_RUN,
+    VARIATIONS,
+    Call,
+    Sizes,
+)
 from grader.judge.tensor_diff import describe_value, described_call
 from grader.judge.verdict import CheckFailed
 from grader.runner.protocol import Foreign
 from grader.sandbox.workers import LearnerFailure, LearnerWorkers
 
-# Classes whose constructor takes heads, and key/value groups; the wrapper's output is num_heads * d_out wide.
-HEADED = {"MultiHeadAttentionWrapper", "MultiHeadAttention", "MultiHeadAttentionKV", "GroupedQueryAttention"}
-BATCHED = HEADED | {"CausalAttention"}
-PROBED = BATCHED | {"SelfAttention_v1", "SelfAttention_v2"}
 SEED = 9100
 RUNS_HEADING = (
     "Run again on sizes of the judge's own, one size changed at a time (✓: ran and returned the documented shape):"
@@ -39,65 +48,6 @@ TUPLE_RETURNED = "returned a tuple"  # how a run that returned a tuple begins it
 ERROR_CHARS = 160
 
 
-@dataclass(frozen=True)
-class Sizes:
-    batch: int = 3
-    tokens: int = 5
-    d_in: int = 4
-    d_out: int = 6
-    context: int = 7
-    heads: int = 3
-    kv_groups: int = 1
-
-    def args(self, cls: str) -> list:
-        """The constructor's arguments, as the book calls it (dropout 0: the probe is about shapes)."""
-        if cls in ("SelfAttention_v1", "SelfAttention_v2"):
-            return [self.d_in, self.d_out]
-        if cls == "CausalAttention":
-            return [self.d_in, self.d_out, self.context, 0.0]
-        if cls == "GroupedQueryAttention":
-            return [self.d_in, self.d_out, self.context, 0.0, self.heads, self.kv_groups]
-        return [self.d_in, self.d_out, self.context, 0.0, self.heads]
-
-    def x_shape(self, cls: str) -> tuple[int, ...]:
-        return (self.batch, self.tokens, self.d_in) if cls in BATCHED else (self.tokens, self.d_in)
-
-    def out_shape(self, cls: str) -> tuple[int, ...]:
-        width = self.heads * self.d_out if cls == "MultiHeadAttentionWrapper" else self.d_out
-        return (self.batch, self.tokens, width) if cls in BATCHED else (self.tokens, width)
-
-
-# Every size apart from every other; GQA's groups: 6 heads in 2 groups, so that a repeat count of
-# num_kv_groups (2) differs from num_heads // num_kv_groups (3).
-BASE = {cls: Sizes() for cls in PROBED} | {"GroupedQueryAttention": Sizes(d_out=12, heads=6, kv_groups=2)}
-# The worked examples' sizes (the book's batch of two 6 x 3 inputs, d_out 2, two heads).
-EXAMPLE = Sizes(batch=2, tokens=6, d_in=3, d_out=WORKED_EXAMPLE_D_OUT, context=6, heads=2, kv_groups=1)
-DOUBLED = Sizes(**{name: 2 * size for name, size in vars(EXAMPLE).items() if name != "kv_groups"})
-
-EXAMPLE_RUN = "the worked example's sizes"
-NO_LEADING_RUN = "no leading dimensions, (L, E)"  # scaled dot-product attention on matrices alone
-# Every size of the worked example doubled: what the example's sizes satisfy as relations (tokens =
-# context_length, d_out = num_heads, d_out divisible by num_heads) still holds, only the numbers differ. Code
-# that runs on the example and not here has a number written in it; code that runs on both needs a relation.
-DOUBLED_RUN = "the worked example's sizes, each doubled"
-# (name, what it changes): one size made equal to another, or every size the worked example's.
-VARIATIONS = {
-    "d_in = d_out": lambda s, cls: replace(s, d_in=s.d_out),
-    "d_in a multiple of num_heads": lambda s, cls: replace(s, d_in=3 * s.heads) if cls in HEADED else None,
-    "tokens = context_length": lambda s, cls: replace(s, tokens=s.context) if cls in BATCHED else None,
-    "a batch of one": lambda s, cls: replace(s, batch=1) if cls in BATCHED else None,
-    "one head": lambda s, cls: replace(s, heads=1, kv_groups=1) if cls in HEADED else None,
-    "as many key/value groups as heads": (
-        lambda s, cls: replace(s, kv_groups=s.heads) if cls == "GroupedQueryAttention" else None
-    ),
-    # num_kv_groups == num_heads // num_kv_groups: a repeat count of either is right
-    "num_heads = num_kv_groups²": (
-        lambda s, cls: replace(s, heads=s.kv_groups**2) if cls == "GroupedQueryAttention" else None
-    ),
-    EXAMPLE_RUN: lambda s, cls: EXAMPLE if cls != "GroupedQueryAttention" else None,
-    DOUBLED_RUN: lambda s, cls: DOUBLED if cls != "GroupedQueryAttention" else None,
-}
-
 # hint -> (the runs that must succeed, the runs that may succeed too): named only where the runs that
 # succeed are the required ones and no others but those allowed. First match wins. The worked example's
 # sizes (and the same doubled) make several sizes equal at once, so they may run beside any single change
@@ -108,9 +58,16 @@ RULES: list[tuple[str, frozenset[str], frozenset[str]]] = [
     ("d-in-for-d-out", frozenset({"d_in = d_out"}), frozenset({"d_in a multiple of num_heads"}) | WORKED),
     # a divisibility test of d_in instead of d_out: any multiple of num_heads, or one head, passes it
     ("d-in-for-d-out", frozenset({"d_in = d_out", "d_in a multiple of num_heads", "one head"}), WORKED),
-    ("kv-repeat-count", frozenset({"num_heads = num_kv_groups²"}), frozenset({"one head"})),
+    # num_kv_groups where num_heads // num_kv_groups belongs: a repeat count fits where the two agree; a head
+    # index divided by it (arange(num_heads) // num_kv_groups) fits there, and where every group is one head
+    (
+        "kv-repeat-count",
+        frozenset({"num_heads = num_kv_groups²"}),
+        frozenset({"one head", "as many key/value groups as heads"}),
+    ),
     ("kv-heads-count", frozenset({"as many key/value groups as heads"}), frozenset({"one head"})),
-    ("heads-width-wrong", frozenset({"one head"}), WORKED),
+    ("heads-width-wrong", frozenset({"one head"}), WORKED | {ONE_FEATURE}),
+    ("heads-width-wrong", frozenset({ONE_FEATURE}), WORKED),
     ("batch-fixed", frozenset({"a batch of one"}), WORKED),
     ("sizes-hard-coded", frozenset({EXAMPLE_RUN}), frozenset()),
     # a function: any run that takes the worked example's tokens or features, and only those
@@ -125,8 +82,12 @@ RULES: list[tuple[str, frozenset[str], frozenset[str]]] = [
     (
         "mask-leading-dims",
         frozenset({"a mask without leading dimensions, (L, S)"}),
-        frozenset({"no mask", NO_LEADING_RUN}),
+        frozenset({"no mask", NO_LEADING_RUN, FULL_MASK_RUN}),
     ),
+    # a mask indexed (scores[~mask] = ...) where it should broadcast: it runs where the mask has the scores' shape
+    ("mask-leading-dims", frozenset({FULL_MASK_RUN}), frozenset({"no mask", NO_LEADING_RUN})),
+    # an output shaped from the queries (out.view(query.shape)): it runs where the values are as wide
+    ("value-width", frozenset({VALUE_WIDTH_RUN}), frozenset()),
     (
         "leading-dims",
         frozenset({NO_LEADING_RUN}),
@@ -158,6 +119,28 @@ CLAIMS = {
     "counted from the start (dim 1, size(0)) where it should be counted from the end.",
     "mask-leading-dims": "It runs with a mask of shape (L, S), not with one whose leading dimensions broadcast over "
     "the batch and heads: the mask is reshaped or indexed as if it had two dimensions.",
+    "value-width": "It runs only where the values are as wide as the queries (Ev = E): the output is (..., L, Ev), "
+    "value's width, and something shapes it from the queries instead.",
+    "input-length-refused": "It runs only when the input is as long as context_length, and what stops the others is "
+    "a check of your own: inputs may be shorter than context_length.",
+}
+# What a rule's runs prove where a raise or assert of the learner's own stops those that fail: its check asks
+# for what the rule's claim says (d_in where d_out belongs, the example's numbers, a batch of one) or, for an
+# input as long as context_length, refuses shorter ones. A cause in a view or a mask is then unproven.
+OWN_CHECK_CAUSES = {
+    "mask-not-truncated": "input-length-refused",
+    "d-in-for-d-out": "d-in-for-d-out",
+    "sizes-hard-coded": "sizes-hard-coded",
+    "batch-fixed": "batch-fixed",
+}
+# What a rule's runs prove where they say more than its hint's CLAIMS: (hint, the runs it needs) -> the claim.
+RULE_CLAIMS = {
+    ("heads-width-wrong", frozenset({ONE_FEATURE})): "It runs only where each head has one feature (d_out = "
+    "num_heads, as in the worked example's 2 heads of d_out 2): num_heads stands where head_dim belongs, or the "
+    "other way round, in a view or reshape that splits or merges the heads.",
+    ("mask-leading-dims", frozenset({FULL_MASK_RUN})): "It runs with a mask of the scores' own shape, not with "
+    "one whose leading dimensions (or their absence) broadcast to it: the mask is indexed (scores[~mask] = ...) "
+    "or reshaped where it should broadcast, as masked_fill and + do.",
 }
 
 
@@ -217,17 +200,44 @@ def diagnose(learner: LearnerWorkers, stage: int, target: str) -> tuple[str, str
         return None
     runs = [first, *(run(name, case) for name, case in cases[1:])]
     ran = frozenset(run.name for run in runs if run.ok)
-    cause = next((hint for hint, needed, allowed in RULES if needed <= ran <= needed | allowed), None)
+    rule = next(((hint, needed) for hint, needed, allowed in RULES if needed <= ran <= needed | allowed), None)
+    cause = rule[0] if rule else None
     if cause == "kv-repeat-count" and _kv_width_wrong(learner, stage, target, cases[0][1]):
         cause = "kv-projection-size"  # keys and values of the wrong width fit only where the two counts agree too
+    elif cause == "kv-repeat-count" and _kv_viewed_as_group_size(first.outcome, cases[0][1]):
+        cause = "kv-heads-count"  # keys and values of the right width, viewed as num_heads // num_kv_groups heads
+    if cause is not None and _own_check(learner, first):
+        cause = OWN_CHECK_CAUSES.get(cause)  # the learner's own raise or assert stops the runs: no view in the way
     if cause is None and any(run.outcome.startswith(TUPLE_RETURNED) for run in runs):
         cause = "returns-tuple"  # a fact of its own, whatever else fails: one tensor is documented
     if cause == "heads-width-wrong" and target == "MultiHeadAttentionWrapper":
         cause = "wrapper-head-size"
     words = [RUNS_HEADING, *(run.line() for run in runs)]
     if cause is not None:
-        words.append(CLAIMS[cause])
+        words.append(RULE_CLAIMS.get((cause, rule[1]), CLAIMS[cause]) if rule else CLAIMS[cause])
     return "\n".join(words), cause, first.failure
+
+
+def _own_check(learner: LearnerWorkers, run: Run) -> bool:
+    """``run`` failed at a raise or assert statement of the learner's own, as the judge's copy of the file reads."""
+    where = run.failure[2] if run.failure[:1] == ("raised",) else None
+    return learner.source_line(where).startswith(("raise ", "raise(", "assert ", "assert("))
+
+
+# torch's words for a view that does not fit: "shape '[3, 5, 3, 2]' is invalid for input of size 60"
+VIEW_ERROR = re.compile(r"shape '\[([-\d, ]+)\]' is invalid for input of size (\d+)")
+
+
+def _kv_viewed_as_group_size(outcome: str, sizes: Sizes) -> bool:
+    """``outcome`` is a view of keys or values of the documented width (batch x tokens x num_kv_groups x
+    head_dim numbers) as (batch, tokens, num_heads // num_kv_groups, head_dim)."""
+    found = VIEW_ERROR.search(outcome)
+    if found is None:
+        return False
+    head_dim, group_size = sizes.d_out // sizes.heads, sizes.heads // sizes.kv_groups
+    asked = [int(size) for size in found.group(1).split(",")]
+    held = sizes.batch * sizes.tokens * sizes.kv_groups * head_dim
+    return int(found.group(2)) == held and asked == [sizes.batch, sizes.tokens, group_size, head_dim]
 
 
 def _kv_width_wrong(learner: LearnerWorkers, stage: int, cls: str, sizes: Sizes) -> bool:
@@ -267,95 +277,6 @@ def _module_run(learner: LearnerWorkers, stage: int, cls: str, name: str, sizes:
         return _raised(name, call, failure)
     (output,) = reply["outputs"] or [None]
     return Run(name, call, *_outcome(output, sizes.out_shape(cls)), ("shape",))
-
-
-# Functions ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Call:
-    """A function's sizes: tokens and features (stages 1, 4), or scaled dot-product attention's (stage 6)."""
-
-    tokens: int = 5
-    dim: int = 4
-    batch: int = 2
-    heads: int = 3
-    keys: int = 5
-    value_dim: int = 7
-    mask: str = "leading"  # attn_mask: "leading" (batch, 1, L, S), "2d" (L, S), or "none"
-    leading: bool = True  # query, key and value with (batch, heads) in front, or (L, E) alone
-
-
-@dataclass(frozen=True)
-class FunctionProbe:
-    arguments: Callable[[Call, torch.Generator], list]  # (Call, generator) -> the call's arguments
-    out_shape: Callable[[Call], tuple[int, ...]]  # Call -> the documented shape of its result
-    base: Call
-    variations: dict
-
-
-def _sdpa_arguments(c: Call, rng: torch.Generator) -> list:
-    lead = (c.batch, c.heads) if c.leading else ()
-    query, key = torch.rand(*lead, c.tokens, c.dim, generator=rng), torch.rand(*lead, c.keys, c.dim, generator=rng)
-    value = torch.rand(*lead, c.keys, c.value_dim, generator=rng)
-    mask = None
-    if c.mask != "none":
-        mask = torch.rand(*((c.batch, 1) if c.mask == "leading" else ()), c.tokens, c.keys, generator=rng) > 0.3
-        mask[..., 0] = True  # every query keeps a key
-    return [query, key, value, mask]
-
-
-# The worked examples' sizes for a function: the book's 6 tokens of 3 features (EXAMPLE's).
-EXAMPLE_TOKENS, EXAMPLE_DIM = EXAMPLE.tokens, EXAMPLE.d_in
-WORKED_SIZES = {
-    "6 tokens, as in the worked example": lambda c: replace(c, tokens=EXAMPLE_TOKENS),
-    "3 features, as in the worked example": lambda c: replace(c, dim=EXAMPLE_DIM),
-    EXAMPLE_RUN: lambda c: replace(c, tokens=EXAMPLE_TOKENS, dim=EXAMPLE_DIM),
-    DOUBLED_RUN: lambda c: replace(c, tokens=2 * EXAMPLE_TOKENS, dim=2 * EXAMPLE_DIM),
-}
-FUNCTIONS = {
-    "attention_scores": FunctionProbe(
-        lambda c, g: [torch.rand(c.tokens, c.dim, generator=g), torch.rand(c.dim, generator=g)],
-        lambda c: (c.tokens,),
-        Call(),
-        WORKED_SIZES,
-    ),
-    "softmax_naive": FunctionProbe(
-        lambda c, g: [torch.randn(c.tokens, generator=g)], lambda c: (c.tokens,), Call(), WORKED_SIZES
-    ),
-    "context_vector": FunctionProbe(
-        lambda c, g: [torch.rand(c.tokens, c.dim, generator=g), torch.softmax(torch.randn(c.tokens, generator=g), 0)],
-        lambda c: (c.dim,),
-        Call(),
-        WORKED_SIZES,
-    ),
-    "simple_self_attention": FunctionProbe(
-        lambda c, g: [torch.rand(c.tokens, c.dim, generator=g)], lambda c: (c.tokens, c.dim), Call(), WORKED_SIZES
-    ),
-    "mask_and_renormalize": FunctionProbe(
-        lambda c, g: [torch.softmax(torch.randn(c.tokens, c.tokens, generator=g), -1)],
-        lambda c: (c.tokens, c.tokens),
-        Call(),
-        WORKED_SIZES,
-    ),
-    "causal_softmax": FunctionProbe(
-        lambda c, g: [torch.randn(c.tokens, c.tokens, generator=g), c.dim],
-        lambda c: (c.tokens, c.tokens),
-        Call(),
-        WORKED_SIZES,
-    ),
-    "scaled_dot_product_attention": FunctionProbe(
-        _sdpa_arguments,
-        lambda c: (c.batch, c.heads, c.tokens, c.value_dim) if c.leading else (c.tokens, c.value_dim),
-        Call(tokens=4, dim=6),
-        {
-            "a mask without leading dimensions, (L, S)": lambda c: replace(c, mask="2d"),
-            "no mask": lambda c: replace(c, mask="none"),
-            "as many queries as keys": lambda c: replace(c, tokens=c.keys),
-            NO_LEADING_RUN: lambda c: replace(c, leading=False, mask="2d"),
-        },
-    ),
-}
 
 
 def _call_run(learner: LearnerWorkers, stage: int, function: str, name: str, case: Call) -> Run:

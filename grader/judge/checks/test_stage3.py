@@ -146,7 +146,7 @@ def test_outputs_agree_after_transfer(learner):
         )
 
 
-@check("structure.returns_v1", target="transfer_weights_v2_to_v1")
+@check("structure.returns_v1", visible=True, target="transfer_weights_v2_to_v1")
 def test_transfer_returns_v1(learner):
     reply = transfer(learner, 4, 3, seed=4000)
     if not reply["returned_v1"]:

@@ -83,6 +83,10 @@ def test_document_sdpa(learner):
         )
 
 
+# How far the queries and keys of the example with large scores spread: its largest score is above 88.
+LARGE_SCORES = 10.0
+
+
 def example_cases() -> list[Case]:
     """Small cases, one per feature, that tell the common mistakes apart (shipped with the visible checks)."""
     rng = generator(f"example.{FUNCTION}")
@@ -103,6 +107,9 @@ def example_cases() -> list[Case]:
         Case(heads_q, heads_k, heads_v, {"attn_mask": mixed_mask(rng, (4, 3, 5))}),  # one mask a head, broadcast
         # the heads as the only leading dimension: they are dim -3, not dim 1
         Case(heads_q[0], heads_k[0, :2], heads_v[0, :2], {"enable_gqa": True}),
+        Case(q, k, v, {"scale": 0.0}),  # a scale like any other: every weight equal
+        # scores past 88, whose exp() overflows float32: a softmax must shift them first, as torch's does
+        Case(*cast(QKV, qkv(rng, (), 3, 5, 4, 2, spread=LARGE_SCORES))),
     ]
 
 
