@@ -110,7 +110,7 @@ def expect_cases(learner: LearnerWorkers, cases: list[Case]) -> None:
     leading dimensions that fails while its first matrix alone gives torch's answer counts a dimension from the
     start (leading-dims), whatever else its numbers happen to look like.
     """
-    outputs = [_run_telling_leading_dims(learner, case) for case in cases]
+    outputs = [run_telling_leading_dims(learner, case) for case in cases]
     try:
         expect_all_close([(output, case.expected(), str(case), case.variants) for case, output in zip(cases, outputs)])
     except CheckFailed as failed:
@@ -153,7 +153,7 @@ def _told_by_first_matrix(learner: LearnerWorkers, case: Case, failed: str) -> C
     )
 
 
-def _run_telling_leading_dims(learner: LearnerWorkers, case: Case) -> object:
+def run_telling_leading_dims(learner: LearnerWorkers, case: Case) -> object:
     """``case`` run; where it raises and the same inputs padded to four dimensions with leading 1s give torch's
     answer (every head kept), or else its first matrix alone does, the failure is told as _told_by_first_matrix
     says: a dimension counted from the start (dim 1 for the heads)."""

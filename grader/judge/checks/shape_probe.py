@@ -132,7 +132,13 @@ OWN_CHECK_CAUSES = {
     "d-in-for-d-out": "d-in-for-d-out",
     "sizes-hard-coded": "sizes-hard-coded",
     "batch-fixed": "batch-fixed",
+    "mask-leading-dims": "mask-leading-dims",
+    "leading-dims": "leading-dims",
 }
+OWN_CHECK_CLAIM = (
+    "It runs only with {runs}, and what stops the other runs is a check of your own (a raise or an assert): it "
+    "refuses sizes the docstring allows."
+)
 # What a rule's runs prove where they say more than its hint's CLAIMS: (hint, the runs it needs) -> the claim.
 RULE_CLAIMS = {
     ("heads-width-wrong", frozenset({ONE_FEATURE})): "It runs only where each head has one feature (d_out = "
@@ -206,14 +212,17 @@ def diagnose(learner: LearnerWorkers, stage: int, target: str) -> tuple[str, str
         cause = "kv-projection-size"  # keys and values of the wrong width fit only where the two counts agree too
     elif cause == "kv-repeat-count" and _kv_viewed_as_group_size(first.outcome, cases[0][1]):
         cause = "kv-heads-count"  # keys and values of the right width, viewed as num_heads // num_kv_groups heads
-    if cause is not None and _own_check(learner, first):
+    own_check = cause is not None and _own_check(learner, first)
+    if own_check:
         cause = OWN_CHECK_CAUSES.get(cause)  # the learner's own raise or assert stops the runs: no view in the way
     if cause is None and any(run.outcome.startswith(TUPLE_RETURNED) for run in runs):
         cause = "returns-tuple"  # a fact of its own, whatever else fails: one tensor is documented
     if cause == "heads-width-wrong" and target == "MultiHeadAttentionWrapper":
         cause = "wrapper-head-size"
     words = [RUNS_HEADING, *(run.line() for run in runs)]
-    if cause is not None:
+    if cause is not None and own_check and rule and cause != "input-length-refused":
+        words.append(OWN_CHECK_CLAIM.format(runs="; ".join(sorted(rule[1]))))
+    elif cause is not None:
         words.append(RULE_CLAIMS.get((cause, rule[1]), CLAIMS[cause]) if rule else CLAIMS[cause])
     return "\n".join(words), cause, first.failure
 

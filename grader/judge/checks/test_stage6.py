@@ -13,7 +13,16 @@ import torch
 from grader.judge.checks.device_note import expect_device_followed
 from grader.judge.checks.documented import DOCUMENTED
 from grader.judge.checks.examples import fail_if_example_fails
-from grader.judge.checks.sdpa_cases import FUNCTION, STAGE, Case, expect_cases, float32_evidence, mixed_mask, qkv
+from grader.judge.checks.sdpa_cases import (
+    FUNCTION,
+    STAGE,
+    Case,
+    expect_cases,
+    float32_evidence,
+    mixed_mask,
+    qkv,
+    run_telling_leading_dims,
+)
 from grader.judge.checks.shortcut import ATTENTION_BY_HAND, expect_not_spelled, expect_work_recorded, switched_off_reply
 from grader.judge.checks.support import (
     QKV,
@@ -50,15 +59,18 @@ def _document_results(learner: LearnerWorkers) -> dict[str, object]:
     causal = _projections(reference_state(DOCUMENTED["CausalAttention"], [3, 2, 6, 0.0], seed=123), batch)
     mha = reference_state(DOCUMENTED["MultiHeadAttention"], [3, 2, 6, 0.0, 2], seed=123)
     heads = [t.view(2, 6, 2, 1).transpose(1, 2) for t in _projections(mha, batch)]  # (b, heads, tokens, head_dim)
-    context = call(learner, STAGE, FUNCTION, *heads, is_causal=True)
+    # each call as a case: one that raises is rerun as its first matrix alone, which tells a dimension counted
+    # from the start (the book's multi-head call is the first with leading dimensions)
+    run = lambda case: run_telling_leading_dims(learner, case)  # noqa: E731
+    context = run(Case(*heads, {"is_causal": True}))
     if isinstance(context, torch.Tensor) and tuple(context.shape) == (2, 2, 6, 1):
         merged = context.to(torch.float32).transpose(1, 2).reshape(2, 6, 2)
         context = merged @ mha["out_proj.weight"].T + mha["out_proj.bias"]
     return {
-        "stage1.all_context_vecs": call(learner, STAGE, FUNCTION, x, x, x, scale=1.0),  # the book's unscaled attention
-        "stage2.sa_v2_output": call(learner, STAGE, FUNCTION, *sa_v2),
-        "stage4.masked_context_vecs": call(learner, STAGE, FUNCTION, *sa_v2, is_causal=True),
-        "stage4.causal_attention_output": call(learner, STAGE, FUNCTION, *causal, is_causal=True),
+        "stage1.all_context_vecs": run(Case(x, x, x, {"scale": 1.0})),  # the book's unscaled attention
+        "stage2.sa_v2_output": run(Case(*sa_v2)),
+        "stage4.masked_context_vecs": run(Case(*sa_v2, {"is_causal": True})),
+        "stage4.causal_attention_output": run(Case(*causal, {"is_causal": True})),
         "stage5.multihead_output": context,
     }
 
