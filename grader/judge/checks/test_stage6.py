@@ -62,15 +62,15 @@ def _document_results(learner: LearnerWorkers) -> dict[str, object]:
     # each call as a case: one that raises is rerun as its first matrix alone, which tells a dimension counted
     # from the start (the book's multi-head call is the first with leading dimensions)
     run = lambda case: run_telling_leading_dims(learner, case)  # noqa: E731
-    context = run(Case(*heads, {"is_causal": True}))
+    context = run(Case(*cast(QKV, heads), {"is_causal": True}))
     if isinstance(context, torch.Tensor) and tuple(context.shape) == (2, 2, 6, 1):
         merged = context.to(torch.float32).transpose(1, 2).reshape(2, 6, 2)
         context = merged @ mha["out_proj.weight"].T + mha["out_proj.bias"]
     return {
         "stage1.all_context_vecs": run(Case(x, x, x, {"scale": 1.0})),  # the book's unscaled attention
-        "stage2.sa_v2_output": run(Case(*sa_v2)),
-        "stage4.masked_context_vecs": run(Case(*sa_v2, {"is_causal": True})),
-        "stage4.causal_attention_output": run(Case(*causal, {"is_causal": True})),
+        "stage2.sa_v2_output": run(Case(*cast(QKV, sa_v2))),
+        "stage4.masked_context_vecs": run(Case(*cast(QKV, sa_v2), {"is_causal": True})),
+        "stage4.causal_attention_output": run(Case(*cast(QKV, causal), {"is_causal": True})),
         "stage5.multihead_output": context,
     }
 
