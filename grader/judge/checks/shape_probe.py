@@ -214,7 +214,7 @@ def diagnose(learner: LearnerWorkers, stage: int, target: str) -> tuple[str, str
         cause = "kv-heads-count"  # keys and values of the right width, viewed as num_heads // num_kv_groups heads
     own_check = cause is not None and _own_check(learner, first)
     if own_check:
-        cause = OWN_CHECK_CAUSES.get(cause or "")  # the learner's own raise or assert stops the runs: no view in the way
+        cause = OWN_CHECK_CAUSES.get(cause or "")  # the learner's own raise or assert stops the runs
     if cause is None and any(run.outcome.startswith(TUPLE_RETURNED) for run in runs):
         cause = "returns-tuple"  # a fact of its own, whatever else fails: one tensor is documented
     if cause == "heads-width-wrong" and target == "MultiHeadAttentionWrapper":
