@@ -1,7 +1,7 @@
 """The grade of record under every combination of the term's rules: a model of the whole, driven by Hypothesis.
 
 A small class hands in, is late, resubmits, gets overrides, sees its points table change (to, from and
-between non-zero prices) and its keep rule switch. After every step the gradebook is written as a batch
+between non-zero prices), its keep rule switch, and its bonus stage count as required or as extra credit. After every step the gradebook is written as a batch
 writes it, from stored verdicts (no learner code), and the test checks what every output says against a
 model of its own: the final grade is one number in grades.csv, the report, the student's feedback and the
 LMS export; under "best" it is the best of every grading the model can price, and a grading it cannot is
@@ -45,15 +45,19 @@ POLICY = LatePolicy(
     slip_days=1,
     extensions={"bo": {"assignment": DUE + dt.timedelta(days=2)}},
 )
-STAGES = {"stage1": ["random.a", "property.b"], "stage2": ["random.c", "structure.d"]}
+# A core stage and a bonus one, whose points count as the course says: toward the maximum (required), or as
+# extra credit on top of the core's (uncapped, or capped at 2 points).
+STAGES = {"stage1": ["random.a", "property.b"], "stage6": ["random.c", "structure.d"]}
+NUMBERS = [int(stage.removeprefix("stage")) for stage in STAGES]
+BONUS_RULES = [None, {"cap": None}, {"cap": 2.0}]
 # Three tables: T1 gives structure.d a price (from 0), T2 moves prices between non-zero values.
 TABLES = [
-    {"stage1": {"random.a": 2, "property.b": 3}, "stage2": {"random.c": 5, "structure.d": 0}},
-    {"stage1": {"random.a": 4, "property.b": 3}, "stage2": {"random.c": 5, "structure.d": 1}},
-    {"stage1": {"random.a": 2, "property.b": 1}, "stage2": {"random.c": 6, "structure.d": 0}},
+    {"stage1": {"random.a": 2, "property.b": 3}, "stage6": {"random.c": 5, "structure.d": 0}},
+    {"stage1": {"random.a": 4, "property.b": 3}, "stage6": {"random.c": 5, "structure.d": 1}},
+    {"stage1": {"random.a": 2, "property.b": 1}, "stage6": {"random.c": 6, "structure.d": 0}},
 ]
 STUDENTS = ("ada", "bo")
-OPTIONS = {"visible_only": False, "timeout": 2.0, "budget": 30.0, "sandboxed": True, "stages": [1, 2]}
+OPTIONS = {"visible_only": False, "timeout": 2.0, "budget": 30.0, "sandboxed": True, "stages": NUMBERS}
 RECORDED = re.compile(r"^Grade recorded: ([0-9.]+)/", re.MULTILINE)
 
 
@@ -85,10 +89,11 @@ def judged(statuses: dict[str, bool], table: dict) -> list[CheckResult]:
     return results
 
 
-def priced(statuses: dict[str, bool], table: dict, keeps_targets: bool) -> report_model.Report:
-    """A complete report whose checks passed as ``statuses`` say, priced by ``table`` and voided as the judge does;
-    without ``keeps_targets``, as a report written before the checks kept what voiding rests on."""
-    report = report_model.build(judged(statuses, table), [1, 2], "cpu", "2.13.0", [], "none")
+def priced(statuses: dict[str, bool], table: dict, keeps_targets: bool, extra: dict | None) -> report_model.Report:
+    """A complete report whose checks passed as ``statuses`` say, priced by ``table`` and voided as the judge does,
+    its bonus stage counted as ``extra`` says; without ``keeps_targets``, as a report written before the checks kept
+    what voiding rests on."""
+    report = report_model.build(judged(statuses, table), NUMBERS, "cpu", "2.13.0", [], "none", extra)
     if not keeps_targets:
         for stage in report["stages"]:
             for check in stage["checks"]:
@@ -103,6 +108,7 @@ class Term(RuleBasedStateMachine):
         self.out = Path(tempfile.mkdtemp(prefix="term-"))
         self.table = 0
         self.keep = "latest"
+        self.extra: dict | None = None  # how the bonus stage counts (BONUS_RULES)
         # each grading: its statuses, its table, its hand-in time, and whether its report keeps its checks' targets
         self.handed: dict[str, list[tuple[dict, int, dt.datetime, bool]]] = {s: [] for s in STUDENTS}
         self.overrides: dict[tuple[str, str], float] = {}
@@ -124,12 +130,12 @@ class Term(RuleBasedStateMachine):
             "grader": "sha256:" + "0" * 64,
             "points": points_hash(TABLES[self.table]),
             "device": "cpu",
-            "options": OPTIONS,
+            "options": OPTIONS | ({"extra_credit": self.extra} if self.extra is not None else {}),
         }
 
     def grade(self, student: Student, statuses: dict, keeps_targets: bool) -> None:
         """What a batch lane does with a new grading: the report, its late penalty, its history file."""
-        report = priced(statuses, TABLES[self.table], keeps_targets)
+        report = priced(statuses, TABLES[self.table], keeps_targets, self.extra)
         report["fingerprint"] = self.fingerprint(student.id, len(self.handed[student.id]) - 1)
         report["graded_at"] = "2025-03-20T00:00:00+00:00"
         report["late"] = late_of(POLICY, student, report)
@@ -161,9 +167,20 @@ class Term(RuleBasedStateMachine):
                 self.handed[student.id].append((statuses, table, when, True))  # a regrade keeps them
                 self.grade(student, statuses, True)
 
+    @rule(extra=st.sampled_from(range(len(BONUS_RULES))))
+    def switch_bonus(self, extra):
+        """The course counts the bonus otherwise: the options changed, so the batch grades everyone again."""
+        if BONUS_RULES[extra] == self.extra:
+            return
+        self.extra = BONUS_RULES[extra]
+        for student in [s for s in self.students() if self.handed[s.id]]:
+            statuses, _, when, _ = self.handed[student.id][-1]
+            self.handed[student.id].append((statuses, self.table, when, True))
+            self.grade(student, statuses, True)
+
     @rule(
         student=st.sampled_from(STUDENTS),
-        stage=st.sampled_from(["stage1", "stage2", "total"]),
+        stage=st.sampled_from([*STAGES, "total"]),
         points=st.sampled_from([0, 1.5, 4]),
     )
     def set_override(self, student, stage, points):
@@ -186,7 +203,7 @@ class Term(RuleBasedStateMachine):
                 writer.writerow([student, stage, points, "by hand"])
         students = [s for s in self.students() if self.handed[s.id]]
         current = {s.id: self.fingerprint(s.id, len(self.handed[s.id]) - 1) for s in students}
-        flagged = write_gradebook(self.out, students, current, POLICY, [1, 2], self.points(), self.keep)
+        flagged = write_gradebook(self.out, students, current, POLICY, NUMBERS, self.points(), self.keep, self.extra)
         # the batch's closing lines count the rows that left a grading out
         said = " ".join(late_summary(flagged))
         assert (LEFT_OUT in said) == any(self.left_out(s.id) for s in students if self.keep == "best"), said
@@ -204,8 +221,14 @@ class Term(RuleBasedStateMachine):
             return None
         fresh = judged(statuses, now)
         stages = {s: sum(r.score for r in fresh if r.stage == int(s.removeprefix("stage"))) for s in STAGES}
-        # an override above what it replaces can earn is refused, with a line: the grade goes on without it
-        maxima = {s: sum(now[s].values()) for s in STAGES} | {"total": sum(sum(t.values()) for t in now.values())}
+        # an override above what it replaces can earn is refused, with a line: the grade goes on without it; the
+        # whole is out of the core's points where the bonus is extra credit
+        maxima = {s: sum(now[s].values()) for s in STAGES}
+        cap = (self.extra or {}).get("cap")
+        if self.extra is None:
+            maxima["total"] = sum(maxima.values())
+        else:  # the core's points, and the bonus's up to the cap
+            maxima["total"] = maxima["stage1"] + (maxima["stage6"] if cap is None else min(maxima["stage6"], cap))
         valid = {s: p for (who, s), p in self.overrides.items() if who == student and p <= maxima[s]}
         if "total" in valid:
             return valid["total"]
@@ -213,7 +236,8 @@ class Term(RuleBasedStateMachine):
         scored = [{"id": s, "score": v, "max_score": sum(now[s].values())} for s, v in stages.items()]
         late = late_record(POLICY, when, False, scored, student=student)
         assert late["penalty_points"] <= sum(stages.values()) + 1e-9
-        return rounded(max(0, sum(stages.values()) - late["penalty_points"]))
+        bonus = stages["stage6"] if cap is None else min(stages["stage6"], cap)
+        return rounded(max(0, stages["stage1"] + bonus - late["penalty_points"]))
 
     def left_out(self, student: str) -> int:
         return sum(self.model_final(student, *grading) is None for grading in self.handed[student][:-1])

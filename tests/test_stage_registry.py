@@ -93,7 +93,7 @@ def test_the_release_ships_the_new_stage(repo, tmp_path):
     assert released[f"stage{NUMBER}"]["points"] == {"document.double": 1}
     assert f"stage{NUMBER}_toy.py" in (student / "Makefile").read_text()
     assert f"[docs/stage{NUMBER}.md]" in (student / "README.md").read_text()
-    assert tomllib.loads((student / "course.toml").read_text()) == {"stages": {"bonus": True}}
+    assert tomllib.loads((student / "course.toml").read_text()) == {"stages": {"bonus": "extra"}}
     off = tmp_path / "off.toml"
     off.write_text("[stages]\nbonus = false\n")
     run(repo, "grader.authoring.release", str(tmp_path / "core"), "--course", str(off))
@@ -107,7 +107,7 @@ def test_the_gradescope_zip_holds_the_new_stage(repo, tmp_path):
         names = set(archive.namelist())
         course = tomllib.loads(archive.read("course.toml").decode())
     assert {f"grader/judge/checks/test_stage{NUMBER}.py", f"solutions/stage{NUMBER}_toy.py"} <= names
-    assert course == {"stages": {"bonus": True}}
+    assert course == {"stages": {"bonus": "extra"}}
 
 
 @pytest.mark.nbgrader
@@ -133,8 +133,8 @@ def test_one_course_setting_turns_the_bonus_on_and_a_bad_one_is_refused_in_one_l
     course.write_text(BONUS_ON)
     assert course_stages(course) == sorted(STAGES)
     for text, said in (
-        ('[stages]\nbonus = "yes"\n', "stages.bonus = 'yes'; write true or false"),
-        ("[stages]\nbonsu = true\n", "[stages] holds one setting, bonus = true or false"),
+        ('[stages]\nbonus = "yes"\n', 'stages.bonus = \'yes\'; write false, true, "extra" or "required"'),
+        ("[stages]\nbonsu = true\n", '[stages] holds bonus = false, true, "extra" or "required", and bonus_cap'),
     ):
         course.write_text(text)
         with pytest.raises(CourseError, match=said.replace("[", r"\[").replace("]", r"\]")):

@@ -5,6 +5,7 @@ import io
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import cast
 
 from grader.classroom.fingerprint import INCOMPLETE, NEW, why_grade
 from grader.classroom.outputs import saved_report, write_feedback, write_report
@@ -14,7 +15,8 @@ from grader.classroom.record import LEFT_OUT, feedback_report, grade_of_record, 
 from grader.core.late_policy import MARKED_LATE_WITHOUT_TIME, NO_SUBMISSION_TIME, LatePolicy, utc_text
 from grader.core.output_files import inert, write_atomic
 from grader.core.points import Points
-from grader.core.report import Flag, FlagKind, Report
+from grader.core.report import Flag, FlagKind, Report, StageReport, totals
+from grader.core.stages import registry
 from grader.intake.students import Student
 from grader.runner.escaping import listing
 
@@ -53,19 +55,28 @@ def write_gradebook(
     stages_graded: list[int],
     points: Points,
     keep: str = "latest",
+    extra_credit: dict | None = None,
 ) -> Counter:
     """grades.csv from the reports on disk whose fingerprint is ``current``'s, in student order: the same
     reports give the same bytes. Any other student's row says why they have no grade, never an old score.
 
     A current report whose ``late`` object no longer matches ``policy`` (a due date moved), or whose overrides
     no longer match OUT/overrides.csv, gets the new ones, and so does its feedback. ``points``: the table
-    graded with (an override may not pass a stage's points possible, nor the total's). ``keep``: which of a
+    graded with (an override may not pass a stage's points possible, nor the most a total can be, with the bonus
+    counted as ``extra_credit`` says: grader.core.report.totals). ``keep``: which of a
     student's reports a row shows (grader/classroom/history.py). Returns how many rows carry each late flag,
     how many were "penalised", and how many overrides are to "review".
     """
     maxima = {f"stage{n}": points.stage_total(n) for n in stages_graded}
+    # the most a total can be: every stage at full marks, counted as the course counts the bonus
+    full = [
+        {"track": registry()[n].track, "score": points.stage_total(n), "max_score": points.stage_total(n)}
+        for n in stages_graded
+    ]
     overrides, seen = (
-        read_overrides(out, {s.id for s in students}, maxima | {TOTAL: sum(maxima.values())}),
+        read_overrides(
+            out, {s.id for s in students}, maxima | {TOTAL: totals(cast(list[StageReport], full), extra_credit)[0]}
+        ),
         read_seen(out),
     )
     columns = csv_columns(stages_graded)

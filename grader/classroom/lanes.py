@@ -163,6 +163,7 @@ def grade_all(
                         grading.points,
                         grading.device,
                         "the grader stopped while grading this submission",
+                        grading.extra_credit,
                     )
                     lanes[lanes.index(lane)] = _restart(lane, context, grading)
                 finish(lane, report)
@@ -176,6 +177,7 @@ def grade_all(
                             grading.points,
                             grading.device,
                             f"grading stopped after {options.student_timeout:g} s",
+                            grading.extra_credit,
                         ),
                     )
     finally:

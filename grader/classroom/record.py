@@ -10,13 +10,14 @@ points in force), each with the overrides and the late penalty of its own submis
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from grader.classroom.history import history, submitted_at
 from grader.classroom.overrides import TOTAL, Override, applied, overridden_stages
 from grader.classroom.repricing import repriced
 from grader.core.late_policy import LatePolicy, late_record
 from grader.core.points import Points, rounded
-from grader.core.report import Report
+from grader.core.report import Report, StageReport, retotalled, totals
 from grader.intake.students import Student
 
 # The flag of a row whose "best" left a grading out, with the gradings and why.
@@ -42,7 +43,7 @@ def final_grade(report: Report, records: list[dict], late: dict) -> float:
     by_hand = {r["stage"]: r for r in records}
     if TOTAL in by_hand:
         return by_hand[TOTAL]["points"]
-    scored = sum(s["score"] for s in overridden_stages(dict(report), records))
+    scored, _ = totals(cast(list[StageReport], overridden_stages(dict(report), records)), report.get("extra_credit"))
     return rounded(max(0, scored - late["penalty_points"]))
 
 
@@ -140,6 +141,8 @@ def _comparable(grading: Report, current: Report, points: Points, fingerprint: s
     the same stages graded, and prices that re-pricing can apply; else None and why."""
     if [s["id"] for s in grading["stages"]] != [s["id"] for s in current["stages"]]:
         return None, "other stages were graded"
+    if grading.get("extra_credit") != current.get("extra_credit"):  # the bonus counted as the course counts it now
+        grading = retotalled(grading, current.get("extra_credit"))
     if (grading.get("fingerprint") or {}).get("points") == fingerprint:
         return grading, ""
     if not grading.get("fingerprint"):

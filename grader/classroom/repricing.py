@@ -11,7 +11,7 @@ from pathlib import Path
 from grader.classroom.fingerprint import CHANGED
 from grader.classroom.outputs import saved_report, write_feedback, write_report
 from grader.core.points import Points, rounded
-from grader.core.report import CheckReport, CheckResult, Report, StageReport, Status, check_report
+from grader.core.report import CheckReport, CheckResult, Report, StageReport, Status, check_report, totals
 from grader.intake.students import Student
 from grader.judge.voiding import void_shortcut_targets, void_without_results
 
@@ -52,11 +52,12 @@ def repriced(report: Report, points: Points, points_fingerprint: str) -> Report 
             stages = [_priced(stage, points) for stage in report["stages"]]
     except _NeedsRegrade:
         return None
+    score, max_score = totals(stages, report.get("extra_credit"))
     return {
         **report,
         "stages": stages,
-        "score": rounded(sum(s["score"] for s in stages)),
-        "max_score": rounded(sum(s["max_score"] for s in stages)),
+        "score": score,
+        "max_score": max_score,
         "fingerprint": {**report["fingerprint"], "points": points_fingerprint},
     }
 

@@ -204,6 +204,8 @@ def main(argv: list[str]) -> int:
             "budget": grading.budget,
             "sandboxed": sandbox.confined,
             "stages": list(grading.stages),
+            # bonus stages as extra credit change every total: a switch regrades (absent where off, as before)
+            **({"extra_credit": grading.extra_credit} if grading.extra_credit is not None else {}),
         },
     )
     options = ClassOptions(
@@ -224,7 +226,9 @@ def main(argv: list[str]) -> int:
         print("grader batch: interrupted; what was graded is kept, run again to go on", file=sys.stderr)
         return 130
     try:
-        flagged = write_gradebook(out, students, current, policy, list(grading.stages), grading.points, keep)
+        flagged = write_gradebook(
+            out, students, current, policy, list(grading.stages), grading.points, keep, grading.extra_credit
+        )
     except OSError as error:  # the reports are written: only the gradebook waits for another run
         print(
             f"grader batch: {out / 'grades.csv'} cannot be replaced ({error.strerror or error}): the reports "

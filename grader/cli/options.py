@@ -3,7 +3,7 @@
 import argparse
 from pathlib import Path
 
-from grader.core.course import course_stages, note_prices, read_course
+from grader.core.course import course_stages, extra_credit, note_prices, read_course
 from grader.core.options import DEVICES, SANDBOX_MODES, GradingOptions
 from grader.core.points import points_in_use
 
@@ -51,4 +51,5 @@ def grading_options(
         budget=args.budget,
         device=args.device,
         sandbox=args.sandbox,
+        extra_credit=extra_credit(read_course(course), course),
     )

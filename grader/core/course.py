@@ -24,16 +24,41 @@ def read_course(path: Path | None) -> dict:
     return read_toml(Path(path), CourseError)
 
 
-def tracks(course: dict, path: Path | None = None) -> tuple[str, ...]:
-    """The tracks a course grades: the core always, the bonus when [stages] bonus = true."""
+BONUS_MODES = ("extra", "required")
+
+
+def _bonus_setting(course: dict, path: Path | None) -> tuple[str | None, float | None]:
+    """([stages] bonus as a mode: None when the bonus stages are off, "extra" or "required"; bonus_cap or None).
+    ``bonus = true`` is "extra": bonus points add to the core's score and never to its maximum."""
     settings = course.get("stages", {})
     where = path or COURSE_FILE
-    if not isinstance(settings, dict) or set(settings) - {"bonus"}:
-        raise CourseError(f"{where}: [stages] holds one setting, bonus = true or false")
+    if not isinstance(settings, dict) or set(settings) - {"bonus", "bonus_cap"}:
+        raise CourseError(f'{where}: [stages] holds bonus = false, true, "extra" or "required", and bonus_cap')
     bonus = settings.get("bonus", False)
-    if not isinstance(bonus, bool):
-        raise CourseError(f"{where}: stages.bonus = {bonus!r}; write true or false")
-    return (CORE, BONUS) if bonus else (CORE,)
+    if bonus is True:
+        bonus = "extra"
+    if bonus is not False and bonus not in BONUS_MODES:
+        raise CourseError(f'{where}: stages.bonus = {bonus!r}; write false, true, "extra" or "required"')
+    cap = settings.get("bonus_cap")
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float)) or not 0 <= cap < float("inf")):
+        raise CourseError(f"{where}: stages.bonus_cap = {cap!r} is not a number of points")
+    if cap is not None and bonus != "extra":
+        raise CourseError(f'{where}: stages.bonus_cap caps extra credit: it needs bonus = "extra" (or true)')
+    return (bonus or None), (float(cap) if cap is not None else None)
+
+
+def tracks(course: dict, path: Path | None = None) -> tuple[str, ...]:
+    """The tracks a course grades: the core always, the bonus when [stages] bonus is on."""
+    mode, _ = _bonus_setting(course, path)
+    return (CORE, BONUS) if mode else (CORE,)
+
+
+def extra_credit(course: dict, path: Path | None = None) -> dict | None:
+    """How the bonus stages count where they are extra credit ({"cap": points or None}: the bonus points added to
+    the core's score at most), the reports' ``extra_credit``; None where they are off or required (their points
+    then count toward the maximum as the core's do)."""
+    mode, cap = _bonus_setting(course, path)
+    return {"cap": cap} if mode == "extra" else None
 
 
 def note_prices(course: dict, path: Path | None = None) -> dict[str, dict[str, float]]:
@@ -81,10 +106,13 @@ def course_stages(path: Path | None = None) -> list[int]:
     return stages_of(tracks(read_course(path), path))
 
 
-def course_text(stages: list[int], notes: dict[str, dict[str, float]] | None = None) -> str:
-    """The course.toml written into what is built for students to grade ``stages``: the tracks setting, and
-    the prices of the notes (note_prices) where the instructor gave some."""
+def course_text(stages: list[int], notes: dict[str, dict[str, float]] | None = None, extra: dict | None = None) -> str:
+    """The course.toml written into what is built for students to grade ``stages``: the tracks setting (bonus
+    stages as extra credit, ``extra``, or required), and the prices of the notes (note_prices) where the
+    instructor gave some."""
     bonus = any(registry()[number].track == BONUS for number in stages)
+    mode = ('"extra"' if extra is not None else '"required"') if bonus else "false"
+    cap = f"bonus_cap = {extra['cap']:g}\n" if bonus and extra is not None and extra.get("cap") is not None else ""
     priced = "".join(
         f'"{stage}.{check.removeprefix(NOTE_KIND + ".")}" = {value:g}\n'
         for stage, checks in (notes or {}).items()
@@ -92,5 +120,5 @@ def course_text(stages: list[int], notes: dict[str, dict[str, float]] | None = N
     )
     return (
         "# Written by the instructor's build: the stages graded here. Do not edit.\n"
-        f"[stages]\nbonus = {'true' if bonus else 'false'}\n" + (f"\n[notes]\n{priced}" if priced else "")
+        f"[stages]\nbonus = {mode}\n{cap}" + (f"\n[notes]\n{priced}" if priced else "")
     )

@@ -18,6 +18,9 @@ class GradingOptions:
     budget: float = 30.0  # seconds all calls into one student's code may take together, imports included
     device: str = "cpu"  # "cpu" or "cuda"; "auto" until a sandbox has resolved it
     sandbox: str = "auto"  # one of SANDBOX_MODES
+    # the bonus stages as extra credit, {"cap": points or None} (grader.core.course.extra_credit); None: they
+    # count toward the maximum, or are not graded
+    extra_credit: dict | None = None
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict, cast
 
 from grader.core.points import Points, rounded
-from grader.core.stages import registry
+from grader.core.stages import BONUS, registry
 
 
 class Status(StrEnum):
@@ -108,6 +108,7 @@ class Report(TypedDict):
     late: NotRequired[dict]
     overrides: NotRequired[list[dict]]  # the instructor's own grades (grader/classroom/overrides.py)
     record: NotRequired[dict]  # the grade of record (grader/classroom/record.py): what every output shows
+    extra_credit: NotRequired[dict]  # the bonus stages as extra credit, {"cap": points or None} (totals)
 
 
 @dataclass
@@ -132,9 +133,15 @@ class CheckResult:
 
 
 def build(
-    results: Iterable[CheckResult], stages: list[int], device: str, torch_version: str, flags: list[Flag], sandbox: str
+    results: Iterable[CheckResult],
+    stages: list[int],
+    device: str,
+    torch_version: str,
+    flags: list[Flag],
+    sandbox: str,
+    extra_credit: dict | None = None,
 ) -> Report:
-    """The report of a graded submission."""
+    """The report of a graded submission; ``extra_credit``: the bonus stages as extra credit (totals)."""
     results = list(results)
     report_stages = []
     for stage in stages:
@@ -144,23 +151,62 @@ def build(
                 stage, sum(c.score for c in checks), sum(c.max_score for c in checks), [check_report(c) for c in checks]
             )
         )
-    return _report(report_stages, device, torch_version, sandbox, flags)
+    return _report(report_stages, device, torch_version, sandbox, flags, extra_credit)
 
 
-def failed(stages: list[int], points: Points, device: str, reason: str) -> Report:
+def failed(stages: list[int], points: Points, device: str, reason: str, extra_credit: dict | None = None) -> Report:
     """A zero marked incomplete, for a submission whose grading did not finish: graded again next run."""
     report_stages = [_stage(n, 0, points.stage_total(n), []) for n in stages]
-    return _report(report_stages, device, "", "", [Flag(FlagKind.INCOMPLETE, f"not graded: {reason}")])
+    flags = [Flag(FlagKind.INCOMPLETE, f"not graded: {reason}")]
+    return _report(report_stages, device, "", "", flags, extra_credit)
 
 
 def is_complete(flags: Iterable[Flag]) -> bool:
     return not any(flag.kind == FlagKind.INCOMPLETE for flag in flags)
 
 
-def _report(stages: list[StageReport], device: str, torch_version: str, sandbox: str, flags: list[Flag]) -> Report:
-    return {
-        "score": rounded(sum(s["score"] for s in stages)),
-        "max_score": rounded(sum(s["max_score"] for s in stages)),
+def counts_as_extra(stages: Iterable[StageReport], extra_credit: dict | None) -> bool:
+    """The bonus stages among ``stages`` are extra credit: the course says so, and core stages were graded
+    beside them (a bonus stage graded alone is scored out of its own points)."""
+    tracks = {s["track"] for s in stages}
+    return extra_credit is not None and BONUS in tracks and len(tracks) > 1
+
+
+def totals(stages: list[StageReport], extra_credit: dict | None) -> tuple[float, float]:
+    """(score, max_score) of a report's ``stages``: the sums of the stages', except where the bonus stages are
+    extra credit (counts_as_extra): their points add to the score, up to the cap, and never to the maximum."""
+    if not counts_as_extra(stages, extra_credit):
+        return rounded(sum(s["score"] for s in stages)), rounded(sum(s["max_score"] for s in stages))
+    core = [s for s in stages if s["track"] != BONUS]
+    bonus = sum(s["score"] for s in stages if s["track"] == BONUS)
+    cap = cast(dict, extra_credit).get("cap")
+    added = bonus if cap is None else min(bonus, cap)
+    return rounded(sum(s["score"] for s in core) + added), rounded(sum(s["max_score"] for s in core))
+
+
+def retotalled(report: Report, extra_credit: dict | None) -> Report:
+    """``report`` with its totals made by ``extra_credit`` (totals): an earlier grading weighed beside one graded
+    after the course changed how its bonus stages count."""
+    score, max_score = totals(report["stages"], extra_credit)
+    again: Report = {**report, "score": score, "max_score": max_score}
+    again.pop("extra_credit", None)
+    if counts_as_extra(report["stages"], extra_credit):
+        again["extra_credit"] = cast(dict, extra_credit)
+    return again
+
+
+def _report(
+    stages: list[StageReport],
+    device: str,
+    torch_version: str,
+    sandbox: str,
+    flags: list[Flag],
+    extra_credit: dict | None = None,
+) -> Report:
+    score, max_score = totals(stages, extra_credit)
+    report: Report = {
+        "score": score,
+        "max_score": max_score,
         "device": device,
         "torch": torch_version,
         "sandbox": sandbox,
@@ -168,6 +214,9 @@ def _report(stages: list[StageReport], device: str, torch_version: str, sandbox:
         "flags": flags,
         "complete": is_complete(flags),
     }
+    if counts_as_extra(stages, extra_credit):
+        report["extra_credit"] = cast(dict, extra_credit)
+    return report
 
 
 def _stage(number: int, score: float, max_score: float, checks: list[CheckReport]) -> StageReport:

@@ -7,7 +7,7 @@ import torch
 
 from grader.core.options import GradingOptions
 from grader.core.report import Flag, FlagKind, Report, build
-from grader.core.stages import STAGE_MODULES
+from grader.core.stages import BONUS, STAGE_MODULES, registry
 from grader.intake.submission import SubmissionFiles
 from grader.judge.plugin import GradingPlugin, run_checks
 from grader.judge.routes_off import SWITCHED_OFF_BY_STAGE
@@ -91,8 +91,10 @@ class _StudentLoop:
                     stages,
                     self.sandbox.device,
                     torch.__version__,
-                    flags(self.sandbox, staged, stages, grading.options.visible_only, grading.disrupted) + out_of_time,
+                    flags(self.sandbox, staged, required(stages, grading.options), grading.options, grading.disrupted)
+                    + out_of_time,
                     self.sandbox.isolation,
+                    grading.options.extra_credit,
                 )
             )
         return True
@@ -103,14 +105,24 @@ def _out_of_time(learner: LearnerWorkers) -> Flag:
     return Flag(FlagKind.OUT_OF_TIME, f"your code used all of its {learner.budget:g} s for all calls{not_run}")
 
 
+def required(stages: list[int], options: GradingOptions) -> list[int]:
+    """The graded stages whose missing file is flagged: all, but for bonus stages counted as extra credit beside
+    the core (grader.core.report.counts_as_extra), which a student may leave out at no cost."""
+    tracks = {registry()[stage].track for stage in stages}
+    if options.extra_credit is None or len(tracks) < 2:
+        return stages
+    return [stage for stage in stages if registry()[stage].track != BONUS]
+
+
 def flags(
-    sandbox: Sandbox, staged: SubmissionFiles, stages: list[int], visible_only: bool, disrupted: str | None = None
+    sandbox: Sandbox, staged: SubmissionFiles, stages: list[int], options: GradingOptions, disrupted: str | None = None
 ) -> list[Flag]:
-    """What a reader of the score must know: never a silently weaker grade."""
+    """What a reader of the score must know: never a silently weaker grade. ``stages``: those whose file must
+    be there (required)."""
     found = [] if sandbox.confinement.confined else [Flag(FlagKind.UNSANDBOXED)]
     if disrupted:
         found.append(Flag(FlagKind.INCOMPLETE, disrupted))
-    if visible_only:
+    if options.visible_only:
         found.append(Flag(FlagKind.PROVISIONAL))
     if staged.problem:
         found.append(Flag(FlagKind.UNREADABLE, staged.problem))

@@ -137,6 +137,15 @@ def _withheld(check: CheckReport) -> CheckReport:
     return withheld
 
 
+def extra_words(report: Report, track: str) -> str:
+    """What follows the bonus track's points where they are extra credit: added to the score, never to the
+    maximum, up to the course's cap."""
+    if track != BONUS or "extra_credit" not in report:
+        return ""
+    cap = report["extra_credit"].get("cap")
+    return " as extra credit" + (f", {points_text(cap)} at most" if cap is not None else "")
+
+
 def total_label(report: Report) -> str:
     if any(f.kind == FlagKind.PROVISIONAL for f in report["flags"]):
         return "Provisional total (visible checks only)"

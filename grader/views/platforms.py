@@ -5,7 +5,7 @@ from collections.abc import Iterator
 from grader.core.hints import explain
 from grader.core.points import rounded
 from grader.core.report import CheckReport, Report, StageReport, Status
-from grader.core.stages import is_note
+from grader.core.stages import BONUS, is_note
 from grader.runner.escaping import printable
 from grader.views.feedback import (
     flag_sentences,
@@ -55,6 +55,7 @@ def to_gradescope(report: Report) -> dict:
     their score; the hidden checks appear after publishing, with their verdicts and hints only. No
     execution time: the hidden checks' share of it depends on what their inputs made the learner's code do."""
     shown = _before_publishing(report)
+    skipped = _not_attempted(report)
     tests = [
         {
             "name": f"stage {number}: {c['id']}",
@@ -65,7 +66,19 @@ def to_gradescope(report: Report) -> dict:
             "visibility": "visible" if c["visibility"] == "visible" else "after_published",
         }
         for number, c, output in _checks_with_feedback(shown)
+        if number not in skipped
     ]
+    for number, stage in skipped.items():  # one neutral line, no status: nothing failed, nothing is owed
+        tests.append(
+            {
+                "name": f"stage {number}: not attempted (bonus, extra credit)",
+                "score": 0,
+                "max_score": 0,
+                "output": f"{stage['title']}: not attempted. Bonus stages are extra credit here: leaving one out "
+                "costs nothing.",
+                "visibility": "visible",
+            }
+        )
     summary = "\n".join([_visible_score(shown), *flag_sentences(report)])
     return _printable_strings(
         {
@@ -77,6 +90,18 @@ def to_gradescope(report: Report) -> dict:
             "tests": tests,
         }
     )
+
+
+def _not_attempted(report: Report) -> dict[int, StageReport]:
+    """stage number -> stage, for each bonus stage counted as extra credit whose every check found nothing
+    implemented (no file, or the stub as handed out)."""
+    if "extra_credit" not in report:
+        return {}
+    return {
+        stage_number(stage): stage
+        for stage in report["stages"]
+        if stage["track"] == BONUS and all(c["status"] == Status.NOT_IMPLEMENTED for c in stage["checks"])
+    }
 
 
 def _before_publishing(report: Report) -> Report:

@@ -10,6 +10,7 @@ from grader.runner.escaping import printable
 from grader.views.feedback import (
     causes_to_fix,
     check_title,
+    extra_words,
     flag_sentences,
     is_advice,
     mark,
@@ -97,7 +98,11 @@ def _by_track(report: Report) -> str:
         tracks[stage.get("track", CORE)] = (score + stage["score"], max_score + stage["max_score"])
     if len(tracks) < 2:
         return ""
-    return " (" + ", ".join(f"{track} {score_text(s, m)}" for track, (s, m) in tracks.items()) + ")"
+    return (
+        " ("
+        + ", ".join(f"{track} {score_text(s, m)}{extra_words(report, track)}" for track, (s, m) in tracks.items())
+        + ")"
+    )
 
 
 def _what_to_fix(report: Report) -> list[Line]:
