@@ -3,8 +3,8 @@
 A small class hands in, is late, resubmits, gets overrides, sees its points table change (to, from and
 between non-zero prices), its keep rule switch, and its bonus stage count as required or as extra credit. After every step the gradebook is written as a batch
 writes it, from stored verdicts (no learner code), and the test checks what every output says against a
-model of its own: the final grade is one number in grades.csv, the report, the student's feedback and the
-LMS export; under "best" it is the best of every grading the model can price, and a grading it cannot is
+model of its own: the final grade is one number in grades.csv, the report, the student's feedback, Gradescope's
+results.json and the LMS export; under "best" it is the best of every grading the model can price, and a grading it cannot is
 named in the row, never dropped silently.
 """
 
@@ -35,6 +35,7 @@ from grader.core.points import Points, rounded
 from grader.core.report import CheckResult, Status
 from grader.intake.students import Student
 from grader.judge.voiding import void_shortcut_targets, void_without_results
+from grader.views.platforms import to_gradescope
 
 DUE = dt.datetime(2025, 3, 14, 23, 59, tzinfo=dt.UTC)
 POLICY = LatePolicy(
@@ -261,6 +262,7 @@ class Term(RuleBasedStateMachine):
             shown = RECORDED.search((self.out / f"{student}.txt").read_text())
             assert shown and float(shown.group(1)) == final, (row, shown)
             assert report["record"]["final"] == final and exported[student].points == final
+            assert to_gradescope(report_model.from_json(report))["score"] == final  # results.json of the kept grading
             finals = [self.model_final(student, *grading) for grading in handed]
             latest = finals[-1]
             assert latest is not None  # the latest is always priced by the table in force

@@ -73,6 +73,12 @@ def override_sentence(change: dict) -> str:
 RECORDED = "Grade recorded"
 
 
+def recorded_score(report: Report) -> float:
+    """The score an output states as the grade: the grade of record's final where a batch gave the report one,
+    else the automatic score (a learner's own grading, or Gradescope's run of one submission)."""
+    return report["record"]["final"] if report.get("record") else report["score"]
+
+
 def record_sentences(report: Report) -> list[str]:
     """The grade of record (grader/classroom/record.py) and how it was reached, one short block: the final grade
     as grades.csv and every export hold it, then the automatic score, each override, the late penalty and which

@@ -10,6 +10,7 @@ from grader.runner.escaping import printable
 from grader.views.feedback import (
     flag_sentences,
     points_text,
+    recorded_score,
     repeat_message,
     repeated_causes,
     shown_output,
@@ -82,7 +83,7 @@ def to_gradescope(report: Report) -> dict:
     summary = "\n".join([_visible_score(shown), *flag_sentences(report)])
     return _printable_strings(
         {
-            "score": report["score"],
+            "score": recorded_score(report),
             "output": summary,
             "visibility": "visible",
             "stdout_visibility": "hidden",
