@@ -14,6 +14,7 @@ from tests.grading import MUTANTS, batch, learner_copy
 from tests.test_html_in_browser import CHROMEDRIVER, CHROMIUM, WIDTHS, browser, opened  # noqa: F401 - a fixture
 
 HTML_NAME = "x<i>y"  # an LMS name a student chose: text on the page, never markup
+COURSE_TITLE = "Attention, spring 2026"  # course.toml's [course] title heads the page
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +27,9 @@ def graded_class(tmp_path_factory) -> Path:
         learner_copy(submissions / name, next(m for m in MUTANTS if m.get("hint") == "missing-scaling"))
     learner_copy(submissions / HTML_NAME, stages=[1])  # stages 2-5 missing
     course = root / "course.toml"
-    course.write_text("[due]\nassignment = 2025-03-14T23:59:00Z\n\n[late_penalty]\npenalty = 10\n")
+    course.write_text(
+        f'[course]\ntitle = "{COURSE_TITLE}"\n\n[due]\nassignment = 2025-03-14T23:59:00Z\n\n[late_penalty]\npenalty = 10\n'
+    )
     times = root / "times.csv"
     times.write_text("student_id,submitted\nbo,2025-03-16T10:00:00Z\n")  # two days late
     batch(submissions, out, "--course", str(course), "--times", str(times), "--workers", "2")
@@ -37,7 +40,8 @@ def graded_class(tmp_path_factory) -> Path:
         "cy,di,stage2_self_attention.py,0.97,0.95,212\n"
         "bo,prior 1: p_amy,stage4_causal_attention.py,0.91,0.90,150\n"  # last term's: no feedback file here
     )
-    assert class_report.main([str(out)]) == 0
+    (out / "similarity.html").write_text("<!doctype html><title>similarity</title>")  # what make similarity writes
+    assert class_report.main([str(out), "--course", str(course)]) == 0
     return out
 
 
@@ -61,6 +65,8 @@ def test_the_page_is_one_file_that_fetches_nothing_and_escapes_names(graded_clas
     assert page.count("<svg") == 6  # the final grades, and a histogram per graded stage
     assert "final grade: median" in page and "quartiles" in page
     assert "prior 1: p_amy" in page and "p_amy.txt" not in page  # a name with no feedback here links nowhere
+    assert f"<h1>{COURSE_TITLE}: the class at a glance</h1>" in page
+    assert "href='similarity.html'" in page
 
 
 @pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="Debian's chromium and chromium-driver are not installed")

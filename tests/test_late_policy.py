@@ -173,7 +173,7 @@ def test_a_course_file_sets_due_dates_and_the_penalty_rule(tmp_path):
         ("[late_penalty]\ncap = 150\n", "late_penalty.cap = 150 is over 100 percent"),
         (
             "[late]\npenalty = 10\n",
-            "unknown setting late (known: due, extensions, gradebook, late_penalty, notes, stages)",
+            "unknown setting late (known: course, due, extensions, gradebook, late_penalty, notes, stages)",
         ),
         ("[extensions]\nada = 2025-03-20T23:59:00\n", "extensions.ada = 2025-03-20T23:59:00 needs a date, a time"),
         ("[extensions]\nada = { stage9 = 2025-03-20T23:59:00Z }\n", "unknown setting extensions.ada.stage9"),

@@ -6,6 +6,7 @@ from collections import Counter
 from urllib.parse import quote
 
 from grader.classroom.class_summary import ClassSummary, file_id
+from grader.classroom.similarity import REPORT_NAME as SIMILARITY_PAGE
 from grader.core.hints import catalog, sentence
 
 BINS = 5  # bars of a stage's score histogram
@@ -21,8 +22,9 @@ vertical-align:top}.count{text-align:right;width:4rem}.who{font-size:.85rem;word
 """
 
 
-def class_page(summary: ClassSummary, title: str) -> str:
-    """The page; ``title``: what it is of (the class folder's name)."""
+def class_page(summary: ClassSummary, title: str, similarity_page: bool = False) -> str:
+    """The page; ``title``: what it is of (the course's title, else the class folder's name);
+    ``similarity_page``: similarity.html lies beside it, to link to."""
     graded = len(summary.graded)
     average = sum(summary.finals) / len(summary.finals) if summary.finals else 0
     in_class = set(summary.students)
@@ -60,6 +62,8 @@ def class_page(summary: ClassSummary, title: str) -> str:
         parts.append(
             _table("Similar pairs (similarity.csv)", ["student a", "student b", "file", "share", "tokens"], rows)
         )
+    if similarity_page:
+        parts.append(f"<p><a href='{SIMILARITY_PAGE}'>The shared code, highlighted ({SIMILARITY_PAGE})</a></p>")
     body = "".join(parts)
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"

@@ -85,6 +85,18 @@ def note_prices(course: dict, path: Path | None = None) -> dict[str, dict[str, f
     return prices
 
 
+def course_title(course: dict, path: Path | None = None) -> str | None:
+    """The course's name as pages show it ([course] title = "..."), or None where the file gives none."""
+    table = course.get("course", {})
+    where = path or COURSE_FILE
+    if not isinstance(table, dict) or set(table) - {"title"}:
+        raise CourseError(f'{where}: [course] holds one setting, title = "..."')
+    title = table.get("title")
+    if title is not None and (not isinstance(title, str) or not title.strip()):
+        raise CourseError(f"{where}: course.title = {title!r}; write the course's name in quotes")
+    return title.strip() if title else None
+
+
 KEEP_RULES = ("latest", "best")
 
 

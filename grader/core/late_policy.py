@@ -15,7 +15,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.core.course import COURSE_FILE, CourseError, gradebook_keeps, read_course, tracks
+from grader.core.course import COURSE_FILE, CourseError, course_title, gradebook_keeps, read_course, tracks
 from grader.core.points import rounded
 from grader.core.stages import STAGES
 
@@ -68,7 +68,8 @@ def load_course(path: Path | None) -> LatePolicy:
     path = path or COURSE_FILE
     tracks(course, path)  # the file's other settings are checked here too: one bad line, one message
     gradebook_keeps(course, path)
-    _known_keys(path, "", course, {"due", "late_penalty", "stages", "notes", "extensions", "gradebook"})
+    course_title(course, path)
+    _known_keys(path, "", course, {"course", "due", "late_penalty", "stages", "notes", "extensions", "gradebook"})
     due = course.get("due", {})
     rule = course.get("late_penalty", {})
     _known_keys(path, "due.", due, {"assignment", *STAGE_KEYS})
