@@ -194,6 +194,9 @@ def renormalize_variants(weights: torch.Tensor) -> dict[str, torch.Tensor]:
         / past.sum(-2, keepdim=True),
         "mask-not-renormalized:one sum of the whole matrix divides every row, not each row's own sum": past
         / past.sum(dim=(-2, -1), keepdim=True),
+        # F.normalize(x, dim=-1) divides by the Euclidean length (its default p=2); p=1 divides by the sum
+        "mask-not-renormalized:each row is divided by its Euclidean length (F.normalize's default p=2), not by "
+        "its sum": past / past.norm(dim=-1, keepdim=True),
     }
 
 

@@ -212,6 +212,8 @@ def diagnose(learner: LearnerWorkers, stage: int, target: str) -> tuple[str, str
         cause = "kv-projection-size"  # keys and values of the wrong width fit only where the two counts agree too
     elif cause == "kv-repeat-count" and _kv_viewed_as_group_size(first.outcome, cases[0][1]):
         cause = "kv-heads-count"  # keys and values of the right width, viewed as num_heads // num_kv_groups heads
+    if cause is not None and first.failure[:2] == ("raised", "TypeError") and cause != "returns-tuple":
+        cause = None  # a value of the wrong type (a float count, an int where a tensor belongs): no size says why
     own_check = cause is not None and _own_check(learner, first)
     if own_check:
         cause = OWN_CHECK_CAUSES.get(cause or "")  # the learner's own raise or assert stops the runs
