@@ -129,7 +129,7 @@ def _dropout_problem(learner, stage: int, cls: str, args_for, state_for, n: int,
     scaled = (even[allowed] / (1 - p))[kept]
     if not torch.allclose(revealed.double()[allowed][kept], scaled, atol=1e-5):
         return CheckFailed(
-            f"{cls}: kept attention weights should be scaled by 1/(1 - p) = {1 / (1 - p):g}", "dropout-wrong-place"
+            f"{cls}: kept attention weights should be scaled by 1/(1 - p) = {1 / (1 - p):g}", "dropout-not-rescaled"
         )
     sums = build(
         learner, stage, cls, args_for(n, 1), state=state_for(n, 1, torch.ones(1, n)), inputs=[eye], train=True

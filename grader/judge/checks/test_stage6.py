@@ -312,7 +312,8 @@ def test_dropout_on_weights(learner):
         raise CheckFailed(
             f"{FUNCTION}: the attention weights dropout keeps should be scaled by 1/(1 - dropout_p) = "
             f"{1 / (1 - DROPOUT_P):.4g}, to 1/{n} * {1 / (1 - DROPOUT_P):.4g} = {scaled:.4g}; they "
-            f"are {revealed.double()[kept][0].item():.4g}"
+            f"are {revealed.double()[kept][0].item():.4g}",
+            "dropout-not-rescaled",
         )
     sums = call(learner, STAGE, FUNCTION, query, key, torch.ones(b, n, 1), dropout_p=DROPOUT_P)
     rows = cast(torch.Tensor, sums).double().flatten()  # a tensor, as `revealed` above was
