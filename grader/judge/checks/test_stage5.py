@@ -290,19 +290,23 @@ def test_multihead_structure(learner):
 
 @check("structure.refused.MultiHeadAttention", visible=True, target="MultiHeadAttention")
 def test_heads_refused(learner):
-    """The documented error: a d_out that num_heads does not divide is refused while building."""
+    """The documented error: a d_out that num_heads does not divide is refused while building, whatever the
+    remainder (5 % 2 = 1, the docstring's; 6 % 4 = 2)."""
     build(learner, STAGE, "MultiHeadAttention", [4, 6, 5, 0.0, 2])  # a right module builds: what follows is d_out's
-    try:
-        build(learner, STAGE, "MultiHeadAttention", [4, 5, 6, 0.0, 2])
-    except LearnerFailure as failure:
-        if failure.kind == "exception":  # the same module builds for d_out = 6: the error is the check asked for
-            return
-        raise
-    raise CheckFailed(
-        "MultiHeadAttention(4, 5, 6, 0.0, num_heads=2) was built although d_out = 5 features cannot be "
-        "split evenly into 2 heads: raise an error that says d_out must be divisible by num_heads",
-        "error-not-raised",
-    )
+    build(learner, STAGE, "MultiHeadAttention", [4, 8, 5, 0.0, 4])
+    for d_out, heads in ((5, 2), (6, 4)):
+        try:
+            build(learner, STAGE, "MultiHeadAttention", [4, d_out, 6, 0.0, heads])
+        except LearnerFailure as failure:
+            if failure.kind == "exception":  # the same heads build a divisible d_out: the error is the one asked for
+                continue
+            raise
+        raise CheckFailed(
+            f"MultiHeadAttention(4, {d_out}, 6, 0.0, num_heads={heads}) was built although d_out = {d_out} features "
+            f"cannot be split evenly into {heads} heads: raise an error that says d_out must be divisible by "
+            "num_heads",
+            "error-not-raised",
+        )
 
 
 @check("note.fixed_device", visible=True, target="MultiHeadAttention")
