@@ -70,13 +70,21 @@ def expect_transferred(v1: dict, d_in: int, d_out: int, seed: int, what: str) ->
     """sa_v1's weights after the transfer between the pair built under ``seed`` must be v2's, transposed; a
     weight that still holds what v1 was built with was not copied."""
     before, _ = seeded_transfer_pair(d_in, d_out, seed)
+    v2 = v2_weights(d_in, d_out, seed)
     for name in NAMES:
-        if torch.equal(v1[name], getattr(before, name).detach()):
+        built = getattr(before, name).detach()
+        if torch.equal(v1[name], built):
             raise CheckFailed(
                 f"{what}: sa_v1.{name} still holds the values sa_v1 was built with: nothing was copied into it",
                 "weight-not-copied",
             )
-    expect_transposed(v1, v2_weights(d_in, d_out, seed), what)
+        if v1[name].shape == built.shape and torch.allclose(v1[name], built + v2[name].T):
+            raise CheckFailed(
+                f"{what}: sa_v1.{name} holds the values sa_v1 was built with plus sa_v2.{name}.weight.T: the "
+                "weight was added to them (+=), not copied over them",
+                "weight-not-copied",
+            )
+    expect_transposed(v1, v2, what)
 
 
 def expect_transposed(v1: dict, v2: dict, what: str) -> None:
