@@ -174,18 +174,28 @@ def no_mask(start: int, n: int) -> torch.Tensor:
 
 
 def fed_in_chunks(
-    x: torch.Tensor, state: dict, num_heads: int, sizes: list[int], hidden=offset_mask, reads_cache: bool = True
+    x: torch.Tensor,
+    state: dict,
+    num_heads: int,
+    sizes: list[int],
+    hidden=offset_mask,
+    reads_cache: bool = True,
+    cached_values_are_keys: bool = False,
 ) -> torch.Tensor:
     """Multi-head attention holding ``state`` on x fed in chunks of ``sizes``: a chunk of n queries after
     ``start`` cached tokens attends to the cached and its own keys, minus those ``hidden(start, n)`` marks;
-    without ``reads_cache``, to its own keys only, causally."""
+    without ``reads_cache``, to its own keys only, causally; with ``cached_values_are_keys``, the cached
+    tokens' keys stand in for their values."""
     q, k, v = (split_heads(linear(x, state, name), num_heads) for name in PROJECTIONS)
     contexts, start = [], 0
     for n in sizes:
         stop = start + n
         first, hide = (0, hidden(start, n)) if reads_cache else (start, offset_mask(0, n))
+        values = v[:, :, first:stop]
+        if cached_values_are_keys:
+            values = torch.cat([k[:, :, first:start], v[:, :, start:stop]], dim=2)
         scores = q[:, :, start:stop] @ k[:, :, first:stop].transpose(-2, -1) / q.shape[-1] ** 0.5
-        contexts.append(torch.softmax(scores.masked_fill(hide, -torch.inf), dim=-1) @ v[:, :, first:stop])
+        contexts.append(torch.softmax(scores.masked_fill(hide, -torch.inf), dim=-1) @ values)
         start = stop
     context = torch.cat(contexts, dim=2).transpose(1, 2)
     return linear(context.reshape(*context.shape[:2], -1), state, "out_proj")
@@ -209,6 +219,9 @@ def cache_variants(x: torch.Tensor, state: dict, num_heads: int, sizes: list[int
             x, state, num_heads, sizes, unmasked_once_cached
         ),
         "cache-not-used": fed_in_chunks(x, state, num_heads, sizes, reads_cache=False),
+        # torch.cat([self.cache_k, values]): the new values appended to the cached keys, a copy-paste slip
+        "weights-swapped:the new values are appended to the cached keys, which then stand in for the cached "
+        "values": fed_in_chunks(x, state, num_heads, sizes, cached_values_are_keys=True),
     }
 
 

@@ -109,6 +109,7 @@ def example_cases() -> list[Case]:
         Case(eye, eye, eye),  # the docstring's example
         Case(eye, eye, eye, {"is_causal": True}),
         Case(eye, eye, eye, {"attn_mask": torch.tensor([[True, False], [False, False]])}),  # query 2 sees no key
+        Case(eye, eye, eye, {"attn_mask": torch.tensor([[0.0, -torch.inf], [-torch.inf, -torch.inf]])}),  # as a float
         Case(q, k, v),
         Case(q, k, v, {"scale": 0.3}),
         Case(q, k, v, {"is_causal": True}),  # fewer queries than keys
