@@ -20,6 +20,7 @@ from grader.runner.standins import seeded_transfer_pair
 STAGE = 3
 NAMES = ("W_query", "W_key", "W_value")
 SHAPES = [(3, 2), (4, 4), (2, 5), (6, 3)]  # (d_in, d_out): the book's, square, d_out > d_in, d_in > d_out
+WORKED_D_IN = 3  # the worked example's embedding size
 
 
 def transfer(learner, d_in: int, d_out: int, seed: int, **options) -> dict:
@@ -49,7 +50,11 @@ def _hint_for_raise(learner, message: str, d_in: int, d_out: int, seed: int) -> 
     if "as parameter" in message and "Parameter or None expected" in message:
         return "not-parameters"
     shapes = "must match" in message or "size mismatch" in message or "shape" in message
-    if not shapes or d_in == d_out:
+    if not shapes:
+        return None
+    if d_in != WORKED_D_IN and _transfers_right(learner, WORKED_D_IN, d_out, seed):
+        return "sizes-hard-coded"  # the worked example's d_in runs, and right: a 3 is written in the code
+    if d_in == d_out:
         return None
     # d_in == d_out: the same copy runs; holding v2's weights as they are proves the missing .T
     square = learner.request(STAGE, "transfer", d_in=d_out, d_out=d_out, seed=seed)
@@ -58,6 +63,18 @@ def _hint_for_raise(learner, message: str, d_in: int, d_out: int, seed: int) -> 
         isinstance(square["v1"][n], torch.Tensor) and torch.equal(square["v1"][n], v2[n]) for n in NAMES
     )
     return "weights-not-transposed" if untransposed else None
+
+
+def _transfers_right(learner, d_in: int, d_out: int, seed: int) -> bool:
+    """The transfer between a pair of these sizes runs and gives sa_v1 sa_v2's transposed weights."""
+    reply = learner.request(STAGE, "transfer", d_in=d_in, d_out=d_out, seed=seed)
+    v2 = v2_weights(d_in, d_out, seed)
+    return not reply["raised"] and all(
+        isinstance(reply["v1"][n], torch.Tensor)
+        and reply["v1"][n].shape == v2[n].T.shape
+        and torch.allclose(reply["v1"][n], v2[n].T)
+        for n in NAMES
+    )
 
 
 def v2_weights(d_in: int, d_out: int, seed: int) -> dict[str, torch.Tensor]:
