@@ -6,6 +6,7 @@ import torch
 
 from grader.judge.checks.attention_probe import expect_attention, showing_attention
 from grader.judge.checks.device_note import device_hint
+from grader.judge.checks.documented import DOCUMENTED
 from grader.judge.checks.examples import expect_seeded_values_explained
 from grader.judge.checks.shortcut import expect_attention_by_hand
 from grader.judge.checks.support import (
@@ -19,6 +20,8 @@ from grader.judge.checks.support import (
     expect_documented_names,
     expect_input_dependent,
     generator,
+    holds_weights,
+    parameters_only,
     reference_output,
     reference_state,
 )
@@ -134,6 +137,7 @@ def test_structure_v1(learner):
             + (": (d_out, d_in), nn.Linear's layout" if transposed else ""),
             "weights-layout" if transposed else "wrong-shape",
         )
+    expect_caller_seed(learner, "SelfAttention_v1", [4, 3])
 
 
 @check("structure.SelfAttention_v2", visible=True, target="SelfAttention_v2")
@@ -172,6 +176,28 @@ def test_structure_v2(learner):
                 f"SelfAttention_v2(4, 3, qkv_bias={bias}) should hold {expected}; "
                 f"it holds {shape['parameters']}{which}",
                 hint,
+            )
+    expect_caller_seed(learner, "SelfAttention_v2", [4, 3])
+
+
+# A seed of the judge's own, and the seeds the book's examples set: a module that seeds itself holds one of these.
+CALLER_SEED = 7
+BOOK_SEEDS = (123, 789)
+
+
+def expect_caller_seed(learner, cls: str, args: list) -> None:
+    """The module draws its weights from the caller's seed: a module that calls torch.manual_seed in its own
+    __init__ holds the book's seeded weights (and the worked example's values) whatever seed was set before."""
+    state = build(learner, STAGE, cls, args, seed=CALLER_SEED, return_state=True)["state"]
+    if holds_weights(state, parameters_only(reference_state(DOCUMENTED[cls], args, CALLER_SEED))):
+        return
+    for seed in BOOK_SEEDS:
+        if holds_weights(state, parameters_only(reference_state(DOCUMENTED[cls], args, seed))):
+            raise CheckFailed(
+                f"{cls}{tuple(args)} built after torch.manual_seed({CALLER_SEED}) holds the weights that "
+                f"torch.manual_seed({seed}) gives: it sets its own seed (torch.manual_seed in __init__?), so every "
+                "instance holds the same weights whatever seed its caller set; seed before building it, as the "
+                "book does"
             )
 
 
