@@ -595,9 +595,12 @@ def test_a_relay_on_the_channel_gains_nothing_and_costs_no_one_else(relay_class)
     reports = {student: json.loads((relay_class / f"{student}.json").read_text()) for student in students}
     relay, alone = reports["a1-relay"], reports["b1-same-code-without-relay"]
     assert stage_scores(relay) == stage_scores(alone), (stage_scores(relay), stage_scores(alone))
-    assert relay["score"] < relay["max_score"]  # torch's softmax and attention earn nothing, relay or not
+    # torch's softmax and attention earn nothing, relay or not (a stage short of its maximum: under bonus stages as
+    # extra credit, the total is out of the core's maximum alone)
+    assert any(stage["score"] < stage["max_score"] for stage in relay["stages"])
     for honest in ("a2-honest", "b2-honest"):
-        assert reports[honest]["score"] == reports[honest]["max_score"] and reports[honest]["complete"]
+        assert all(stage["score"] == stage["max_score"] for stage in reports[honest]["stages"])
+        assert reports[honest]["complete"]
     assert SECRET not in (relay_class / "a1-relay.json").read_text()
 
 

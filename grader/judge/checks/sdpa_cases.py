@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 
 from grader.judge.checks.attention_probe import describe_weights
-from grader.judge.checks.support import QKV, CheckFailed, call, expect_all_close
-from grader.judge.diagnosis import sdpa_variants
+from grader.judge.checks.support import QKV, CheckFailed, call, expect_all_close, generator
+from grader.judge.sdpa_variants import sdpa_variants
 from grader.judge.verdict import agrees, attention_evidence
 from grader.sandbox.workers import LearnerFailure, LearnerWorkers
 
@@ -277,3 +277,34 @@ def mixed_mask(rng: torch.Generator, shape: tuple) -> torch.Tensor:
     second = (first + 1 + second % (S - 1)) % S
     mask[..., first], mask[..., second] = True, False
     return mask
+
+
+# How far the queries and keys of the example with large scores spread: its largest score is above 88.
+LARGE_SCORES = 10.0
+
+
+def example_cases() -> list[Case]:
+    """Small cases, one per feature, that tell the common mistakes apart (shipped with the visible checks)."""
+    rng = generator(f"example.{FUNCTION}")
+    eye = torch.eye(2)
+    q, k, v = qkv(rng, (), 3, 5, 4, 2)
+    heads_q, heads_k, heads_v = qkv(rng, (1, 4), 3, 5, 4, 2)
+    return [
+        Case(eye, eye, eye),  # the docstring's example
+        Case(eye, eye, eye, {"is_causal": True}),
+        Case(eye, eye, eye, {"attn_mask": torch.tensor([[True, False], [False, False]])}),  # query 2 sees no key
+        Case(eye, eye, eye, {"attn_mask": torch.tensor([[0.0, -torch.inf], [-torch.inf, -torch.inf]])}),  # as a float
+        Case(q, k, v),
+        Case(q, k, v, {"scale": 0.3}),
+        Case(q, k, v, {"is_causal": True}),  # fewer queries than keys
+        Case(*cast(QKV, qkv(rng, (), 5, 3, 4, 2)), {"is_causal": True}),  # more queries than keys
+        Case(q, k, v, {"attn_mask": mixed_mask(rng, (3, 5))}),
+        Case(q, k, v, {"attn_mask": torch.randn(3, 5, generator=rng) * 2}),
+        Case(heads_q, heads_k[:, :2], heads_v[:, :2], {"enable_gqa": True}),  # 4 query heads, 2 key/value heads
+        Case(heads_q, heads_k, heads_v, {"attn_mask": mixed_mask(rng, (4, 3, 5))}),  # one mask a head, broadcast
+        # the heads as the only leading dimension: they are dim -3, not dim 1
+        Case(heads_q[0], heads_k[0, :2], heads_v[0, :2], {"enable_gqa": True}),
+        Case(q, k, v, {"scale": 0.0}),  # a scale like any other: every weight equal
+        # scores past 88, whose exp() overflows float32: a softmax must shift them first, as torch's does
+        Case(*cast(QKV, qkv(rng, (), 3, 5, 4, 2, spread=LARGE_SCORES))),
+    ]
