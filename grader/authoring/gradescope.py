@@ -22,7 +22,7 @@ from pathlib import Path
 
 from grader.authoring.layers import GRADING_LAYERS
 from grader.authoring.shipping import layer_modules, script_modules, shipment
-from grader.core.course import course_stages, course_text, extra_credit, note_prices, read_course
+from grader.core.course import built_course_text, course_stages
 from grader.core.stages import STAGE_MODULES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,12 +58,7 @@ def contents(course: Path | None = None) -> dict[str, tuple[bytes, bool]]:
     """Zip entry name -> (bytes, executable), for the course file at ``course`` (None: the repository's)."""
     entries = {name: ((SCRIPTS / name).read_bytes(), True) for name in ("setup.sh", "run_autograder")}
     entries["requirements.txt"] = (requirements().encode(), False)
-    entries["course.toml"] = (
-        course_text(
-            course_stages(course), note_prices(read_course(course), course), extra_credit(read_course(course), course)
-        ).encode(),
-        False,
-    )
+    entries["course.toml"] = (built_course_text(course_stages(course), course).encode(), False)
     entries.update(
         {
             name: (data, False)

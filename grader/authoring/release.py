@@ -23,7 +23,7 @@ from pathlib import Path
 from grader.authoring.layers import GRADING_LAYERS
 from grader.authoring.shipping import layer_modules, packages, script_modules, shipment
 from grader.authoring.stubs import expected_exercises
-from grader.core.course import course_stages, course_text, extra_credit, note_prices, read_course
+from grader.core.course import built_course_text, course_stages
 from grader.core.points import points_in_use
 from grader.core.stages import BONUS, REGISTRY_FILE, Stage, registry
 from grader.judge.plugin import planned_checks
@@ -211,14 +211,7 @@ def build_release(out: Path, course: Path | None = None) -> Path:
     for name, data in shipped.items():
         (out / name).parent.mkdir(parents=True, exist_ok=True)
         (out / name).write_bytes(data)
-    (out / "course.toml").write_text(
-        course_text(
-            [s.number for s in stages],
-            note_prices(read_course(course), course),
-            extra_credit(read_course(course), course),
-        ),
-        encoding="utf-8",
-    )
+    (out / "course.toml").write_text(built_course_text([s.number for s in stages], course), encoding="utf-8")
     for path in sorted(RELEASE_DIR.iterdir()):
         target = out / RELEASED_AS.get(path.name, path.name)
         target.write_text(_filled(path.name, path.read_text(encoding="utf-8"), stages, shipped), encoding="utf-8")

@@ -3,9 +3,10 @@
 import argparse
 from pathlib import Path
 
-from grader.core.course import course_stages, extra_credit, note_prices, read_course
+from grader.core.course import extra_credit, note_prices, read_course, tracks
 from grader.core.options import DEVICES, SANDBOX_MODES, GradingOptions
 from grader.core.points import points_in_use
+from grader.core.stages import stages_of
 
 
 def add_grading_options(parser: argparse.ArgumentParser) -> None:
@@ -41,8 +42,9 @@ def grading_options(
 ) -> GradingOptions:
     """The options ``args`` give, with the stages and note prices of the course file ``course`` (one
     ``stage`` instead, where asked) and the points of ``points_file``. CourseError or ValueError: one line."""
-    stages = [stage] if stage else course_stages(course)
-    points = points_in_use(note_prices(read_course(course), course), points_file)
+    settings = read_course(course)
+    stages = [stage] if stage else stages_of(tracks(settings, course))
+    points = points_in_use(note_prices(settings, course), points_file)
     return GradingOptions(
         stages=tuple(stages),
         points=points,
@@ -51,5 +53,5 @@ def grading_options(
         budget=args.budget,
         device=args.device,
         sandbox=args.sandbox,
-        extra_credit=extra_credit(read_course(course), course),
+        extra_credit=extra_credit(settings, course),
     )

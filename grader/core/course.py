@@ -118,6 +118,12 @@ def course_stages(path: Path | None = None) -> list[int]:
     return stages_of(tracks(read_course(path), path))
 
 
+def built_course_text(stages: list[int], path: Path | None) -> str:
+    """course_text for what is built from this tree under the course file at ``path``, read once."""
+    course = read_course(path)
+    return course_text(stages, note_prices(course, path), extra_credit(course, path))
+
+
 def course_text(stages: list[int], notes: dict[str, dict[str, float]] | None = None, extra: dict | None = None) -> str:
     """The course.toml written into what is built for students to grade ``stages``: the tracks setting (bonus
     stages as extra credit, ``extra``, or required), and the prices of the notes (note_prices) where the

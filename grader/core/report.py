@@ -165,17 +165,16 @@ def is_complete(flags: Iterable[Flag]) -> bool:
     return not any(flag.kind == FlagKind.INCOMPLETE for flag in flags)
 
 
-def counts_as_extra(stages: Iterable[StageReport], extra_credit: dict | None) -> bool:
-    """The bonus stages among ``stages`` are extra credit: the course says so, and core stages were graded
-    beside them (a bonus stage graded alone is scored out of its own points)."""
-    tracks = {s["track"] for s in stages}
+def counts_as_extra(tracks: set[str], extra_credit: dict | None) -> bool:
+    """The bonus stages among those graded (of ``tracks``) are extra credit: the course says so, and core stages
+    were graded beside them (a bonus stage graded alone is scored out of its own points)."""
     return extra_credit is not None and BONUS in tracks and len(tracks) > 1
 
 
 def totals(stages: list[StageReport], extra_credit: dict | None) -> tuple[float, float]:
     """(score, max_score) of a report's ``stages``: the sums of the stages', except where the bonus stages are
     extra credit (counts_as_extra): their points add to the score, up to the cap, and never to the maximum."""
-    if not counts_as_extra(stages, extra_credit):
+    if not counts_as_extra({s["track"] for s in stages}, extra_credit):
         return rounded(sum(s["score"] for s in stages)), rounded(sum(s["max_score"] for s in stages))
     core = [s for s in stages if s["track"] != BONUS]
     bonus = sum(s["score"] for s in stages if s["track"] == BONUS)
@@ -190,7 +189,7 @@ def retotalled(report: Report, extra_credit: dict | None) -> Report:
     score, max_score = totals(report["stages"], extra_credit)
     again: Report = {**report, "score": score, "max_score": max_score}
     again.pop("extra_credit", None)
-    if counts_as_extra(report["stages"], extra_credit):
+    if counts_as_extra({s["track"] for s in report["stages"]}, extra_credit):
         again["extra_credit"] = cast(dict, extra_credit)
     return again
 
@@ -203,10 +202,9 @@ def _report(
     flags: list[Flag],
     extra_credit: dict | None = None,
 ) -> Report:
-    score, max_score = totals(stages, extra_credit)
-    report: Report = {
-        "score": score,
-        "max_score": max_score,
+    untotalled: Report = {
+        "score": 0,
+        "max_score": 0,
         "device": device,
         "torch": torch_version,
         "sandbox": sandbox,
@@ -214,9 +212,7 @@ def _report(
         "flags": flags,
         "complete": is_complete(flags),
     }
-    if counts_as_extra(stages, extra_credit):
-        report["extra_credit"] = cast(dict, extra_credit)
-    return report
+    return retotalled(untotalled, extra_credit)
 
 
 def _stage(number: int, score: float, max_score: float, checks: list[CheckReport]) -> StageReport:

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from grader.core.options import GradingOptions
-from grader.core.report import Flag, FlagKind, Report, build
+from grader.core.report import Flag, FlagKind, Report, build, counts_as_extra
 from grader.core.stages import BONUS, STAGE_MODULES, registry
 from grader.intake.submission import SubmissionFiles
 from grader.judge.plugin import GradingPlugin, run_checks
@@ -108,8 +108,7 @@ def _out_of_time(learner: LearnerWorkers) -> Flag:
 def required(stages: list[int], options: GradingOptions) -> list[int]:
     """The graded stages whose missing file is flagged: all, but for bonus stages counted as extra credit beside
     the core (grader.core.report.counts_as_extra), which a student may leave out at no cost."""
-    tracks = {registry()[stage].track for stage in stages}
-    if options.extra_credit is None or len(tracks) < 2:
+    if not counts_as_extra({registry()[stage].track for stage in stages}, options.extra_credit):
         return stages
     return [stage for stage in stages if registry()[stage].track != BONUS]
 

@@ -52,28 +52,23 @@ def _hint_for_raise(learner, message: str, d_in: int, d_out: int, seed: int) -> 
     shapes = "must match" in message or "size mismatch" in message or "shape" in message
     if not shapes:
         return None
-    if d_in != WORKED_D_IN and _transfers_right(learner, WORKED_D_IN, d_out, seed):
+    right = lambda held, weight: held.shape == weight.T.shape and torch.allclose(held, weight.T)  # noqa: E731
+    if d_in != WORKED_D_IN and _transfer_holds(learner, WORKED_D_IN, d_out, seed, right):
         return "sizes-hard-coded"  # the worked example's d_in runs, and right: a 3 is written in the code
     if d_in == d_out:
         return None
     # d_in == d_out: the same copy runs; holding v2's weights as they are proves the missing .T
-    square = learner.request(STAGE, "transfer", d_in=d_out, d_out=d_out, seed=seed)
-    v2 = v2_weights(d_out, d_out, seed)
-    untransposed = not square["raised"] and all(
-        isinstance(square["v1"][n], torch.Tensor) and torch.equal(square["v1"][n], v2[n]) for n in NAMES
-    )
+    untransposed = _transfer_holds(learner, d_out, d_out, seed, torch.equal)
     return "weights-not-transposed" if untransposed else None
 
 
-def _transfers_right(learner, d_in: int, d_out: int, seed: int) -> bool:
-    """The transfer between a pair of these sizes runs and gives sa_v1 sa_v2's transposed weights."""
+def _transfer_holds(learner, d_in: int, d_out: int, seed: int, holds) -> bool:
+    """The transfer between a pair of these sizes runs, and each of sa_v1's weights ``holds(weight, sa_v2's
+    nn.Linear weight)``."""
     reply = learner.request(STAGE, "transfer", d_in=d_in, d_out=d_out, seed=seed)
     v2 = v2_weights(d_in, d_out, seed)
     return not reply["raised"] and all(
-        isinstance(reply["v1"][n], torch.Tensor)
-        and reply["v1"][n].shape == v2[n].T.shape
-        and torch.allclose(reply["v1"][n], v2[n].T)
-        for n in NAMES
+        isinstance(reply["v1"][n], torch.Tensor) and holds(reply["v1"][n], v2[n]) for n in NAMES
     )
 
 
