@@ -78,6 +78,19 @@ def test_a_visible_check_rests_on_visible_results_and_a_hidden_one_on_the_judges
     assert computed.score == 2
 
 
+@pytest.mark.parametrize("random_status", [Status.FAILED, Status.PASSED])
+def test_a_visible_structure_check_counts_in_the_record_only_beside_a_right_random_result(random_status):
+    """A module's declared parameters are what a table of the book's values declares too: a visible structure
+    check is voided in the record where every random result failed, and keeps what students read."""
+    declared = result("structure.f", Status.PASSED, "visible")
+    void_without_results([result("document.f", Status.PASSED, "visible"), result("random.f", random_status), declared])
+    if random_status == Status.PASSED:
+        assert declared.score == 2 and declared.visible_verdict is None
+    else:
+        assert (declared.score, declared.hint) == (0, "results-first") and "random.f" in declared.message
+        assert declared.visible_verdict == {"status": Status.PASSED, "score": 2, "message": "", "hint": None}
+
+
 def test_a_stage_wide_check_goes_with_the_stages_results():
     stage_wide = result("property.inputs_kept", Status.PASSED, target=None)
     void_without_results([result("random.f", Status.FAILED), result("random.g", Status.FAILED, target="g"), stage_wide])
@@ -131,3 +144,6 @@ def test_a_table_of_the_books_values_earns_no_hidden_point(tmp_path):
     checks = report["stages"][0]["checks"]
     assert sum(c["score"] for c in checks if c["visibility"] == "visible") > 0  # the table does answer the book
     assert [(c["id"], c["score"]) for c in checks if c["visibility"] != "visible" and c["score"]] == []
+    # its shapes are right: students read structure.outputs passed, and the record gives it nothing
+    outputs = next(c for c in checks if c["id"] == "structure.outputs")
+    assert outputs["score"] == 0 and outputs["visible_verdict"]["status"] == "passed"

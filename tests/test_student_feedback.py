@@ -26,14 +26,13 @@ PRINTER = {
     "find": "    attn_weights = torch.softmax(attn_scores, dim=-1)  # each row sums to 1",
     "replace": "    print('inputs seen:', inputs.tolist())\n    attn_weights = torch.softmax(attn_scores, dim=0)",
 }
-# Its one failure is a hidden structure check that names no mistake (a fourth parameter in SelfAttention_v1): a
-# student reads a neutral line for it.
-UNUSED_PARAMETER = {
-    "stage": 2,
-    "file": "stage2_self_attention.py",
-    "find": "        self.W_value = nn.Parameter(torch.rand(d_in, d_out))\n",
-    "replace": "        self.W_value = nn.Parameter(torch.rand(d_in, d_out))\n"
-    "        self.temperature = nn.Parameter(torch.ones(()))  # never used\n",
+# Its one failure is a hidden random check that names no mistake (context_vector divides by the weights' sum,
+# right wherever they sum to 1, as in the worked example): a student reads a neutral line for it.
+WEIGHTED_MEAN = {
+    "stage": 1,
+    "file": "stage1_softmax.py",
+    "find": "    return attn_weights @ inputs  # (num_tokens,) @ (num_tokens, d_in) -> (d_in,)",
+    "replace": "    return attn_weights @ inputs / attn_weights.sum()",
 }
 DECIMAL = re.compile(r"-?\d+\.\d{3,}")
 
@@ -49,7 +48,7 @@ def graded(tmp_path_factory) -> list[tuple[str, dict, dict[str, str]]]:
     grades every stage, and a stage's random inputs follow the stages before it)."""
     folder = tmp_path_factory.mktemp("feedback")
     students = {hint: (mutant(hint) if hint != "printer" else PRINTER) for hint in [*WRONG, "printer"]}
-    students["unused-parameter"] = UNUSED_PARAMETER
+    students["weighted-mean"] = WEIGHTED_MEAN
     for hint, wrong in students.items():
         learner_copy(folder / "class" / hint, wrong)
     batch(folder / "class", folder / "out")

@@ -6,6 +6,7 @@ from collections import Counter
 from urllib.parse import quote
 
 from grader.classroom.class_summary import ClassSummary, file_id
+from grader.classroom.names import with_name
 from grader.classroom.similarity import REPORT_NAME as SIMILARITY_PAGE
 from grader.core.hints import catalog, sentence
 
@@ -29,29 +30,32 @@ def class_page(summary: ClassSummary, title: str, similarity_page: bool = False)
     average = sum(summary.finals) / len(summary.finals) if summary.finals else 0
     in_class = set(summary.students)
 
+    def link(student: str) -> str:  # their id and name, a link to the feedback they read
+        return _student(student, summary.names)
+
     def student(name: str) -> str:  # a link where the batch wrote that student feedback, else the name alone
-        return _student(name) if name in in_class else _text(name)
+        return link(name) if name in in_class else _text(name)
 
     parts = [
         f"<h1>{_text(title)}: the class at a glance</h1>",
         f"<p>{len(summary.students)} students in grades.csv, {graded} graded; final grades: mean "
-        f"{average:.1f}. Each name links to the feedback that student reads.</p>",
+        f"{average:.1f}. Each student links to the feedback they read.</p>",
         "<h2>Final grades and scores per stage</h2><div class='plots'>",
         _final_histogram(summary) if summary.finals else "",
         *(_histogram(stage, summary) for stage in sorted(summary.stage_scores, key=_stage_number)),
         "</div>",
-        _most("Checks failed most", "check", summary.failed_checks, summary.failed_by, _text),
-        _most("Hints shown most", "hint", summary.hints, summary.hinted, _hint),
+        _most("Checks failed most", "check", summary.failed_checks, summary.failed_by, _text, link),
+        _most("Hints shown most", "hint", summary.hints, summary.hinted, _hint, link),
         _table(
             "Late, slip days and extensions",
             ["student", "penalty, slip days, extension"],
-            [(_student(s), _text(w)) for s, w in summary.late],
+            [(link(s), _text(w)) for s, w in summary.late],
         ),
-        _table("Missing or not graded", ["student", "why"], [(_student(s), _text(w)) for s, w in summary.missing]),
+        _table("Missing or not graded", ["student", "why"], [(link(s), _text(w)) for s, w in summary.missing]),
         _table(
             "Overrides",
             ["student", "override", "reason", "to review"],
-            [(_student(s), _text(o), _text(r), _text(review or "no")) for s, o, r, review in summary.overrides],
+            [(link(s), _text(o), _text(r), _text(review or "no")) for s, o, r, review in summary.overrides],
         ),
     ]
     if summary.similar:
@@ -120,8 +124,8 @@ def _bars(scores: list[float], top: float, caption_words: str) -> str:
     )
 
 
-def _most(title: str, what: str, counts: Counter, who: dict[str, list[str]], shown) -> str:
-    rows = [(shown(key), str(count), ", ".join(map(_student, who[key]))) for key, count in counts.most_common(SHOWN)]
+def _most(title: str, what: str, counts: Counter, who: dict[str, list[str]], shown, link) -> str:
+    rows = [(shown(key), str(count), ", ".join(map(link, who[key]))) for key, count in counts.most_common(SHOWN)]
     return _table(title, [what, "students", "who"], rows, classes=("", "count", "who"))
 
 
@@ -138,9 +142,10 @@ def _table(title: str, header: list[str], rows: list[tuple], classes: tuple = ()
     return f"<h2>{_text(title)}</h2><div class='scroll'><table><tr>{head}</tr>{lines}</table></div>"
 
 
-def _student(student: str) -> str:
-    """A link to the feedback ``student`` reads, OUT/<id>.txt, beside this page."""
-    return f"<a href='{html.escape(quote(file_id(student) + '.txt'))}'>{_text(student)}</a>"
+def _student(student: str, names: dict[str, str]) -> str:
+    """A link to the feedback ``student`` reads, OUT/<id>.txt, beside this page, with their name where known."""
+    shown = with_name(student, names.get(file_id(student)))
+    return f"<a href='{html.escape(quote(file_id(student) + '.txt'))}'>{_text(shown)}</a>"
 
 
 def _hint(hint: str) -> str:

@@ -59,6 +59,14 @@ def check_class_record(out: Path, layout: str, submissions: Path, files: dict[st
     return earlier if earlier != _path_text(submissions) else None
 
 
+def recorded_anonymous(out: Path) -> bool:
+    """Whether the last run into ``out`` graded anonymously: the next keeps names out too, until --reveal."""
+    try:
+        return read_toml(out / CLASS_RECORD).get("anonymous") is True
+    except (OSError, ValueError):
+        return False
+
+
 def _check_out(out: Path, submissions: Path) -> None:
     """Refuse (ValueError) an ``out`` that is a file, or lies in the class folder: its reports would be
     graded as a student (or make the folder look like another class) on the next run."""
@@ -71,13 +79,16 @@ def _check_out(out: Path, submissions: Path) -> None:
         )
 
 
-def write_class_record(out: Path, layout: str, submissions: Path, files: dict[str, Path | None]) -> None:
-    """Say in ``out`` which class its reports are of, and the ``files`` they were graded with
-    (check_class_record reads it)."""
+def write_class_record(
+    out: Path, layout: str, submissions: Path, files: dict[str, Path | None], anonymous: bool = False
+) -> None:
+    """Say in ``out`` which class its reports are of, the ``files`` they were graded with (check_class_record
+    reads it), and whether it is graded anonymously (recorded_anonymous)."""
     lines = [
         f"layout = {json.dumps(layout)}",
         f"folder = {_toml_text(submissions)}",
         *[f"{key} = {_toml_text(path)}" for key, path in files.items() if path is not None],
+        *(["anonymous = true"] if anonymous else []),
     ]
     write_atomic(
         out / CLASS_RECORD,

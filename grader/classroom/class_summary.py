@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.classroom.names import read_names
 from grader.classroom.overrides import OVERRIDE_REVIEW
 from grader.core import report as report_model
 from grader.core.output_files import FORMULA_STARTS
@@ -34,6 +35,7 @@ class ClassSummary:
     overrides: list[tuple[str, str, str, str]] = field(default_factory=list)  # student, override, reason, review
     similar: list[dict[str, str]] = field(default_factory=list)  # similarity.csv's rows
     finals: list[float] = field(default_factory=list)
+    names: dict[str, str] = field(default_factory=dict)  # id -> name, from names.csv (none if graded anonymously)
 
 
 def summarise(out: Path) -> ClassSummary:
@@ -43,7 +45,7 @@ def summarise(out: Path) -> ClassSummary:
         raise ValueError(f"{out} holds no grades.csv: grade the class there first (make grade-all ... OUT={out})")
     with gradebook.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    summary = ClassSummary([r["student_id"] for r in rows])
+    summary = ClassSummary([r["student_id"] for r in rows], names=read_names(out))
     for row in rows:
         student = row["student_id"]
         flags = row.get("flags") or ""

@@ -119,7 +119,6 @@ def write_gradebook(
             report.pop("overrides", None)
             report.update({"overrides": latest.records} if latest.records else {})
             try:
-                write_feedback(out, student, feedback_report(kept, written))
                 write_report(out, student, report)
             except OSError as error:  # the row has it; the report keeps the old one until a later run
                 print(
@@ -127,6 +126,12 @@ def write_gradebook(
                     f"{error.strerror or error}",
                     file=sys.stderr,
                 )
+        try:  # rewritten where it changed: the grade of record, or the name in its header (--reveal)
+            write_feedback(out, student, feedback_report(kept, written))
+        except OSError as error:
+            print(
+                f"grader batch: cannot update the feedback of {student.id}: {error.strerror or error}", file=sys.stderr
+            )
         if kept is not latest:  # an earlier grading, with the penalty of its own submission time
             submitted = kept.late["submitted"] or ""
         flagged.update(Flag.read(flag).kind for flag in kept.late["flags"])  # counted by kind, whatever it details

@@ -14,6 +14,7 @@ from grader.intake.submission import SubmissionError, read_submission
 
 REPO = Path(__file__).resolve().parents[2]
 CSV_COLUMNS = ["student_a", "student_b", "file", "similarity_a", "similarity_b", "tokens_overlap"]
+NAME_COLUMNS = ["name_a", "name_b"]  # where the students are named (not under anonymous grading)
 REPORT_NAME = "similarity.html"
 CSV_NAME = "similarity.csv"
 # A fenced block of a guide, as the learners read it (CommonMark: ``` or ~~~, an info string after).
@@ -62,12 +63,14 @@ def write_book_code(docs: Path, folder: Path) -> None:
             (folder / f"{guide.stem}_block{number}.py").write_text(block["code"], encoding="utf-8")
 
 
-def pairs_csv(rows: list[list]) -> str:
-    """similarity.csv: the header, then ``rows`` with any text a spreadsheet would run quoted."""
+def pairs_csv(rows: list[list], names: dict[str, str] | None = None) -> str:
+    """similarity.csv: the header, then ``rows`` with any text a spreadsheet would run quoted; with ``names``
+    (OUT/names.csv, grader/classroom/names.py: none under anonymous grading), each student's name at the end."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
-    writer.writerows(inert(row) for row in rows)
+    writer.writerow(CSV_COLUMNS + (NAME_COLUMNS if names else []))
+    for row in rows:
+        writer.writerow(inert(row + ([names.get(row[0], ""), names.get(row[1], "")] if names else [])))
     return buffer.getvalue()
 
 

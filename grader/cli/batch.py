@@ -21,10 +21,11 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from grader.classroom.class_record import INPUT_FILE_OPTIONS, check_class_record, write_class_record
+from grader.classroom.class_record import INPUT_FILE_OPTIONS, check_class_record, recorded_anonymous, write_class_record
 from grader.classroom.fingerprint import RunFingerprint, grader_hash, points_hash
 from grader.classroom.gradebook import file_summary_lines, late_summary, write_gradebook
 from grader.classroom.lanes import LaneError, grade_all
+from grader.classroom.names import NAMES_FILE, named, roster_names, write_names
 from grader.classroom.plan import (
     MAX_SUMMARY_IDS,
     case_twins,
@@ -36,10 +37,11 @@ from grader.classroom.plan import (
     with_times,
 )
 from grader.cli.options import add_grading_options, grading_options
-from grader.core.course import COURSE_FILE, gradebook_keeps, read_course
+from grader.core.course import COURSE_FILE, gradebook_anonymous, gradebook_keeps, read_course
 from grader.core.late_policy import load_course
 from grader.core.options import ClassOptions, GradingOptions
 from grader.intake.layouts import LAYOUTS, detect_layout, list_students
+from grader.intake.students import Student
 from grader.intake.submission_times import load_times
 from grader.runner.escaping import listing, printable
 from grader.sandbox.zygote import Sandbox, SandboxError, confinement
@@ -102,6 +104,26 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "(default: the machine's memory divided by the lanes plus one); kept by a cgroup where the kernel "
         "lets the grader make one (see docs/grading-a-class.md)",
     )
+    parser.add_argument(
+        "--roster",
+        type=Path,
+        metavar="FILE",
+        help="a roster CSV naming the students (a Canvas gradebook export, a Moodle grading worksheet, or "
+        "student_id,name): its names go beside the ids, over the ones the download gives",
+    )
+    named_or_not = parser.add_mutually_exclusive_group()
+    named_or_not.add_argument(
+        "--anonymous",
+        action="store_true",
+        help="keep every student's name out of every output (as [gradebook] anonymous = true does); the "
+        "runs after this one into the same --out keep them out too, until one with --reveal",
+    )
+    named_or_not.add_argument(
+        "--reveal",
+        action="store_true",
+        help="end anonymous grading: name the students in every output (names.csv, the feedback's header, "
+        "the class report), grading no one again",
+    )
     add_grading_options(parser)
     return parser.parse_args(argv)
 
@@ -135,6 +157,10 @@ def main(argv: list[str]) -> int:
         if args.times:
             students = with_times(students, load_times(args.times, args.times_zone), args.times)
         policy, keep = load_course(args.course), gradebook_keeps(read_course(args.course), args.course)
+        anonymous = not args.reveal and (
+            args.anonymous or gradebook_anonymous(read_course(args.course), args.course) or recorded_anonymous(out)
+        )
+        students = named(students, roster_names(args.roster) if args.roster else {}, anonymous)
         name_strangers(policy.extensions, students, f"{args.course or COURSE_FILE} [extensions] gives due times")
         grading = grading_options(args, args.course, points_file=args.points)
         for line in grading.points.changes:  # a note price or a stage maximum the points file moves
@@ -187,7 +213,10 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         out.mkdir(parents=True, exist_ok=True)
-        write_class_record(out, layout, args.submissions, _input_files(args))
+        write_class_record(out, layout, args.submissions, _input_files(args), anonymous)
+        names_said = _write_names(out, students, anonymous)
+        if anonymous and layout in ("folders", "nbgrader"):
+            names_said += f" (a {layout} class's ids are its folders' names: rename any that name a student)"
     except OSError as error:
         print(
             f"grader batch: {out} cannot be written ({error.strerror or error}): give an --out you can write",
@@ -237,11 +266,26 @@ def main(argv: list[str]) -> int:
         )
         return 2
     print(f"grader batch: {counted(students, 'student')} in {out / 'grades.csv'}", file=sys.stderr)
+    if names_said:
+        print(f"grader batch: {names_said}", file=sys.stderr)
     for line in file_summary_lines(out, students):
         print(line, file=sys.stderr)
     for line in late_summary(flagged):
         print(f"grader batch: {line}", file=sys.stderr)
     return 0
+
+
+def _write_names(out: Path, students: list[Student], anonymous: bool) -> str:
+    """OUT/names.csv, or none under anonymous grading; what the batch says of it (one line, or "")."""
+    had = (out / NAMES_FILE).exists()
+    write_names(out, students)  # none has a name under anonymous grading: an earlier names.csv goes
+    if anonymous:
+        return (
+            f"graded anonymously: no student's name in any output{f' ({NAMES_FILE} removed)' if had else ''}; "
+            "--reveal names them"
+        )
+    named_students = sum(bool(s.name) for s in students)
+    return f"{named_students} of {counted(students, 'student')} named in {out / NAMES_FILE}" if named_students else ""
 
 
 def _input_files(args: argparse.Namespace) -> dict[str, Path | None]:

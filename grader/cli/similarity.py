@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from grader.classroom import similarity
+from grader.classroom.names import read_names
 from grader.classroom.similarity import CSV_NAME, REPORT_NAME, pair_rows, pairs_csv, write_book_code, write_stage_files
 from grader.core.output_files import write_atomic
 from grader.intake.layouts import list_students
@@ -158,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
             rows = pair_rows(detector.get_copied_code_list(), student_of, args.min_tokens)
             report = detector.generate_html_report(output_mode="return")
     write_atomic(args.out / REPORT_NAME, report)
-    write_atomic(args.out / CSV_NAME, pairs_csv(rows))
+    write_atomic(args.out / CSV_NAME, pairs_csv(rows, read_names(args.out)))
     print(
         f"similarity: {ours} students compared{f' (and {len(args.prior)} earlier term(s))' if args.prior else ''}; "
         f"{len({(row[0], row[1]) for row in rows})} pair(s) above {args.threshold:g} sharing at least "

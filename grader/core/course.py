@@ -103,14 +103,30 @@ KEEP_RULES = ("latest", "best")
 def gradebook_keeps(course: dict, path: Path | None = None) -> str:
     """Which of a student's reports the gradebook shows ([gradebook] keep): "latest" (the default) or "best"
     (grader/classroom/history.py)."""
-    table = course.get("gradebook", {})
-    where = path or COURSE_FILE
-    if not isinstance(table, dict) or set(table) - {"keep"}:
-        raise CourseError(f'{where}: [gradebook] holds one setting, keep = "latest" or "best"')
+    table, where = _gradebook(course, path)
     keep = table.get("keep", "latest")
     if keep not in KEEP_RULES:
         raise CourseError(f'{where}: gradebook.keep = {keep!r}; write "latest" or "best"')
     return keep
+
+
+def gradebook_anonymous(course: dict, path: Path | None = None) -> bool:
+    """Whether the class is graded anonymously ([gradebook] anonymous = true): no student's name in any output
+    until a batch run with --reveal (grader/classroom/names.py)."""
+    table, where = _gradebook(course, path)
+    anonymous = table.get("anonymous", False)
+    if not isinstance(anonymous, bool):
+        raise CourseError(f"{where}: gradebook.anonymous = {anonymous!r}; write true or false")
+    return anonymous
+
+
+def _gradebook(course: dict, path: Path | None) -> tuple[dict, Path]:
+    table, where = course.get("gradebook", {}), path or COURSE_FILE
+    if not isinstance(table, dict) or set(table) - {"keep", "anonymous"}:
+        raise CourseError(
+            f'{where}: [gradebook] holds two settings, keep = "latest" or "best", and anonymous = true or false'
+        )
+    return table, where
 
 
 def course_stages(path: Path | None = None) -> list[int]:

@@ -4,7 +4,7 @@ and when it was created."""
 from datetime import datetime
 from pathlib import Path
 
-from grader.intake.students import Found, Student, entries_of, read_text_bounded, student_id, suffix_of
+from grader.intake.students import Found, Student, display_name, entries_of, read_text_bounded, student_id, suffix_of
 from grader.intake.times import not_a_time, parse_time
 from grader.runner.escaping import printable
 
@@ -27,14 +27,19 @@ def list_gradescope(folder: Path, skipped: list[tuple[str, str]]) -> Found:
     for key, value in sorted(metadata.items()):
         record: dict = value if isinstance(value, dict) else {}
         submitters = _field(record, "submitters")
-        ids = [id for id in map(_submitter_id, submitters) if id] if isinstance(submitters, list) else []
+        listed = submitters if isinstance(submitters, list) else []
+        people = [(id, submitter) for submitter in listed if (id := _submitter_id(submitter))]
+        ids = [id for id, _ in people]
         if key not in on_disk:
             skipped.append((key, f"in {GRADESCOPE_METADATA}, but not in the folder"))
         elif not ids:
             skipped.append((key, f"no submitter with a sid, email or name in {GRADESCOPE_METADATA}"))
         else:
             submitted, unread = _gradescope_time(_field(record, "created_at"), key)
-            found.extend((Student(student_id(id), on_disk[key], submitted, time_unread=unread), key) for id in ids)
+            found.extend(
+                (Student(student_id(id), on_disk[key], submitted, time_unread=unread, name=_name(submitter)), key)
+                for id, submitter in people
+            )
     return found
 
 
@@ -71,6 +76,10 @@ def _submitter_id(submitter: object) -> str | None:
         return None
     values = (_field(submitter, name) for name in GRADESCOPE_ID_FIELDS)
     return next((str(value).strip() for value in values if value is not None and str(value).strip()), None)
+
+
+def _name(submitter: dict) -> str | None:
+    return display_name(_field(submitter, "name"))
 
 
 def _gradescope_time(value: object, key: str) -> tuple[datetime | None, str | None]:

@@ -31,6 +31,7 @@ from pathlib import Path
 from grader.intake.gradescope_layout import GRADESCOPE_METADATA, list_gradescope
 from grader.intake.lms_names import (
     MOODLE_ENTRY,
+    MOODLE_SUBMISSION,
     canvas_match,
     canvas_upload_name,
     canvas_users,
@@ -38,7 +39,7 @@ from grader.intake.lms_names import (
     read_two_ways,
 )
 from grader.intake.nbgrader_layout import NBGRADER_STEPS, holds_nbgrader_work, list_nbgrader
-from grader.intake.students import Found, Student, entries_of, student_id, suffix_of
+from grader.intake.students import Found, Student, display_name, entries_of, student_id, suffix_of
 from grader.intake.submission import SubmittedPart
 from grader.runner.escaping import printable
 
@@ -134,6 +135,7 @@ def _canvas(folder: Path, skipped: list[tuple[str, str]]) -> Found:
     then the larger copy number."""
     parts: dict[str, dict[str, tuple[tuple[int, int], Path]]] = {}  # user -> name -> (recency, file)
     late: set[str] = set()
+    names: dict[str, str] = {}  # user -> the name Canvas writes (lower case, no spaces), where it writes one
     for entry, is_folder in entries_of(folder, skipped):
         match = None if is_folder else canvas_match(entry.name)
         if match is None:
@@ -154,12 +156,15 @@ def _canvas(folder: Path, skipped: list[tuple[str, str]]) -> Found:
             own[name] = recency, entry
         if match["late"] or match["bare_late"] or match["anon_late"]:
             late.add(user)
+        if match["name"]:
+            names.setdefault(user, match["name"])
     return [
         (
             Student(
                 student_id(user),
                 tuple(SubmittedPart(name, path) for name, (_, path) in sorted(own.items())),
                 late_marked=user in late,
+                name=display_name(names.get(user)),
             ),
             f"Canvas {'student' if user.startswith('anon_') else 'user'} {user}",
         )
@@ -171,6 +176,7 @@ def _moodle(folder: Path, skipped: list[tuple[str, str]]) -> Found:
     """One student per Moodle participant number; a student with a folder per submission plugin
     (files and online text) has them all."""
     parts: dict[str, list[SubmittedPart]] = {}
+    names: dict[str, str] = {}  # participant -> the full name Moodle writes before the number
     for entry, is_folder in entries_of(folder, skipped):
         readings = moodle_readings(entry.name, folder=is_folder)  # a folder's name ends at the plugin
         if not readings:
@@ -182,11 +188,13 @@ def _moodle(folder: Path, skipped: list[tuple[str, str]]) -> Found:
         participant, plugin, file = readings[0]
         name = f"assignsubmission_{plugin}" if is_folder else file
         parts.setdefault(participant, []).append(SubmittedPart(name, entry))
+        names.setdefault(participant, entry.name.split(f"_{participant}{MOODLE_SUBMISSION}")[0])
     found = []
     for participant, own in sorted(parts.items()):
         single_folder = len(own) == 1 and own[0].path.is_dir()
         source = own[0].path if single_folder else tuple(own)
-        found.append((Student(student_id(participant), source), ", ".join(part.path.name for part in own)))
+        student = Student(student_id(participant), source, name=display_name(names[participant]))
+        found.append((student, ", ".join(part.path.name for part in own)))
     return found
 
 

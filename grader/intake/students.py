@@ -30,6 +30,7 @@ class Student:
     late_marked: bool = False  # the LMS itself marked the work late (Canvas's LATE in its file names)
     time_unread: str | None = None  # why a time the download holds could not be read (one line), if it could not
     conflict: str | None = None  # why this id's work cannot be told apart from another's: then none of it is graded
+    name: str | None = None  # the display name the download gives (Canvas, Moodle, Gradescope), one printable line
 
 
 def student_id(name: str) -> str:
@@ -96,3 +97,9 @@ def read_text_bounded(path: Path, limit: int) -> str | None:
     with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as handle:
         data = handle.read(limit + 1)
     return data.decode("utf-8", errors="replace") if len(data) <= limit else None
+
+
+def display_name(text: object) -> str | None:
+    """A name as reports show it: one printable line, at most 100 characters; None for none."""
+    name = printable(canonical_id(str(text)), keep_newlines=False).strip() if text is not None else ""
+    return name[:100] or None

@@ -194,6 +194,9 @@ def renormalize_variants(weights: torch.Tensor) -> dict[str, torch.Tensor]:
         # F.normalize(x, dim=-1) divides by the Euclidean length (its default p=2); p=1 divides by the sum
         "mask-not-renormalized:each row is divided by its Euclidean length (F.normalize's default p=2), not by "
         "its sum": past / past.norm(dim=-1, keepdim=True),
+        # a softmax of the masked weights gives every zeroed weight exp(0) = 1 share again
+        "mask-not-renormalized:the rows go through a softmax again, which gives each zeroed weight a share "
+        "(exp(0) = 1), instead of being divided by their sums": torch.softmax(past, dim=-1),
     }
 
 
@@ -277,6 +280,16 @@ def multihead_variants(x: torch.Tensor, state: dict[str, torch.Tensor], num_head
         # Heads split with view(b, num_heads, n, head_dim), merged back the book's way.
         flat = attend(split_without_transpose(q), split_without_transpose(k), split_without_transpose(v), **right)
         variants["heads-split-wrong"] = project(merge(flat))
+        if head_dim > 1:  # view(b, n, head_dim, num_heads): head h takes features h, h + num_heads, ...
+
+            def split_interleaved(t: torch.Tensor) -> torch.Tensor:
+                return t.view(b, n, head_dim, num_heads).permute(0, 3, 1, 2)
+
+            mixed = attend(split_interleaved(q), split_interleaved(k), split_interleaved(v), **right)
+            variants[
+                "heads-split-wrong:each head takes every num_heads-th feature (a view as (b, num_tokens, head_dim, "
+                "num_heads)), not a block of head_dim features next to one another"
+            ] = project(merge(mixed))
         # Heads split the book's way, merged back without transposing: tokens and heads mixed.
         variants["heads-merged-wrong"] = project(attend(split(q), split(k), split(v), **right).reshape(b, n, d_out))
     return variants

@@ -2,7 +2,7 @@
 check's verdict voids every check of its target."""
 
 from grader.core.points import rounded
-from grader.core.report import CheckResult, Status
+from grader.core.report import CheckResult, Status, VisibleVerdict
 
 # Why a shortcut check's verdict voids every check of its target, by the hint it carries.
 VOIDED_BECAUSE = {
@@ -34,7 +34,7 @@ def void_shortcut_targets(checks: list[CheckResult]) -> None:
         hint, from_source = voided[c.target]
         keep_own(c)
         if c.visibility == "visible" and not from_source:
-            c.visible_verdict = {"status": c.status, "score": rounded(c.score), "message": c.message, "hint": c.hint}
+            c.visible_verdict = _as_seen(c)
         c.score, c.status, c.hint = 0, Status.FAILED, hint
         c.message = VOIDED_BECAUSE[hint].format(target=c.target)
 
@@ -46,6 +46,9 @@ JUDGES_WHAT = ("document", "example", "random")
 # The results no learner can know in advance: inputs drawn by the judge. The worked examples' values are
 # printed in the book, so code can hold them as a table without computing anything.
 UNFORESEEN = ("random",)
+# What a module declares (its parameters, buffers, names) a table of the book's values can declare too: a
+# visible check of it earns its points in the record only beside a right result on the judge's own inputs.
+DECLARED = ("structure",)
 NOTHING_RIGHT = (
     "no credit: {target} gives a wrong result in every check of its results ({checks}); a {kind} check "
     "earns points only for code whose results are right"
@@ -57,9 +60,11 @@ def void_without_results(checks: list[CheckResult]) -> None:
     shortcut or priced note check scores 0 when every result check it rests on failed. A check without a
     target rests on the stage's result checks. A hidden check rests on the results on the judge's own
     inputs (random), where the function has them, so that a table of the book's printed values earns no
-    hidden point; a visible check rests on the visible results alone, since students read it before the
-    hidden ones are published and it must not move with them. A voided check names the result checks it rests
-    on and repeats none of their maps: their own card shows them."""
+    hidden point; a visible check rests on the visible results, since students read it before the hidden
+    ones are published and what they read must not move with them. A visible structure check, which a
+    table passes as well, rests on the judge's inputs too: voided there, it keeps what students read as its
+    ``visible_verdict``. A voided check names the result checks it rests on and repeats none of their
+    maps: their own card shows them."""
     for check in checks:
         kind = check.id.split(".", 1)[0]
         if kind not in JUDGES_HOW or not check.score:
@@ -69,17 +74,38 @@ def void_without_results(checks: list[CheckResult]) -> None:
             for c in checks
             if c.id.split(".", 1)[0] in JUDGES_WHAT and (check.target is None or c.target == check.target)
         ]
+        unforeseen = [c for c in own if c.id.split(".", 1)[0] in UNFORESEEN]
         if check.visibility == "visible":
             results = [c for c in own if c.visibility == "visible"]
+            if not _any_passed(results) and results:
+                _void(check, results, kind)
+            elif kind in DECLARED and unforeseen and not _any_passed(unforeseen):
+                # students saw it pass on the visible results; the record rests on the judge's inputs
+                seen = _as_seen(check)
+                _void(check, unforeseen, kind)
+                check.visible_verdict = seen
         else:
-            results = [c for c in own if c.id.split(".", 1)[0] in UNFORESEEN] or own
-        if results and not any(c.status == Status.PASSED for c in results):
-            keep_own(check)
-            check.score, check.status, check.hint = 0, Status.FAILED, "results-first"
-            check.message = NOTHING_RIGHT.format(
-                target=check.target or "this stage's code", checks=", ".join(c.id for c in results), kind=kind
-            )
-            # no picture of its own: the message names the result checks, whose card shows what they got wrong
+            results = unforeseen or own
+            if results and not _any_passed(results):
+                _void(check, results, kind)
+
+
+def _as_seen(check: CheckResult) -> VisibleVerdict:
+    """``check``'s verdict as students read it before the hidden results are published."""
+    return {"status": check.status, "score": rounded(check.score), "message": check.message, "hint": check.hint}
+
+
+def _any_passed(results: list[CheckResult]) -> bool:
+    return any(c.status == Status.PASSED for c in results)
+
+
+def _void(check: CheckResult, results: list[CheckResult], kind: str) -> None:
+    keep_own(check)
+    check.score, check.status, check.hint = 0, Status.FAILED, "results-first"
+    check.message = NOTHING_RIGHT.format(
+        target=check.target or "this stage's code", checks=", ".join(c.id for c in results), kind=kind
+    )
+    # no picture of its own: the message names the result checks, whose card shows what they got wrong
 
 
 def keep_own(check: CheckResult) -> None:

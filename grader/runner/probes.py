@@ -130,6 +130,8 @@ def module(
             if heads:
                 head_outputs.append([learner_value(head(x)) for head in built.heads])
     report.update(outputs=outputs, head_outputs=head_outputs, ops=sorted(seen))
+    if inputs:  # what forward left of the buffers: a forward leaves its module as it found it
+        report["buffers_after"] = [[name, list(b.shape)] for name, b in built.named_buffers()]
     if device_input is not None:
         report["fixed_device_use"] = fixed_device_use(built, device_input.to(device))
     return report
@@ -194,6 +196,11 @@ def structure(built: nn.Module) -> dict:
             if name and next(m.parameters(), None) is not None
         ],
         "state_dict": list(built.state_dict().keys()),
+        # what training could not use: parameters that take no gradient, a dropout that overwrites its input
+        "frozen": [name for name, p in built.named_parameters() if not p.requires_grad],
+        "inplace_dropout": [
+            name for name, m in built.named_modules() if isinstance(m, nn.Dropout) and m.inplace is True
+        ],
         # Tensors held as plain attributes: neither parameters nor buffers, so .to() leaves them.
         "plain_tensors": [name for name, value in vars(built).items() if isinstance(value, torch.Tensor)],
         # as given: a bool here is an argument that went to the wrong place
@@ -243,6 +250,10 @@ def transfer(
         "returned_v1": returned is sa_v1,
         "v1": v1,
         "v1_parameters": [name for name, _ in sa_v1.named_parameters()],
+        # a weight training cannot change: requires_grad off, or a copy autograd recorded (no longer a leaf)
+        "v1_untrainable": [
+            name for name, parameter in sa_v1.named_parameters() if not (parameter.requires_grad and parameter.is_leaf)
+        ],
         # what sa_v2 holds after the transfer, which must leave it as it was (a learner's fact: it may only veto)
         "v2_after": {name: _weight_of(getattr(sa_v2, name, None)) for name in names},
         "same_parameters": all(getattr(sa_v1, name, None) is before[name] for name in names),
@@ -311,6 +322,7 @@ def cached_module(
             done.append({"raised": None, "output": learner_value(_copied(output)), "cache": _cache_of(built)})
     report["ops"] = sorted(seen)
     report["fixed_device_use"] = watch.mixed if watch_device else None
+    report["state_dict_after"] = list(built.state_dict().keys())  # a cache is no weight: it must stay out
     return report
 
 

@@ -30,10 +30,10 @@ def shown_output(check: CheckReport) -> list[tuple[str, str]]:
 
 
 PROVISIONAL = (
-    "Only the visible checks ran: the documents' worked examples, and the behaviour any input shows (inputs "
-    "left as they were, dropout on the weights and only in training, the cache, the documented errors). "
-    "When your instructor grades, hidden checks add the same functions on other inputs and shapes, further "
-    "properties (rows that sum to 1, causality), the layout of parameters and buffers, and that the work is "
+    "Only the visible checks ran: the documents' worked examples, the behaviour any input shows (inputs "
+    "left as they were, dropout on the weights and only in training, the cache, the documented errors), and "
+    "the layout of parameters and buffers. When your instructor grades, hidden checks add the same functions "
+    "on other inputs and shapes, further properties (rows that sum to 1, causality), and that the work is "
     "done by hand rather than by torch's own attention."
 )
 

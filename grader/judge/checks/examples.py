@@ -52,6 +52,8 @@ def build_causal(learner, stage: int, cls: str, args: list, state: dict, inputs:
     try:
         return build_with_weights(learner, stage, cls, args, state, inputs=inputs, **options)
     except LearnerFailure as failure:
+        if inputs[0].dim() != 3:  # a module without a mask (stage 2): nothing to cut
+            raise
         b, num_tokens, d_in = inputs[0].shape
         context_length = args[2]
         shape_error = failure.kind == "exception" and any(e in failure.message for e in SHAPE_ERRORS)
@@ -96,13 +98,21 @@ def _variants(cls: str, args: list, state: dict, x: torch.Tensor) -> dict[str, t
     return single_head_variants(q, k, v, causal=cls == "CausalAttention", d_in=args[0])
 
 
-def expect_example(learner, stage: int, cls: str) -> None:
-    """``cls`` with random documented weights injected must give the documented output on the example."""
+def expect_example(learner, stage: int, cls: str, qkv_bias: bool = False) -> None:
+    """``cls`` with random documented weights injected must give the documented output on the example; with
+    ``qkv_bias``, built with biases (where its signature takes qkv_bias: else note.signature says so, and the
+    example runs without)."""
     args, shape = EXAMPLES[cls]
-    state = parameters_only(reference_state(DOCUMENTED[cls], args, seed=zlib.crc32(cls.encode())))
     x = torch.rand(*shape, generator=generator(f"example.{cls}"))
     batched = len(shape) == 3  # and then a batch of one too, which a squeeze or a fixed batch size mishandles
-    reply = build_causal(learner, stage, cls, args, state, [x, x[:1]] if batched else [x])
+    for args in [[*args, True], args] if qkv_bias else [args]:
+        state = parameters_only(reference_state(DOCUMENTED[cls], args, seed=zlib.crc32(cls.encode())))
+        try:
+            reply = build_causal(learner, stage, cls, args, state, [x, x[:1]] if batched else [x])
+            break
+        except LearnerFailure as failure:
+            if len(args) == len(EXAMPLES[cls][0]) or "which the book's signature" not in failure.message:
+                raise
     heads = args[4] if cls == "MultiHeadAttention" else 1
     with showing_attention(learner, stage, cls, heads=heads):
         try:

@@ -62,6 +62,11 @@ DOUBLED_RUN = "the worked example's sizes, each doubled"
 # view, or heads merged one feature each, run here alone. Made with as many heads as d_out, more than d_in, so
 # that a head_dim taken from d_in (d_in // num_heads = 0) does not run here by chance.
 ONE_FEATURE = "one feature per head, d_out = num_heads"
+# As many tokens as heads, and each head as wide: (b, num_heads, num_tokens, head_dim) looks the same with any two
+# of its last three axes swapped, so a transpose missing (or on other axes) after the split runs here alone.
+SQUARE_HEADS = "as many tokens as heads, each head_dim wide (num_tokens = num_heads = head_dim)"
+SPLIT = HEADED - {"MultiHeadAttentionWrapper"}  # the classes that split d_out into heads
+ONE_LEADING_RUN = "one leading dimension, (H, L, E)"  # scaled dot-product attention on a stack of matrices
 # (name, what it changes): one size made equal to another, or every size the worked example's.
 VARIATIONS = {
     "d_in = d_out": lambda s, cls: replace(s, d_in=s.d_out),
@@ -73,6 +78,7 @@ VARIATIONS = {
     "as many key/value groups as heads": (
         lambda s, cls: replace(s, kv_groups=s.heads) if cls == "GroupedQueryAttention" else None
     ),
+    SQUARE_HEADS: lambda s, cls: replace(s, tokens=s.heads, d_out=s.heads**2) if cls in SPLIT else None,
     # num_kv_groups == num_heads // num_kv_groups: a repeat count of either is right
     "num_heads = num_kv_groups²": (
         lambda s, cls: replace(s, heads=s.kv_groups**2) if cls == "GroupedQueryAttention" else None
@@ -93,7 +99,7 @@ class Call:
     keys: int = 5
     value_dim: int = 7
     mask: str = "leading"  # attn_mask: "leading" (batch, 1, L, S), "full" (batch, heads, L, S), "2d" (L, S), "none"
-    leading: bool = True  # query, key and value with (batch, heads) in front, or (L, E) alone
+    leading: int = 2  # query, key and value with (batch, heads) in front, (heads,) alone, or none: (L, E)
 
 
 @dataclass(frozen=True)
@@ -105,7 +111,7 @@ class FunctionProbe:
 
 
 def _sdpa_arguments(c: Call, rng: torch.Generator) -> list:
-    lead = (c.batch, c.heads) if c.leading else ()
+    lead = (c.batch, c.heads)[2 - c.leading :]
     query, key = torch.rand(*lead, c.tokens, c.dim, generator=rng), torch.rand(*lead, c.keys, c.dim, generator=rng)
     value = torch.rand(*lead, c.keys, c.value_dim, generator=rng)
     mask = None
@@ -159,7 +165,7 @@ FUNCTIONS = {
     ),
     "scaled_dot_product_attention": FunctionProbe(
         _sdpa_arguments,
-        lambda c: (c.batch, c.heads, c.tokens, c.value_dim) if c.leading else (c.tokens, c.value_dim),
+        lambda c: (c.batch, c.heads)[2 - c.leading :] + (c.tokens, c.value_dim),
         Call(tokens=4, dim=6),
         {
             "a mask without leading dimensions, (L, S)": lambda c: replace(c, mask="2d"),
@@ -167,7 +173,8 @@ FUNCTIONS = {
             FULL_MASK_RUN: lambda c: replace(c, mask="full"),
             VALUE_WIDTH_RUN: lambda c: replace(c, value_dim=c.dim),
             "as many queries as keys": lambda c: replace(c, tokens=c.keys),
-            NO_LEADING_RUN: lambda c: replace(c, leading=False, mask="2d"),
+            NO_LEADING_RUN: lambda c: replace(c, leading=0, mask="2d"),
+            ONE_LEADING_RUN: lambda c: replace(c, leading=1, mask="2d"),
         },
     ),
 }

@@ -24,7 +24,9 @@ from grader.judge.checks.probe_sizes import (
     FUNCTIONS,
     NO_LEADING_RUN,
     ONE_FEATURE,
+    ONE_LEADING_RUN,
     PROBED,
+    SQUARE_HEADS,
     VALUE_WIDTH_RUN,
     VARIATIONS,
     Call,
@@ -66,8 +68,10 @@ RULES: list[tuple[str, frozenset[str], frozenset[str]]] = [
         frozenset({"one head", "as many key/value groups as heads"}),
     ),
     ("kv-heads-count", frozenset({"as many key/value groups as heads"}), frozenset({"one head"})),
-    ("heads-width-wrong", frozenset({"one head"}), WORKED | {ONE_FEATURE}),
-    ("heads-width-wrong", frozenset({ONE_FEATURE}), WORKED),
+    ("heads-width-wrong", frozenset({"one head"}), WORKED | {ONE_FEATURE, SQUARE_HEADS}),
+    ("heads-width-wrong", frozenset({ONE_FEATURE}), WORKED | {SQUARE_HEADS}),
+    # a transpose missing after the split, or on other axes: only a (b, heads, tokens, head_dim) of equal axes runs
+    ("heads-split-wrong", frozenset({SQUARE_HEADS}), frozenset({"one head"})),
     ("batch-fixed", frozenset({"a batch of one"}), WORKED),
     ("sizes-hard-coded", frozenset({EXAMPLE_RUN}), frozenset()),
     # a function: any run that takes the worked example's tokens or features, and only those
@@ -82,17 +86,19 @@ RULES: list[tuple[str, frozenset[str], frozenset[str]]] = [
     (
         "mask-leading-dims",
         frozenset({"a mask without leading dimensions, (L, S)"}),
-        frozenset({"no mask", NO_LEADING_RUN, FULL_MASK_RUN}),
+        frozenset({"no mask", NO_LEADING_RUN, FULL_MASK_RUN, ONE_LEADING_RUN}),
     ),
     # a mask indexed (scores[~mask] = ...) where it should broadcast: it runs where the mask has the scores' shape
-    ("mask-leading-dims", frozenset({FULL_MASK_RUN}), frozenset({"no mask", NO_LEADING_RUN})),
+    ("mask-leading-dims", frozenset({FULL_MASK_RUN}), frozenset({"no mask", NO_LEADING_RUN, ONE_LEADING_RUN})),
     # an output shaped from the queries (out.view(query.shape)): it runs where the values are as wide
     ("value-width", frozenset({VALUE_WIDTH_RUN}), frozenset()),
     (
         "leading-dims",
         frozenset({NO_LEADING_RUN}),
-        frozenset({"a mask without leading dimensions, (L, S)", "no mask", "as many queries as keys"}),
+        frozenset({"a mask without leading dimensions, (L, S)", "no mask", "as many queries as keys", ONE_LEADING_RUN}),
     ),
+    # something that takes exactly three dimensions (torch.bmm, a 3-D view): only a stack of matrices runs
+    ("leading-dims", frozenset({ONE_LEADING_RUN}), frozenset()),
 ]
 # What each named cause says, after the runs: the claim they prove.
 CLAIMS = {
@@ -121,6 +127,9 @@ CLAIMS = {
     "the batch and heads: the mask is reshaped or indexed as if it had two dimensions.",
     "value-width": "It runs only where the values are as wide as the queries (Ev = E): the output is (..., L, Ev), "
     "value's width, and something shapes it from the queries instead.",
+    "heads-split-wrong": "It runs only where num_tokens, num_heads and head_dim are equal, where (b, num_heads, "
+    "num_tokens, head_dim) keeps its shape with any two of its last three axes swapped: a transpose after the "
+    "split into heads is missing, or swaps other axes (the keys' is transpose(2, 3), their last two).",
     "input-length-refused": "It runs only when the input is as long as context_length, and what stops the others is "
     "a check of your own: inputs may be shorter than context_length.",
 }
@@ -144,6 +153,12 @@ RULE_CLAIMS = {
     ("heads-width-wrong", frozenset({ONE_FEATURE})): "It runs only where each head has one feature (d_out = "
     "num_heads, as in the worked example's 2 heads of d_out 2): num_heads stands where head_dim belongs, or the "
     "other way round, in a view or reshape that splits or merges the heads.",
+    ("leading-dims", frozenset({ONE_LEADING_RUN})): "It runs on a stack of matrices, (H, L, E), and not with two "
+    "leading dimensions or none: something takes exactly three dimensions (torch.bmm, a 3-D view or index) where "
+    "matmul (@) and dimensions counted from the end take any number.",
+    ("heads-width-wrong", frozenset({"as many key/value groups as heads"})): "It runs only where num_kv_groups == "
+    "num_heads, and what stops it is the merge of the heads: a view to the keys' width, num_kv_groups * head_dim, "
+    "where d_out belongs.",
     ("mask-leading-dims", frozenset({FULL_MASK_RUN})): "It runs with a mask of the scores' own shape, not with "
     "one whose leading dimensions (or their absence) broadcast to it: the mask is indexed (scores[~mask] = ...) "
     "or reshaped where it should broadcast, as masked_fill and + do.",
@@ -212,6 +227,8 @@ def diagnose(learner: LearnerWorkers, stage: int, target: str) -> tuple[str, str
         cause = "kv-projection-size"  # keys and values of the wrong width fit only where the two counts agree too
     elif cause == "kv-repeat-count" and _kv_viewed_as_group_size(first.outcome, cases[0][1]):
         cause = "kv-heads-count"  # keys and values of the right width, viewed as num_heads // num_kv_groups heads
+    elif cause == "kv-heads-count" and _merged_as_kv_width(first.outcome, cases[0][1]):
+        cause = "heads-width-wrong"  # the heads merged back to the keys' width, not d_out
     if cause is not None and first.failure[:2] == ("raised", "TypeError") and cause != "returns-tuple":
         cause = None  # a value of the wrong type (a float count, an int where a tensor belongs): no size says why
     own_check = cause is not None and _own_check(learner, first)
@@ -249,6 +266,21 @@ def _kv_viewed_as_group_size(outcome: str, sizes: Sizes) -> bool:
     asked = [int(size) for size in found.group(1).split(",")]
     held = sizes.batch * sizes.tokens * sizes.kv_groups * head_dim
     return int(found.group(2)) == held and asked == [sizes.batch, sizes.tokens, group_size, head_dim]
+
+
+def _merged_as_kv_width(outcome: str, sizes: Sizes) -> bool:
+    """``outcome`` is a view of the attention's context (batch x tokens x d_out numbers) as (batch, tokens,
+    num_kv_groups * head_dim): the heads merged back to the keys' width."""
+    found = VIEW_ERROR.search(outcome)
+    if found is None:
+        return False
+    asked = [int(size) for size in found.group(1).split(",")]
+    kv_width = sizes.kv_groups * (sizes.d_out // sizes.heads)
+    return int(found.group(2)) == sizes.batch * sizes.tokens * sizes.d_out and asked == [
+        sizes.batch,
+        sizes.tokens,
+        kv_width,
+    ]
 
 
 def _kv_width_wrong(learner: LearnerWorkers, stage: int, cls: str, sizes: Sizes) -> bool:

@@ -12,6 +12,7 @@ from grader.core import hints
 from grader.judge.checks import documented
 from grader.judge.checks.documented import DOCUMENTED
 from grader.judge.checks.naming import (  # noqa: F401 - re-exported for the checks
+    PROJECTION_NAMES,
     expect_documented_names,
     in_documented_names,
     missing_weights_hint,
@@ -168,6 +169,58 @@ def build(learner: LearnerWorkers, stage: int, cls: str, args: list, probe: str 
             else None,
         )
     return reply
+
+
+def expect_trainable(cls: str, shape: dict) -> None:
+    """``cls``'s module, described by its ``shape`` (a build's "structure"), can be trained: every parameter
+    takes a gradient, and no dropout overwrites the attention weights autograd keeps for the backward pass."""
+    if frozen := shape.get("frozen"):
+        raise CheckFailed(
+            f"{cls}'s {', '.join(map(str, frozen))} do not require grad, so training cannot change them: create "
+            "each weight as nn.Parameter(...) (or nn.Linear) without requires_grad=False, as the book's class does"
+        )
+    if inplace := shape.get("inplace_dropout"):
+        raise CheckFailed(
+            f"{cls}'s {', '.join(map(str, inplace))} is nn.Dropout(..., inplace=True): in training it overwrites "
+            "the attention weights that autograd keeps for the backward pass, and backward() raises; drop out "
+            "into a new tensor, nn.Dropout(dropout)"
+        )
+
+
+def expect_forward_keeps_buffers(learner: LearnerWorkers, stage: int, cls: str, args: list, tokens: int) -> None:
+    """``cls(*args)``'s forward on ``tokens`` tokens (fewer than its context) leaves its buffers as they were:
+    a mask cut to the input and kept as self.mask breaks the next, longer input. What raises is the result
+    checks' to judge."""
+    x = torch.rand(2, tokens, args[0], generator=generator(f"buffers kept {cls}"))
+    try:
+        reply = build(learner, stage, cls, args, inputs=[x])
+    except LearnerFailure:
+        return
+    before, after = reply["structure"]["buffers"], reply.get("buffers_after", [])
+    if after != before:
+        raise CheckFailed(
+            f"{cls}{tuple(args)}'s forward on {tokens} tokens changed its buffers from {before} to {after}: keep "
+            "what forward cuts from the mask in a local variable, so that self.mask stays whole for the next input"
+        )
+
+
+def expect_projection_biases(learner: LearnerWorkers, stage: int, cls: str, args: list) -> None:
+    """``cls(*args, qkv_bias=True)`` gives each of W_query, W_key and W_value a bias. The structure checks build
+    the module with qkv_bias=False, where a bias that never follows the argument hides."""
+    try:
+        shape = build(learner, stage, cls, args, kwargs={"qkv_bias": True})["structure"]
+    except LearnerFailure as failure:
+        if "which the book's signature" in failure.message:  # no qkv_bias to follow: note.signature says so
+            return
+        raise
+    biased = {name.removesuffix(".bias") for name, _ in shape["parameters"] if name.endswith(".bias")}
+    missing = [name for name in PROJECTION_NAMES if name not in biased]
+    if missing:
+        raise CheckFailed(
+            f"{cls}{tuple(args)} built with qkv_bias=True gives {', '.join(missing)} no bias: each of W_query, "
+            "W_key and W_value should be nn.Linear(..., bias=qkv_bias)",
+            "qkv-bias-ignored",
+        )
 
 
 def _only_kv_widths(mismatched: list) -> bool:

@@ -7,7 +7,7 @@ import torch
 from grader.judge.checks.attention_probe import expect_attention, showing_attention
 from grader.judge.checks.device_note import device_hint
 from grader.judge.checks.documented import DOCUMENTED
-from grader.judge.checks.examples import expect_seeded_values_explained
+from grader.judge.checks.examples import expect_example, expect_seeded_values_explained
 from grader.judge.checks.shortcut import expect_attention_by_hand
 from grader.judge.checks.support import (
     QKV,
@@ -19,6 +19,7 @@ from grader.judge.checks.support import (
     expect_book_signature,
     expect_documented_names,
     expect_input_dependent,
+    expect_trainable,
     generator,
     holds_weights,
     parameters_only,
@@ -53,6 +54,12 @@ def test_document_self_attention_v1(learner):
 @check("document.SelfAttention_v2", visible=True, target="SelfAttention_v2")
 def test_document_self_attention_v2(learner):
     expect_seeded_values_explained(learner, STAGE, V2_VALUES, "SelfAttention_v2", [3, 2], seed=789)
+
+
+@check("example.SelfAttention_v2", visible=True, target="SelfAttention_v2")
+def test_example_self_attention_v2(learner):
+    """Visible: the worked examples build v2 without biases; here qkv_bias=True, and the biases must take part."""
+    expect_example(learner, STAGE, "SelfAttention_v2", qkv_bias=True)
 
 
 def _projections(state: dict, x: torch.Tensor, linear: bool) -> list[torch.Tensor]:
@@ -105,7 +112,7 @@ def test_attention_weights_are_distributions(learner):
         expect_attention(learner, STAGE, cls, n=5, heads=1, rng=rng)
 
 
-@check("structure.SelfAttention_v1")
+@check("structure.SelfAttention_v1", visible=True, target="SelfAttention_v1")
 def test_structure_v1(learner):
     shape = build(learner, STAGE, "SelfAttention_v1", [4, 3])["structure"]
     if not shape["weighted_modules"]:
@@ -137,6 +144,7 @@ def test_structure_v1(learner):
             + (": (d_out, d_in), nn.Linear's layout" if transposed else ""),
             "weights-layout" if transposed else "wrong-shape",
         )
+    expect_trainable("SelfAttention_v1", shape)
     expect_caller_seed(learner, "SelfAttention_v1", [4, 3])
 
 
@@ -177,6 +185,7 @@ def test_structure_v2(learner):
                 f"it holds {shape['parameters']}{which}",
                 hint,
             )
+    expect_trainable("SelfAttention_v2", shape)
     expect_caller_seed(learner, "SelfAttention_v2", [4, 3])
 
 

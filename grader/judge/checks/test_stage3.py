@@ -176,6 +176,13 @@ def test_transfer_returns_v1(learner):
             "after the transfer, sa_v1's parameters should still be W_query, W_key, W_value "
             f"(nn.Parameter); they are {reply['v1_parameters']}"
         )
+    if untrainable := reply.get("v1_untrainable"):
+        raise CheckFailed(
+            f"after the transfer, training cannot change sa_v1's {', '.join(map(str, untrainable))}: copied "
+            "with requires_grad switched off, or outside torch.no_grad() where autograd records the copy, a "
+            "weight no longer takes gradients; copy under torch.no_grad() and leave requires_grad as it was",
+            "copy-without-no-grad",
+        )
 
 
 # Notes: what we know beyond the book's exercise 3.1, whose own answer assigns new nn.Parameter objects and

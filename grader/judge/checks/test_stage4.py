@@ -25,8 +25,11 @@ from grader.judge.checks.support import (
     expect_book_signature,
     expect_close,
     expect_documented_names,
+    expect_forward_keeps_buffers,
     expect_input_dependent,
     expect_inputs_kept,
+    expect_projection_biases,
+    expect_trainable,
     generator,
 )
 from grader.judge.diagnosis import causal_softmax_variants, linear, renormalize_variants, single_head_variants
@@ -227,7 +230,7 @@ def _raise_each(found: list[CheckFailed | None]) -> None:
         raise CheckFailed("\n".join(f.message for f in failed), failed[0].hint)
 
 
-@check("structure.CausalAttention", target="CausalAttention")
+@check("structure.CausalAttention", visible=True, target="CausalAttention")
 def test_causal_attention_structure(learner, device):
     reply = build(learner, STAGE, "CausalAttention", [4, 3, 6, 0.1])
     shape = reply["structure"]
@@ -242,6 +245,7 @@ def test_causal_attention_structure(learner, device):
         raise CheckFailed(
             f"CausalAttention(4, 3, 6, 0.1) (qkv_bias=False) holds the biases {biases}", "qkv-bias-ignored"
         )
+    expect_projection_biases(learner, STAGE, "CausalAttention", [4, 3, 6, 0.1])
     if ["dropout", "Dropout"] not in shape["modules"]:
         raise CheckFailed("CausalAttention should hold its nn.Dropout as self.dropout")
     if ["mask", [6, 6]] not in shape["buffers"] or "mask" not in shape["state_dict"]:
@@ -252,6 +256,8 @@ def test_causal_attention_structure(learner, device):
         )
     if not reply["buffers_on"]["mask"].startswith(device):
         raise CheckFailed(f"after .to('{device}') the mask is on {reply['buffers_on']['mask']}", "mask-not-buffer")
+    expect_trainable("CausalAttention", shape)
+    expect_forward_keeps_buffers(learner, STAGE, "CausalAttention", [4, 3, 6, 0.1], tokens=3)
 
 
 @check("shortcut.CausalAttention", target="CausalAttention")

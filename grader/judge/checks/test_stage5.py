@@ -25,6 +25,9 @@ from grader.judge.checks.support import (
     expect_close,
     expect_document_values,
     expect_documented_names,
+    expect_forward_keeps_buffers,
+    expect_projection_biases,
+    expect_trainable,
     generator,
     holds_weights,
     init_order_hint,
@@ -234,7 +237,7 @@ def test_wrapper_structure(learner):
             f"MultiHeadAttentionWrapper(3, 4, 6, dropout=0.5, num_heads=2, qkv_bias=False): its heads "
             f"should have dropout 0.5 and no bias; head 1 has dropout {dropout} and "
             f"{'a' if biased else 'no'} bias",
-            "arguments-swapped" if swapped else None,
+            "arguments-swapped" if swapped else "dropout-not-passed" if dropout != 0.5 else "qkv-bias-ignored",
         )
     with_bias = dict(build(learner, STAGE, WRAPPER, [3, 4, 6, 0.5, 2, True])["structure"]["parameters"])
     if "heads.0.W_query.bias" not in with_bias:
@@ -243,9 +246,10 @@ def test_wrapper_structure(learner):
             "head 1 has none: pass qkv_bias on to each CausalAttention",
             "qkv-bias-ignored",
         )
+    expect_trainable(WRAPPER, shape)
 
 
-@check("structure.MultiHeadAttention", target="MultiHeadAttention")
+@check("structure.MultiHeadAttention", visible=True, target="MultiHeadAttention")
 def test_multihead_structure(learner):
     reply = build(learner, STAGE, "MultiHeadAttention", [4, 6, 5, 0.1, 3])
     shape = reply["structure"]
@@ -273,6 +277,7 @@ def test_multihead_structure(learner):
         raise CheckFailed(
             f"MultiHeadAttention(4, 6, 5, 0.1, 3) (qkv_bias=False) holds the biases {biases}", "qkv-bias-ignored"
         )
+    expect_projection_biases(learner, STAGE, "MultiHeadAttention", [4, 6, 5, 0.1, 3])
     if ["out_proj.bias", [6]] not in shape["parameters"]:
         raise CheckFailed("out_proj should have a bias, whatever qkv_bias says (nn.Linear(d_out, d_out))")
     if ["mask", [5, 5]] not in shape["buffers"]:
@@ -286,6 +291,8 @@ def test_multihead_structure(learner):
             f"MultiHeadAttention(4, 6, 5, 0.1, num_heads=3) should set head_dim = 6 // 3 = 2; "
             f"it has {shape['attributes'].get('head_dim')}"
         )
+    expect_trainable("MultiHeadAttention", shape)
+    expect_forward_keeps_buffers(learner, STAGE, "MultiHeadAttention", [4, 6, 5, 0.1, 3], tokens=3)
 
 
 @check("structure.refused.MultiHeadAttention", visible=True, target="MultiHeadAttention")

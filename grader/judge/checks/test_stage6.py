@@ -200,9 +200,11 @@ def test_masked_rows_give_zeros(learner):
     expect_cases(learner, cases)
 
 
-@check("random.bfloat16", target=FUNCTION)
-def test_random_bfloat16(learner):
-    rng = generator("random.bfloat16")
+@check("property.bfloat16", visible=True, target=FUNCTION)
+def test_bfloat16(learner):
+    """Visible: bfloat16 inputs keep their dtype and give torch's values to bfloat16's precision, whatever
+    the mask; a constant or tensor made in float32 inside shows only here."""
+    rng = generator("property.bfloat16")
     bf16 = lambda *tensors: [t.to(torch.bfloat16) for t in tensors]  # noqa: E731
     q, k, v = bf16(*qkv(rng, (2, 4), 5, 7, 16, 4, spread=0.5))
     cases = [
@@ -318,7 +320,7 @@ SIGNATURE = (
 )
 
 
-@check("structure.signature", target=FUNCTION)
+@check("structure.signature", visible=True, target=FUNCTION)
 def test_signature(learner):
     """Callers name the arguments (is_causal=True), or pass the first six in order, as with torch's function.
 

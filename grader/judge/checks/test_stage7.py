@@ -41,6 +41,8 @@ from grader.judge.checks.support import (
     expect_book_signature,
     expect_close,
     expect_documented_names,
+    expect_projection_biases,
+    expect_trainable,
     generator,
     holds_weights,
     init_order_hint,
@@ -307,7 +309,7 @@ def _fed_token_by_token(learner, check_name: str) -> tuple[dict, torch.Tensor, d
     return feed(learner, args, x, steps, state, watch_device=True), x, state
 
 
-@check("structure.MultiHeadAttentionKV", target=CLS)
+@check("structure.MultiHeadAttentionKV", visible=True, target=CLS)
 def test_structure(learner, device):
     reply, x, state = _fed_token_by_token(learner, "structure.MultiHeadAttentionKV")
     shape = reply["structure"]
@@ -320,6 +322,13 @@ def test_structure(learner, device):
             f"W_value (6 x 4, no bias), then out_proj (6 x 6, with bias), and no others; it holds "
             f"{[name for name, _ in shape['parameters']]}",
             "param-init-order" if sorted(linears) == sorted(expected_linears) and linears else None,
+        )
+    expect_projection_biases(learner, STAGE, CLS, [4, 6, 5, 0.1, 3])
+    expect_trainable(CLS, shape)
+    if kept := [key for key in reply["state_dict_after"] if key not in shape["state_dict"]]:
+        raise CheckFailed(
+            f"after tokens fed with use_cache=True, state_dict() holds {kept} too: the cache is no weight; keep it "
+            "as plain attributes (or buffers registered with persistent=False)"
         )
     if ["mask", [5, 5]] not in shape["buffers"]:
         raise CheckFailed(

@@ -36,6 +36,9 @@ from grader.judge.checks.support import (
     expect_book_signature,
     expect_close,
     expect_documented_names,
+    expect_forward_keeps_buffers,
+    expect_projection_biases,
+    expect_trainable,
     generator,
     holds_weights,
     mask_buffer_hint,
@@ -271,7 +274,7 @@ def test_dropout(learner):
     )
 
 
-@check("structure.GroupedQueryAttention", target=CLS)
+@check("structure.GroupedQueryAttention", visible=True, target=CLS)
 def test_structure(learner):
     args = [4, 8, 5, 0.1, 4, 2]  # head_dim 2, keys and values 2 * 2 = 4 wide
     reply = build(learner, STAGE, CLS, args)
@@ -295,6 +298,9 @@ def test_structure(learner):
     biases = qkv_biases(shape["parameters"])
     if biases:
         raise CheckFailed(f"{CLS}(4, 8, 5, 0.1, 4, 2) (qkv_bias=False) holds the biases {biases}", "qkv-bias-ignored")
+    expect_projection_biases(learner, STAGE, CLS, args)
+    expect_trainable(CLS, shape)
+    expect_forward_keeps_buffers(learner, STAGE, CLS, args, tokens=3)
     if ["out_proj.bias", [8]] not in shape["parameters"]:
         raise CheckFailed("out_proj should have a bias, whatever qkv_bias says (nn.Linear(d_out, d_out))")
     if ["mask", [5, 5]] not in shape["buffers"]:
