@@ -738,6 +738,7 @@ def test_autograde_raises_no_false_checksum_alarm_for_a_hidden_cell_as_released_
     cell(notebook, hidden).source += "\nprint('eve was here')"
     nbformat.write(notebook, eve)
     output = nbgrader(course, "autograde", ASSIGNMENT)
+    assert "Kernel is running over TCP" not in output  # the kernels talk over ipc (GENERATED_SETTINGS)
     alarm = f"Attribute 'checksum' for cell {hidden} has changed"
     assert output.count(alarm) == 1, output[-3000:]  # eve's
     untouched = nbgrader(course, "autograde", ASSIGNMENT, "--student", "bob", "--force")

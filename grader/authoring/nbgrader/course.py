@@ -57,6 +57,19 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\\nraise NotImplemented
 # A test cell the student deleted is put back before grading (nbgrader's own feature): the hidden
 # one looks nearly empty in the students' copy, and grading without it would drop its points.
 c.OverwriteCells.add_missing_cells = True
+# Each notebook's kernel talks to nbgrader over local sockets, not TCP: ipykernel warns, once per notebook, that
+# TCP carries code and outputs unencrypted. The sockets' path is absolute (the kernel runs in the notebook's
+# folder), in a folder of this run's own. Windows has no ipc transport: it keeps TCP there.
+import atexit  # noqa: E402
+import shutil  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+
+if sys.platform != "win32":
+    _sockets = tempfile.mkdtemp(prefix="nbgrader-kernel-")
+    atexit.register(shutil.rmtree, _sockets, True)
+    c.KernelManager.transport = "ipc"
+    c.KernelManager.ip = _sockets + "/kernel"
 # nbgrader's OverwriteCells, without its false "checksum has changed" alarm on a hidden-test cell as released
 # (jupyter/nbgrader#1961; grader/authoring/nbgrader/hidden_tests.py): a real change is still reported.
 from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteKernelspec  # noqa: E402
