@@ -156,9 +156,10 @@ def main(argv: list[str]) -> int:
             )
         if args.times:
             students = with_times(students, load_times(args.times, args.times_zone), args.times)
-        policy, keep = load_course(args.course), gradebook_keeps(read_course(args.course), args.course)
+        course = read_course(args.course)
+        policy, keep = load_course(args.course), gradebook_keeps(course, args.course)
         anonymous = not args.reveal and (
-            args.anonymous or gradebook_anonymous(read_course(args.course), args.course) or recorded_anonymous(out)
+            args.anonymous or gradebook_anonymous(course, args.course) or recorded_anonymous(out)
         )
         students = named(students, roster_names(args.roster) if args.roster else {}, anonymous)
         name_strangers(policy.extensions, students, f"{args.course or COURSE_FILE} [extensions] gives due times")
@@ -214,9 +215,7 @@ def main(argv: list[str]) -> int:
     try:
         out.mkdir(parents=True, exist_ok=True)
         write_class_record(out, layout, args.submissions, _input_files(args), anonymous)
-        names_said = _write_names(out, students, anonymous)
-        if anonymous and layout in ("folders", "nbgrader"):
-            names_said += f" (a {layout} class's ids are its folders' names: rename any that name a student)"
+        names_said = _write_names(out, students, anonymous, layout)
     except OSError as error:
         print(
             f"grader batch: {out} cannot be written ({error.strerror or error}): give an --out you can write",
@@ -275,14 +274,19 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _write_names(out: Path, students: list[Student], anonymous: bool) -> str:
+def _write_names(out: Path, students: list[Student], anonymous: bool, layout: str) -> str:
     """OUT/names.csv, or none under anonymous grading; what the batch says of it (one line, or "")."""
     had = (out / NAMES_FILE).exists()
     write_names(out, students)  # none has a name under anonymous grading: an earlier names.csv goes
     if anonymous:
+        ids = (
+            f" (a {layout} class's ids are its folders' names: rename any that name a student)"
+            if layout in ("folders", "nbgrader")
+            else ""
+        )
         return (
             f"graded anonymously: no student's name in any output{f' ({NAMES_FILE} removed)' if had else ''}; "
-            "--reveal names them"
+            f"--reveal names them{ids}"
         )
     named_students = sum(bool(s.name) for s in students)
     return f"{named_students} of {counted(students, 'student')} named in {out / NAMES_FILE}" if named_students else ""

@@ -18,6 +18,7 @@ from grader.intake.submission import SubmissionFiles
 from grader.judge.evidence import bounded_evidence
 from grader.judge.routes_off import SWITCHED_OFF_BY_TARGET
 from grader.judge.verdict import CheckFailed
+from grader.runner.book_calls import SIGNATURE_REFUSED
 from grader.runner.implementation import Implementation, load_package
 from grader.runner.routes import RouteSwitchedOff
 from grader.runner.seeding import manual_seed
@@ -307,6 +308,6 @@ def _hint_for_exception(message: str) -> str | None:
         return "device-mismatch"
     if "in nn.Linear's layout" in message and "the book's code multiplies" in message:  # document_examples
         return "weights-layout"
-    if "which the book's signature" in message:  # grader.runner.book_calls: a book call the signature refuses
+    if SIGNATURE_REFUSED in message:  # a book call the learner's signature refuses
         return "signature"
     return None

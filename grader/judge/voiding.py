@@ -77,7 +77,7 @@ def void_without_results(checks: list[CheckResult]) -> None:
         unforeseen = [c for c in own if c.id.split(".", 1)[0] in UNFORESEEN]
         if check.visibility == "visible":
             results = [c for c in own if c.visibility == "visible"]
-            if not _any_passed(results) and results:
+            if results and not _any_passed(results):
                 _void(check, results, kind)
             elif kind in DECLARED and unforeseen and not _any_passed(unforeseen):
                 # students saw it pass on the visible results; the record rests on the judge's inputs

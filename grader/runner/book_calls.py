@@ -21,6 +21,9 @@ BOOK_SIGNATURES = {
     "MultiHeadAttentionKV": "d_in, d_out, context_length, dropout, num_heads, qkv_bias=False",
     "GroupedQueryAttention": "d_in, d_out, context_length, dropout, num_heads, num_kv_groups, qkv_bias=False",
 }
+# How the error of a book call the learner's signature refuses begins its tell-tale part: the judge reads it to
+# know that a check's call, not the maths, failed (note.signature prices that).
+SIGNATURE_REFUSED = "which the book's signature"
 _KEYWORD_KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 
 
@@ -80,7 +83,7 @@ def book_constructor(cls: object, name: str) -> object:
                     continue
                 shown = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
                 raise TypeError(
-                    f"the grader builds {name}({shown}), which the book's signature {name}"
+                    f"the grader builds {name}({shown}), {SIGNATURE_REFUSED} {name}"
                     f"({BOOK_SIGNATURES[name]}) takes, and your {name}{learner} does not"
                 ) from None
             return cls(*values)

@@ -259,28 +259,22 @@ VIEW_ERROR = re.compile(r"shape '\[([-\d, ]+)\]' is invalid for input of size (\
 def _kv_viewed_as_group_size(outcome: str, sizes: Sizes) -> bool:
     """``outcome`` is a view of keys or values of the documented width (batch x tokens x num_kv_groups x
     head_dim numbers) as (batch, tokens, num_heads // num_kv_groups, head_dim)."""
-    found = VIEW_ERROR.search(outcome)
-    if found is None:
-        return False
     head_dim, group_size = sizes.d_out // sizes.heads, sizes.heads // sizes.kv_groups
-    asked = [int(size) for size in found.group(1).split(",")]
     held = sizes.batch * sizes.tokens * sizes.kv_groups * head_dim
-    return int(found.group(2)) == held and asked == [sizes.batch, sizes.tokens, group_size, head_dim]
+    return _view_refused(outcome) == ([sizes.batch, sizes.tokens, group_size, head_dim], held)
 
 
 def _merged_as_kv_width(outcome: str, sizes: Sizes) -> bool:
     """``outcome`` is a view of the attention's context (batch x tokens x d_out numbers) as (batch, tokens,
     num_kv_groups * head_dim): the heads merged back to the keys' width."""
-    found = VIEW_ERROR.search(outcome)
-    if found is None:
-        return False
-    asked = [int(size) for size in found.group(1).split(",")]
     kv_width = sizes.kv_groups * (sizes.d_out // sizes.heads)
-    return int(found.group(2)) == sizes.batch * sizes.tokens * sizes.d_out and asked == [
-        sizes.batch,
-        sizes.tokens,
-        kv_width,
-    ]
+    return _view_refused(outcome) == ([sizes.batch, sizes.tokens, kv_width], sizes.batch * sizes.tokens * sizes.d_out)
+
+
+def _view_refused(outcome: str) -> tuple[list[int], int] | None:
+    """The shape a view asked for and the number of values it was given, where torch's error says so."""
+    found = VIEW_ERROR.search(outcome)
+    return ([int(size) for size in found.group(1).split(",")], int(found.group(2))) if found else None
 
 
 def _kv_width_wrong(learner: LearnerWorkers, stage: int, cls: str, sizes: Sizes) -> bool:

@@ -25,7 +25,7 @@ from grader.judge.class_source import init_signature
 from grader.judge.document_values import document_values
 from grader.judge.tensor_diff import described_call
 from grader.judge.verdict import CheckFailed, Variants, agrees, expect_all_close, expect_close  # noqa: F401 - re-exported for the checks
-from grader.runner.book_calls import BOOK_SIGNATURES
+from grader.runner.book_calls import BOOK_SIGNATURES, SIGNATURE_REFUSED
 from grader.runner.seeding import manual_seed
 from grader.sandbox.workers import LearnerFailure, LearnerWorkers
 
@@ -210,7 +210,7 @@ def expect_projection_biases(learner: LearnerWorkers, stage: int, cls: str, args
     try:
         shape = build(learner, stage, cls, args, kwargs={"qkv_bias": True})["structure"]
     except LearnerFailure as failure:
-        if "which the book's signature" in failure.message:  # no qkv_bias to follow: note.signature says so
+        if SIGNATURE_REFUSED in failure.message:  # no qkv_bias to follow: note.signature says so
             return
         raise
     biased = {name.removesuffix(".bias") for name, _ in shape["parameters"] if name.endswith(".bias")}
