@@ -14,6 +14,7 @@ BOOK = REPO / "tests" / "book"
 # torch.ones inside the functions, on one (n, n) matrix.
 BOOK_NOTES = {
     ("stage1", "note.fixed_device"),
+    ("stage1", "note.fixed_dtype"),  # its loops sum into torch.zeros(query.shape): float32 whatever the inputs
     ("stage3", "note.in_place"),
     ("stage3", "note.bias_refused"),
     ("stage4", "note.fixed_device"),
@@ -43,7 +44,7 @@ def test_the_books_code_gets_exactly_its_notes_and_no_failure(book_report):
     assert (
         "Notes (marked i above: advice beyond the book, no points unless your instructor counts them)" in result.stdout
     )
-    for hint in ("shares-memory", "bias-dropped", "fixed-device", "batched-inputs"):
+    for hint in ("shares-memory", "bias-dropped", "fixed-device", "fixed-dtype", "batched-inputs"):
         assert f"hint [{hint}]" in result.stdout
 
 

@@ -145,6 +145,9 @@ def softmax_variants(x: torch.Tensor) -> dict[str, torch.Tensor]:
     return {
         "softmax-not-exponentiated": x / x.sum(dim=0),
         "softmax-not-exponentiated:the numerator has exp() but the sum below it does not": x.exp() / x.sum(dim=0),
+        # the log-space form, x - logsumexp(x), is the log of the softmax: exp() of it is the softmax
+        "softmax-not-exponentiated:these are the logarithms of the softmax, x - logsumexp(x); exp() of them is "
+        "the softmax": x - torch.logsumexp(x, dim=0),
     }
 
 

@@ -108,8 +108,11 @@ def module(
     return_state: bool = False,
     device_input: torch.Tensor | None = None,
     pairing: dict | None = None,
+    dtype: str | None = None,
 ) -> dict:
     """Build a learner module, inject weights, run forward on each input ``repeat`` times.
+
+    ``dtype``: the module and its inputs in that floating dtype ("float64"), as module.to(dtype) makes them.
 
     ``pairing``: documented projection -> the learner's (W_query -> W_k), the judge's choice of which of the
     learner's renamed projections takes which documented weight (else they pair by creation order:
@@ -122,10 +125,13 @@ def module(
     if built is None:
         return report
     built.train(train)
+    wanted = getattr(torch, dtype) if dtype else None
+    if wanted is not None:
+        built = built.to(wanted)
     outputs, head_outputs = [], []
     with torch.no_grad(), recording(record) as seen:
         for x in inputs or []:
-            x = x.to(device)
+            x = x.to(device, wanted)
             outputs.extend(learner_value(built(x)) for _ in range(repeat))
             if heads:
                 head_outputs.append([learner_value(head(x)) for head in built.heads])
@@ -135,6 +141,40 @@ def module(
     if device_input is not None:
         report["fixed_device_use"] = fixed_device_use(built, device_input.to(device))
     return report
+
+
+@probe
+def gradients(impl: Implementation, device: str, cls: str, args: list, x: torch.Tensor) -> dict:
+    """Build ``cls(*args)`` (in eval mode: no dropout), run forward on ``x`` with autograd on and backward from the
+    output's sum: "no_gradient" lists the parameters that got none (a forward that reads W.data, detaches or
+    runs under no_grad computes the right numbers but trains nothing)."""
+    built, report = _built(impl, device, cls, args, None, None, None, False)
+    assert built is not None  # no state injected: nothing to reject
+    built.eval()
+    x = x.to(device)
+    output = built(x)
+    if not isinstance(output, torch.Tensor):
+        report["no_gradient"] = []  # not one tensor: the result checks say so
+        return report
+    if output.requires_grad:
+        output.float().sum().backward()
+    # a parameter forward never uses gets no gradient either: the result checks judge that; named here are those
+    # whose values change the output while autograd sees no path to them
+    report["no_gradient"] = [
+        n for n, p in built.named_parameters() if p.requires_grad and p.grad is None and _moves(built, x, p, output)
+    ]
+    return report
+
+
+def _moves(built: nn.Module, x: torch.Tensor, parameter: nn.Parameter, output: torch.Tensor) -> bool:
+    """Changing ``parameter`` changes what ``built`` returns for ``x``."""
+    with torch.no_grad():
+        parameter.add_(1.0)
+        try:
+            moved = built(x)
+        finally:
+            parameter.sub_(1.0)
+    return not (isinstance(moved, torch.Tensor) and moved.shape == output.shape and torch.allclose(moved, output))
 
 
 def _built(
@@ -249,6 +289,14 @@ def transfer(
         "raised": None,
         "returned_v1": returned is sa_v1,
         "v1": v1,
+        # what another module returned in sa_v1's place holds (a copy filled instead of sa_v1): may only veto
+        "returned_weights": {
+            name: value.detach().clone()
+            for name in names
+            if isinstance(returned, nn.Module) and isinstance(value := getattr(returned, name, None), torch.Tensor)
+        }
+        if returned is not sa_v1
+        else {},
         "v1_parameters": [name for name, _ in sa_v1.named_parameters()],
         # a weight training cannot change: requires_grad off, or a copy autograd recorded (no longer a leaf)
         "v1_untrainable": [
@@ -285,8 +333,10 @@ def cached_module(
     record: bool = False,
     watch_device: bool = False,
     pairing: dict | None = None,
+    dtype: str | None = None,
 ) -> dict:
-    """Build a module with a KV cache as ``module`` does (in eval mode), then run ``steps`` on ``x``.
+    """Build a module with a KV cache as ``module`` does (in eval mode), then run ``steps`` on ``x``
+    (``dtype``: both in that floating dtype, as in ``module``).
 
     A step is {"tokens": [start, stop], "use_cache": True, False or None} (forward on x[:, start:stop];
     None: called without use_cache) or {"reset": True} (reset_cache()). The reply holds, before the
@@ -301,7 +351,10 @@ def cached_module(
     if built is None:
         return report
     built.eval()
-    x = x.to(device)
+    wanted = getattr(torch, dtype) if dtype else None
+    if wanted is not None:
+        built = built.to(wanted)
+    x = x.to(device, wanted)
     report["cache_before"] = _cache_of(built)
     done = report["steps"] = []
     watch = FixedDeviceWatch() if watch_device else contextlib.nullcontext()

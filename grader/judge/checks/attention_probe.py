@@ -206,6 +206,12 @@ def _measure(learner, stage: int, cls: str, n: int, heads: int, rng: torch.Gener
     return Measured(documented, expected, q, k)
 
 
+def computes_transposed(learner, stage: int, cls: str) -> bool:
+    """``cls`` runs on square weights and computes x @ W.T there: what it documents as (d_in, d_out) it uses as
+    (d_out, d_in)."""
+    return _measure(learner, stage, cls, n=4, heads=1, rng=torch.Generator().manual_seed(0)).transposed
+
+
 TRANSPOSED = (
     "it computes x @ W.T, as with weights in nn.Linear's layout (d_out, d_in), where it documents (d_in, d_out)"
 )
@@ -267,7 +273,10 @@ def expect_attention(learner, stage: int, cls: str, n: int, heads: int, rng: tor
             evidence=_evidence(cls, n, measured),
         )
     if measured.transposed:
-        raise CheckFailed(f"{what}: {TRANSPOSED}", "weights-layout", _evidence(cls, n, measured))
+        # weights held in the documented (d_in, d_out) shape and multiplied as x @ W.T, or held as (d_out, d_in)
+        held = dict(build(learner, stage, cls, [4, 3])["structure"]["parameters"])
+        hint = "weights-transposed-in-forward" if held.get("W_query") == [4, 3] else "weights-layout"
+        raise CheckFailed(f"{what}: {TRANSPOSED}", hint, _evidence(cls, n, measured))
     try:
         expect_close(
             read if heads > 1 else read[0],

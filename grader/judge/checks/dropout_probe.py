@@ -122,6 +122,16 @@ def _dropout_problem(learner, stage: int, cls: str, args_for, state_for, n: int,
             "query: it hit the values, not the attention weights",
             "dropout-wrong-place",
         )
+    twice = 1 - (1 - p) ** 2  # each weight kept by two dropouts in a row, and scaled by both
+    if abs(dropped - twice) <= 0.05 and torch.allclose(
+        revealed.double()[allowed][kept], (even[allowed] / (1 - p) ** 2)[kept], atol=1e-5
+    ):
+        return CheckFailed(
+            f"{cls} with dropout={p} dropped {dropped:.1%} of the attention weights, about 1 - (1 - p)² = "
+            f"{twice:.0%}, and scaled those it kept by 1/(1 - p)² = {1 / (1 - p) ** 2:g}: the weights went through "
+            "dropout twice",
+            "dropout-twice",
+        )
     if abs(dropped - p) > 0.05:
         return CheckFailed(
             f"{cls} with dropout={p} dropped {dropped:.1%} of the attention weights, expected about {p:.0%}"

@@ -208,6 +208,9 @@ def cache_variants(x: torch.Tensor, state: dict, num_heads: int, sizes: list[int
     def unmasked_once_cached(start: int, n: int) -> torch.Tensor:
         return no_mask(start, n) if start else offset_mask(start, n)
 
+    def unmasked_while_empty(start: int, n: int) -> torch.Tensor:
+        return offset_mask(start, n) if start else no_mask(start, n)
+
     return {
         **multihead_variants(x, state, num_heads),
         "cache-mask-not-offset": fed_in_chunks(x, state, num_heads, sizes, top_left_mask),
@@ -217,6 +220,10 @@ def cache_variants(x: torch.Tensor, state: dict, num_heads: int, sizes: list[int
         ),
         "mask-not-causal:once the cache holds tokens, a chunk's tokens see later ones, as with no mask": fed_in_chunks(
             x, state, num_heads, sizes, unmasked_once_cached
+        ),
+        "mask-not-causal:the first chunk, fed to an empty cache, is attended without the mask, so its tokens see "
+        "later ones; it needs the causal mask as much as any chunk": fed_in_chunks(
+            x, state, num_heads, sizes, unmasked_while_empty
         ),
         "cache-not-used": fed_in_chunks(x, state, num_heads, sizes, reads_cache=False),
         # torch.cat([self.cache_k, values]): the new values appended to the cached keys, a copy-paste slip
@@ -242,3 +249,19 @@ def expect_cached_example(learner) -> None:
     x = torch.rand(2, 5, 3, generator=generator(f"example.{CLS}"))
     expected = documented.output("MultiHeadAttention", EXAMPLE_ARGS, state, x)
     expect_all_close([fed_case(learner, EXAMPLE_ARGS, state, x, EXAMPLE_SIZES, expected)])
+
+
+def documented_state(args: list, seed: int) -> dict:
+    """The weights a module of ``args`` gets under ``seed``, drawn by the documented structure alone: what a visible
+    check injects, since the release has no reference solution (the same draws as the reference's)."""
+    return parameters_only(reference_state(documented.DOCUMENTED[CLS], args, seed))
+
+
+def fed_token_by_token(learner, check_name: str) -> tuple[dict, torch.Tensor, dict]:
+    """CLS(4, 6, 5, 0.1, 3) with documented weights, fed 5 tokens one at a time (a step may raise), watching for
+    tensors made on a fixed device: the reply, the input and the weights."""
+    args = [4, 6, 5, 0.1, 3]
+    state = documented_state(args, 9500)
+    x = torch.rand(2, 5, 4, generator=generator(check_name))
+    steps = [{**step, "may_raise": True} for step in chunk_steps([1] * 5)]
+    return feed(learner, args, x, steps, state, watch_device=True), x, state

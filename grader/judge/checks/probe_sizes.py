@@ -67,6 +67,7 @@ ONE_FEATURE = "one feature per head, d_out = num_heads"
 SQUARE_HEADS = "as many tokens as heads, each head_dim wide (num_tokens = num_heads = head_dim)"
 SPLIT = HEADED - {"MultiHeadAttentionWrapper"}  # the classes that split d_out into heads
 ONE_LEADING_RUN = "one leading dimension, (H, L, E)"  # scaled dot-product attention on a stack of matrices
+SQUARE_INPUTS = "as many tokens as features (num_tokens = d_in)"  # stage 1: an axis of one met with the other
 # (name, what it changes): one size made equal to another, or every size the worked example's.
 VARIATIONS = {
     "d_in = d_out": lambda s, cls: replace(s, d_in=s.d_out),
@@ -132,12 +133,15 @@ WORKED_SIZES = {
     EXAMPLE_RUN: lambda c: replace(c, tokens=EXAMPLE_TOKENS, dim=EXAMPLE_DIM),
     DOUBLED_RUN: lambda c: replace(c, tokens=2 * EXAMPLE_TOKENS, dim=2 * EXAMPLE_DIM),
 }
+# Stage 1's functions take inputs (num_tokens, d_in): a product or broadcast that pairs the two axes runs on square
+# inputs alone.
+TOKEN_SIZES = {**WORKED_SIZES, SQUARE_INPUTS: lambda c: replace(c, tokens=c.dim)}
 FUNCTIONS = {
     "attention_scores": FunctionProbe(
         lambda c, g: [torch.rand(c.tokens, c.dim, generator=g), torch.rand(c.dim, generator=g)],
         lambda c: (c.tokens,),
         Call(),
-        WORKED_SIZES,
+        TOKEN_SIZES,
     ),
     "softmax_naive": FunctionProbe(
         lambda c, g: [torch.randn(c.tokens, generator=g)], lambda c: (c.tokens,), Call(), WORKED_SIZES
@@ -146,10 +150,10 @@ FUNCTIONS = {
         lambda c, g: [torch.rand(c.tokens, c.dim, generator=g), torch.softmax(torch.randn(c.tokens, generator=g), 0)],
         lambda c: (c.dim,),
         Call(),
-        WORKED_SIZES,
+        TOKEN_SIZES,
     ),
     "simple_self_attention": FunctionProbe(
-        lambda c, g: [torch.rand(c.tokens, c.dim, generator=g)], lambda c: (c.tokens, c.dim), Call(), WORKED_SIZES
+        lambda c, g: [torch.rand(c.tokens, c.dim, generator=g)], lambda c: (c.tokens, c.dim), Call(), TOKEN_SIZES
     ),
     "mask_and_renormalize": FunctionProbe(
         lambda c, g: [torch.softmax(torch.randn(c.tokens, c.tokens, generator=g), -1)],

@@ -27,6 +27,7 @@ from grader.judge.checks.probe_sizes import (
     ONE_LEADING_RUN,
     PROBED,
     SQUARE_HEADS,
+    SQUARE_INPUTS,
     VALUE_WIDTH_RUN,
     VARIATIONS,
     Call,
@@ -45,6 +46,7 @@ RUNS_LISTED_UNDER = "(the runs that tell why are listed under {check})"  # a lat
 # torch's own words that say the cause of the base run's error themselves: no run is needed to tell it, and
 # the runs that succeed would point elsewhere (a view of a transposed tensor works with one head).
 SAID_BY_TORCH = ("view size is not compatible with input tensor's size and stride",)
+EXPANDED = "The expanded size of the tensor"  # torch's words for an expand of an axis that is not of size 1
 TUPLE_RETURNED = "returned a tuple"  # how a run that returned a tuple begins its outcome
 # How much of a learner's error a run's line quotes.
 ERROR_CHARS = 160
@@ -73,6 +75,7 @@ RULES: list[tuple[str, frozenset[str], frozenset[str]]] = [
     # a transpose missing after the split, or on other axes: only a (b, heads, tokens, head_dim) of equal axes runs
     ("heads-split-wrong", frozenset({SQUARE_HEADS}), frozenset({"one head"})),
     ("batch-fixed", frozenset({"a batch of one"}), WORKED),
+    ("tokens-for-features", frozenset({SQUARE_INPUTS}), WORKED),
     ("sizes-hard-coded", frozenset({EXAMPLE_RUN}), frozenset()),
     # a function: any run that takes the worked example's tokens or features, and only those
     (
@@ -130,6 +133,12 @@ CLAIMS = {
     "heads-split-wrong": "It runs only where num_tokens, num_heads and head_dim are equal, where (b, num_heads, "
     "num_tokens, head_dim) keeps its shape with any two of its last three axes swapped: a transpose after the "
     "split into heads is missing, or swaps other axes (the keys' is transpose(2, 3), their last two).",
+    "tokens-for-features": "It runs only where num_tokens == d_in: somewhere the token axis meets the feature "
+    "axis (weights of the tokens broadcast along the features, a product with inputs where inputs.T belongs).",
+    "kv-expanded": "It runs only where num_kv_groups == num_heads (or 1): .expand() repeats only an axis of size 1, "
+    "and the keys' heads axis holds num_kv_groups groups.",
+    "weights-transposed-in-forward": "It runs only when d_in == d_out, and there it computes x @ W.T: weights "
+    "documented as (d_in, d_out) are used as if they were nn.Linear's (d_out, d_in).",
     "input-length-refused": "It runs only when the input is as long as context_length, and what stops the others is "
     "a check of your own: inputs may be shorter than context_length.",
 }
@@ -227,8 +236,14 @@ def diagnose(learner: LearnerWorkers, stage: int, target: str) -> tuple[str, str
         cause = "kv-projection-size"  # keys and values of the wrong width fit only where the two counts agree too
     elif cause == "kv-repeat-count" and _kv_viewed_as_group_size(first.outcome, cases[0][1]):
         cause = "kv-heads-count"  # keys and values of the right width, viewed as num_heads // num_kv_groups heads
+    elif cause == "kv-heads-count" and EXPANDED in first.outcome:
+        cause = "kv-expanded"  # torch's expand repeats only an axis of size 1: the groups' axis is num_kv_groups
     elif cause == "kv-heads-count" and _merged_as_kv_width(first.outcome, cases[0][1]):
         cause = "heads-width-wrong"  # the heads merged back to the keys' width, not d_out
+    elif cause == "d-in-for-d-out" and target == "SelfAttention_v1" and _uses_transposed(learner, stage, target):
+        cause = "weights-transposed-in-forward"  # (d_in, d_out) weights multiplied as x @ W.T
+    if cause == "tokens-for-features" and first.failure[:1] != ("raised",):
+        cause = None  # a result of another shape that happens to fit square inputs: no axis meets the other
     if cause is not None and first.failure[:2] == ("raised", "TypeError") and cause != "returns-tuple":
         cause = None  # a value of the wrong type (a float count, an int where a tensor belongs): no size says why
     own_check = cause is not None and _own_check(learner, first)
@@ -244,6 +259,15 @@ def diagnose(learner: LearnerWorkers, stage: int, target: str) -> tuple[str, str
     elif cause is not None:
         words.append(RULE_CLAIMS.get((cause, rule[1]), CLAIMS[cause]) if rule else CLAIMS[cause])
     return "\n".join(words), cause, first.failure
+
+
+def _uses_transposed(learner: LearnerWorkers, stage: int, cls: str) -> bool:
+    from grader.judge.checks.attention_probe import computes_transposed  # it builds on support, which needs no probe
+
+    try:
+        return computes_transposed(learner, stage, cls)
+    except (LearnerFailure, CheckFailed):
+        return False
 
 
 def _own_check(learner: LearnerWorkers, run: Run) -> bool:

@@ -25,7 +25,7 @@ from grader.judge.class_source import init_signature
 from grader.judge.document_values import document_values
 from grader.judge.tensor_diff import described_call
 from grader.judge.verdict import CheckFailed, Variants, agrees, expect_all_close, expect_close  # noqa: F401 - re-exported for the checks
-from grader.runner.book_calls import BOOK_SIGNATURES, SIGNATURE_REFUSED
+from grader.runner.book_calls import BOOK_SIGNATURES
 from grader.runner.seeding import manual_seed
 from grader.sandbox.workers import LearnerFailure, LearnerWorkers
 
@@ -171,58 +171,6 @@ def build(learner: LearnerWorkers, stage: int, cls: str, args: list, probe: str 
     return reply
 
 
-def expect_trainable(cls: str, shape: dict) -> None:
-    """``cls``'s module, described by its ``shape`` (a build's "structure"), can be trained: every parameter
-    takes a gradient, and no dropout overwrites the attention weights autograd keeps for the backward pass."""
-    if frozen := shape.get("frozen"):
-        raise CheckFailed(
-            f"{cls}'s {', '.join(map(str, frozen))} do not require grad, so training cannot change them: create "
-            "each weight as nn.Parameter(...) (or nn.Linear) without requires_grad=False, as the book's class does"
-        )
-    if inplace := shape.get("inplace_dropout"):
-        raise CheckFailed(
-            f"{cls}'s {', '.join(map(str, inplace))} is nn.Dropout(..., inplace=True): in training it overwrites "
-            "the attention weights that autograd keeps for the backward pass, and backward() raises; drop out "
-            "into a new tensor, nn.Dropout(dropout)"
-        )
-
-
-def expect_forward_keeps_buffers(learner: LearnerWorkers, stage: int, cls: str, args: list, tokens: int) -> None:
-    """``cls(*args)``'s forward on ``tokens`` tokens (fewer than its context) leaves its buffers as they were:
-    a mask cut to the input and kept as self.mask breaks the next, longer input. What raises is the result
-    checks' to judge."""
-    x = torch.rand(2, tokens, args[0], generator=generator(f"buffers kept {cls}"))
-    try:
-        reply = build(learner, stage, cls, args, inputs=[x])
-    except LearnerFailure:
-        return
-    before, after = reply["structure"]["buffers"], reply.get("buffers_after", [])
-    if after != before:
-        raise CheckFailed(
-            f"{cls}{tuple(args)}'s forward on {tokens} tokens changed its buffers from {before} to {after}: keep "
-            "what forward cuts from the mask in a local variable, so that self.mask stays whole for the next input"
-        )
-
-
-def expect_projection_biases(learner: LearnerWorkers, stage: int, cls: str, args: list) -> None:
-    """``cls(*args, qkv_bias=True)`` gives each of W_query, W_key and W_value a bias. The structure checks build
-    the module with qkv_bias=False, where a bias that never follows the argument hides."""
-    try:
-        shape = build(learner, stage, cls, args, kwargs={"qkv_bias": True})["structure"]
-    except LearnerFailure as failure:
-        if SIGNATURE_REFUSED in failure.message:  # no qkv_bias to follow: note.signature says so
-            return
-        raise
-    biased = {name.removesuffix(".bias") for name, _ in shape["parameters"] if name.endswith(".bias")}
-    missing = [name for name in PROJECTION_NAMES if name not in biased]
-    if missing:
-        raise CheckFailed(
-            f"{cls}{tuple(args)} built with qkv_bias=True gives {', '.join(missing)} no bias: each of W_query, "
-            "W_key and W_value should be nn.Linear(..., bias=qkv_bias)",
-            "qkv-bias-ignored",
-        )
-
-
 def _only_kv_widths(mismatched: list) -> bool:
     """Every weight of another shape is W_key's or W_value's, with the documented input size and another width."""
     return all(
@@ -352,15 +300,6 @@ def expect_inputs_kept(learner: LearnerWorkers, stage: int, cases: dict[str, lis
                     "caller passed",
                     "input-overwritten",
                 )
-
-
-def mask_buffer_hint(buffers: list) -> str | None:
-    """Why a module lacks its (context_length, context_length) mask buffer: mask-not-buffer where no buffer is named
-    mask; sizes-hard-coded where it is the worked example's (6, 6) whatever context_length says; else no cause."""
-    sizes = [size for name, size in buffers if name == "mask"]
-    if not sizes:
-        return "mask-not-buffer"
-    return "sizes-hard-coded" if sizes[0] == [6, 6] else None
 
 
 def call(learner: LearnerWorkers, stage: int, function: str, *args, **kwargs) -> object:

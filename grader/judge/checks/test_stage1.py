@@ -2,7 +2,7 @@
 
 import torch
 
-from grader.judge.checks.device_note import expect_device_followed
+from grader.judge.checks.device_note import expect_device_followed, expect_dtype_followed
 from grader.judge.checks.examples import expect_function_values_explained
 from grader.judge.checks.shortcut import SOFTMAX_BY_HAND, expect_not_spelled, expect_work_recorded, switched_off_reply
 from grader.judge.checks.support import (
@@ -182,3 +182,9 @@ def test_output_shapes(learner):
 @check("note.fixed_device", visible=True)
 def test_no_fixed_device(learner):
     expect_device_followed(learner, STAGE, _calls(generator("note.fixed_device")))
+
+
+@check("note.fixed_dtype", visible=True)
+def test_no_fixed_dtype(learner):
+    """A note: float64 arguments give float64 results (the book's loops sum into a float32 torch.zeros)."""
+    expect_dtype_followed(learner, STAGE, _calls(generator("note.fixed_dtype")))

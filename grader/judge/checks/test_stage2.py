@@ -5,9 +5,10 @@ from typing import cast
 import torch
 
 from grader.judge.checks.attention_probe import expect_attention, showing_attention
-from grader.judge.checks.device_note import device_hint
+from grader.judge.checks.device_note import device_hint, module_dtype_failure, raise_dtype_failures
 from grader.judge.checks.documented import DOCUMENTED
 from grader.judge.checks.examples import expect_example, expect_seeded_values_explained
+from grader.judge.checks.module_structure import expect_trainable
 from grader.judge.checks.shortcut import expect_attention_by_hand
 from grader.judge.checks.support import (
     QKV,
@@ -19,7 +20,6 @@ from grader.judge.checks.support import (
     expect_book_signature,
     expect_documented_names,
     expect_input_dependent,
-    expect_trainable,
     generator,
     holds_weights,
     parameters_only,
@@ -144,7 +144,7 @@ def test_structure_v1(learner):
             + (": (d_out, d_in), nn.Linear's layout" if transposed else ""),
             "weights-layout" if transposed else "wrong-shape",
         )
-    expect_trainable("SelfAttention_v1", shape)
+    expect_trainable("SelfAttention_v1", shape, learner, STAGE, [4, 3])
     expect_caller_seed(learner, "SelfAttention_v1", [4, 3])
 
 
@@ -185,7 +185,7 @@ def test_structure_v2(learner):
                 f"it holds {shape['parameters']}{which}",
                 hint,
             )
-    expect_trainable("SelfAttention_v2", shape)
+    expect_trainable("SelfAttention_v2", shape, learner, STAGE, [4, 3])
     expect_caller_seed(learner, "SelfAttention_v2", [4, 3])
 
 
@@ -236,6 +236,15 @@ def test_no_fixed_device(learner):
     ]
     if failed := [f for f in found if f is not None]:
         raise CheckFailed("\n".join(f.message for f in failed), failed[0].hint)
+
+
+@check("note.fixed_dtype", visible=True)
+def test_no_fixed_dtype(learner):
+    """A note: a module made float64 (.double()) computes in float64."""
+    x = torch.rand(4, 3, generator=generator("note.fixed_dtype"))
+    raise_dtype_failures(
+        [module_dtype_failure(learner, STAGE, cls, [3, 2], x) for cls in ("SelfAttention_v1", "SelfAttention_v2")]
+    )
 
 
 @check("note.signature", visible=True)

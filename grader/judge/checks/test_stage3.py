@@ -78,13 +78,26 @@ def v2_weights(d_in: int, d_out: int, seed: int) -> dict[str, torch.Tensor]:
     return {name: getattr(sa_v2, name).weight.detach() for name in NAMES}
 
 
-def expect_transferred(v1: dict, d_in: int, d_out: int, seed: int, what: str) -> None:
+def expect_transferred(v1: dict, d_in: int, d_out: int, seed: int, what: str, returned: dict | None = None) -> None:
     """sa_v1's weights after the transfer between the pair built under ``seed`` must be v2's, transposed; a
-    weight that still holds what v1 was built with was not copied."""
+    weight that still holds what v1 was built with was not copied (into sa_v1: ``returned``, the weights of
+    another module returned in its place, may hold them)."""
     before, _ = seeded_transfer_pair(d_in, d_out, seed)
     v2 = v2_weights(d_in, d_out, seed)
+    held = returned or {}
+    filled_elsewhere = bool(held) and all(
+        isinstance(held.get(n), torch.Tensor) and held[n].shape == v2[n].T.shape and torch.allclose(held[n], v2[n].T)
+        for n in NAMES
+    )
     for name in NAMES:
         built = getattr(before, name).detach()
+        if torch.equal(v1[name], built) and filled_elsewhere:
+            raise CheckFailed(
+                f"{what}: the transfer filled another module (a copy) with sa_v2's weights and returned it, and left "
+                "the sa_v1 it was given as it was built: the caller's sa_v1, which the book goes on using, never "
+                "gets the weights",
+                "transfer-returns-copy",
+            )
         if torch.equal(v1[name], built):
             raise CheckFailed(
                 f"{what}: sa_v1.{name} still holds the values sa_v1 was built with: nothing was copied into it",
@@ -132,7 +145,9 @@ def test_document_transfer(learner):
     value = next(v for v in document_values(STAGE) if v.id == "stage3.v1_after_transfer")
     problem = value.check(documented.attention(x, reply["v1"]))
     if problem is not None:
-        expect_transferred(reply["v1"], 3, 2, 123, "exercise 3.1")  # names a mistake we know
+        expect_transferred(
+            reply["v1"], 3, 2, 123, "exercise 3.1", reply.get("returned_weights")
+        )  # names a mistake we know
         raise CheckFailed(f"{value.citation}: {problem}")
 
 
@@ -140,7 +155,9 @@ def test_document_transfer(learner):
 def test_random_transfer(learner):
     for index, (d_in, d_out) in enumerate(SHAPES):
         reply = transfer(learner, d_in, d_out, seed=2000 + index)
-        expect_transferred(reply["v1"], d_in, d_out, 2000 + index, f"d_in={d_in}, d_out={d_out}")
+        expect_transferred(
+            reply["v1"], d_in, d_out, 2000 + index, f"d_in={d_in}, d_out={d_out}", reply.get("returned_weights")
+        )
 
 
 @check("property.outputs_agree", visible=True, target="transfer_weights_v2_to_v1")
@@ -170,7 +187,10 @@ def test_outputs_agree_after_transfer(learner):
 def test_transfer_returns_v1(learner):
     reply = transfer(learner, 4, 3, seed=4000)
     if not reply["returned_v1"]:
-        raise CheckFailed("transfer_weights_v2_to_v1 must return the same sa_v1 object it was given")
+        raise CheckFailed(
+            "transfer_weights_v2_to_v1 must return the same sa_v1 object it was given",
+            "transfer-returns-copy" if reply.get("returned_weights") else None,
+        )
     if reply["v1_parameters"] != list(NAMES):
         raise CheckFailed(
             "after the transfer, sa_v1's parameters should still be W_query, W_key, W_value "

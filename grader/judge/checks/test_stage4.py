@@ -7,12 +7,24 @@ import torch
 from grader.judge.checks import documented
 from grader.judge.checks.attention_probe import showing_attention
 from grader.judge.checks.causal import expect_causal_and_independent, run_injected
-from grader.judge.checks.device_note import expect_device_followed, expect_no_fixed_device
+from grader.judge.checks.device_note import (
+    expect_device_followed,
+    expect_dtype_followed,
+    expect_module_dtype_followed,
+    expect_no_fixed_device,
+)
 from grader.judge.checks.dropout_probe import expect_dropout_on_weights
 from grader.judge.checks.examples import (
     expect_example,
     expect_function_values_explained,
     expect_seeded_values_explained,
+)
+from grader.judge.checks.module_structure import (
+    expect_documented_mask,
+    expect_forward_keeps_buffers,
+    expect_projection_biases,
+    expect_trainable,
+    mask_buffer_hint,
 )
 from grader.judge.checks.shortcut import expect_attention_by_hand
 from grader.judge.checks.support import (
@@ -25,11 +37,8 @@ from grader.judge.checks.support import (
     expect_book_signature,
     expect_close,
     expect_documented_names,
-    expect_forward_keeps_buffers,
     expect_input_dependent,
     expect_inputs_kept,
-    expect_projection_biases,
-    expect_trainable,
     generator,
 )
 from grader.judge.diagnosis import causal_softmax_variants, linear, renormalize_variants, single_head_variants
@@ -184,6 +193,15 @@ def test_no_fixed_device(learner):
     _raise_each(found)
 
 
+@check("note.fixed_dtype", visible=True)
+def test_no_fixed_dtype(learner):
+    cases = _function_cases(generator("note.fixed_dtype"))
+    found = [_failure(lambda: expect_dtype_followed(learner, STAGE, cases))]
+    x = torch.rand(2, 5, 4, generator=generator("note.fixed_dtype"))
+    found.append(_failure(lambda: expect_module_dtype_followed(learner, STAGE, "CausalAttention", [4, 3, 6, 0.1], x)))
+    _raise_each(found)
+
+
 @check("note.batched", visible=True)
 def test_batched(learner):
     _raise_each(
@@ -252,11 +270,11 @@ def test_causal_attention_structure(learner, device):
         raise CheckFailed(
             f"CausalAttention(..., context_length=6, ...) should register a (6, 6) buffer named mask; "
             f"its buffers are {shape['buffers']}",
-            "mask-not-buffer",
+            mask_buffer_hint(shape["buffers"]),
         )
     if not reply["buffers_on"]["mask"].startswith(device):
         raise CheckFailed(f"after .to('{device}') the mask is on {reply['buffers_on']['mask']}", "mask-not-buffer")
-    expect_trainable("CausalAttention", shape)
+    expect_trainable("CausalAttention", shape, learner, STAGE, [4, 3, 6, 0.1])
     expect_forward_keeps_buffers(learner, STAGE, "CausalAttention", [4, 3, 6, 0.1], tokens=3)
 
 
@@ -270,3 +288,8 @@ def test_causal_attention_shortcut(learner, learner_source, reference):
 def test_book_signature(learner, learner_source):
     """A note: the book's signature, which the checks do not need (they call by the book's names)."""
     expect_book_signature(learner, learner_source[STAGE], STAGE, {"CausalAttention": [3, 2, 6, 0.0]})
+
+
+@check("note.mask_buffer", visible=True, target="CausalAttention")
+def test_mask_buffer(learner):
+    expect_documented_mask(learner, STAGE, "CausalAttention", [4, 3, 6, 0.1])

@@ -12,9 +12,16 @@ import torch
 from grader.judge.checks import documented
 from grader.judge.checks.attention_probe import showing_attention
 from grader.judge.checks.causal import expect_causal_and_independent, run_injected
-from grader.judge.checks.device_note import expect_no_fixed_device
+from grader.judge.checks.device_note import expect_module_dtype_followed, expect_no_fixed_device
 from grader.judge.checks.dropout_probe import expect_dropout_on_weights, one_head_state
 from grader.judge.checks.examples import expect_example, explain_with_example
+from grader.judge.checks.module_structure import (
+    expect_documented_mask,
+    expect_forward_keeps_buffers,
+    expect_projection_biases,
+    expect_trainable,
+    mask_buffer_hint,
+)
 from grader.judge.checks.shortcut import expect_attention_by_hand
 from grader.judge.checks.support import (
     CheckFailed,
@@ -25,13 +32,9 @@ from grader.judge.checks.support import (
     expect_close,
     expect_document_values,
     expect_documented_names,
-    expect_forward_keeps_buffers,
-    expect_projection_biases,
-    expect_trainable,
     generator,
     holds_weights,
     init_order_hint,
-    mask_buffer_hint,
     reference_state,
 )
 from grader.judge.diagnosis import multihead_variants
@@ -246,7 +249,7 @@ def test_wrapper_structure(learner):
             "head 1 has none: pass qkv_bias on to each CausalAttention",
             "qkv-bias-ignored",
         )
-    expect_trainable(WRAPPER, shape)
+    expect_trainable(WRAPPER, shape, learner, STAGE, None)  # its heads: stage 4 stand-ins
 
 
 @check("structure.MultiHeadAttention", visible=True, target="MultiHeadAttention")
@@ -291,7 +294,7 @@ def test_multihead_structure(learner):
             f"MultiHeadAttention(4, 6, 5, 0.1, num_heads=3) should set head_dim = 6 // 3 = 2; "
             f"it has {shape['attributes'].get('head_dim')}"
         )
-    expect_trainable("MultiHeadAttention", shape)
+    expect_trainable("MultiHeadAttention", shape, learner, STAGE, [4, 6, 5, 0.1, 3])
     expect_forward_keeps_buffers(learner, STAGE, "MultiHeadAttention", [4, 6, 5, 0.1, 3], tokens=3)
 
 
@@ -322,6 +325,13 @@ def test_multihead_no_fixed_device(learner):
     expect_no_fixed_device(learner, STAGE, "MultiHeadAttention", [4, 6, 5, 0.1, 3], torch.rand(2, 4, 4))
 
 
+@check("note.fixed_dtype", visible=True, target="MultiHeadAttention")
+def test_multihead_no_fixed_dtype(learner):
+    """A note: a module made float64 (.double()) computes in float64."""
+    x = torch.rand(2, 4, 4, generator=generator("note.fixed_dtype"))
+    expect_module_dtype_followed(learner, STAGE, "MultiHeadAttention", [4, 6, 5, 0.1, 3], x)
+
+
 @check("shortcut.MultiHeadAttention", target="MultiHeadAttention")
 def test_multihead_shortcut(learner, learner_source, reference):
     args = [3, 4, 6, 0.0, 2]
@@ -340,3 +350,8 @@ def test_book_signature(learner, learner_source):
         STAGE,
         {"MultiHeadAttentionWrapper": [3, 2, 6, 0.0, 2], "MultiHeadAttention": [3, 2, 6, 0.0, 2]},
     )
+
+
+@check("note.mask_buffer", visible=True, target="MultiHeadAttention")
+def test_mask_buffer(learner):
+    expect_documented_mask(learner, STAGE, "MultiHeadAttention", [4, 6, 5, 0.1, 3])

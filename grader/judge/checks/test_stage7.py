@@ -15,7 +15,7 @@ import torch
 
 from grader.judge.checks import documented
 from grader.judge.checks.delegation import delegated_shortcut
-from grader.judge.checks.device_note import device_hint
+from grader.judge.checks.device_note import device_hint, expect_module_dtype_followed
 from grader.judge.checks.dropout_probe import expect_dropout_on_weights, one_head_state
 from grader.judge.checks.examples import fail_if_example_fails
 from grader.judge.checks.kv_cache_held import cached_keys_values, expect_cache, held_in_words, is_none, unchanged_cache
@@ -23,13 +23,21 @@ from grader.judge.checks.kv_feeding import (
     CLS,
     STAGE,
     chunk_steps,
+    documented_state,
     expect_cached_example,
     fed_case,
+    fed_token_by_token,
     feed,
     feed_past_a_cache,
     feed_past_a_reset,
     joined,
     refused_early,
+)
+from grader.judge.checks.module_structure import (
+    expect_documented_mask,
+    expect_projection_biases,
+    expect_trainable,
+    mask_buffer_hint,
 )
 from grader.judge.checks.shortcut import SHORTCUT_SEED, expect_work_recorded, switched_off_reply
 from grader.judge.checks.support import (
@@ -41,12 +49,9 @@ from grader.judge.checks.support import (
     expect_book_signature,
     expect_close,
     expect_documented_names,
-    expect_projection_biases,
-    expect_trainable,
     generator,
     holds_weights,
     init_order_hint,
-    mask_buffer_hint,
     parameters_only,
     reference_output,
     reference_state,
@@ -161,7 +166,7 @@ def test_random_chunks(learner, reference):
 def test_use_cache_off(learner):
     """use_cache=False (and the default) neither reads nor changes the cache."""
     args = [4, 6, 8, 0.0, 3]
-    state = _documented_state(args, 9300)
+    state = documented_state(args, 9300)
     x = torch.rand(2, 8, 4, generator=generator("property.use_cache_off"))
     # The last step may raise: a cache the calls before it grew has no room for 2 more tokens.
     steps: list[dict] = [
@@ -207,7 +212,7 @@ def test_use_cache_off(learner):
 def test_reset_cache(learner):
     """reset_cache() empties the cache: the next tokens start a new sequence."""
     args = [5, 8, 8, 0.0, 2]
-    state = _documented_state(args, 9400)
+    state = documented_state(args, 9400)
     x = torch.rand(3, 7, 5, generator=generator("property.reset_cache"))
     steps: list[dict] = [
         {"reset": True},
@@ -280,7 +285,8 @@ def test_context_length(learner):
             raise CheckFailed(
                 f"{CLS}(3, 4, context_length=6, ...) fed 7 tokens {fed} with use_cache=True raised "
                 f"{kind}: {message}; a cache that would grow past context_length must raise ValueError, "
-                "checked before it grows",
+                "checked before it grows"
+                + (" (an assert raises AssertionError, and python -O drops it)" if kind == "AssertionError" else ""),
                 "cache-past-context",
             )
 
@@ -293,25 +299,9 @@ def test_dropout(learner):
     )
 
 
-def _documented_state(args: list, seed: int) -> dict:
-    """The weights a module of ``args`` gets under ``seed``, drawn by the documented structure alone: what a visible
-    check injects, since the release has no reference solution (the same draws as the reference's)."""
-    return parameters_only(reference_state(documented.DOCUMENTED[CLS], args, seed))
-
-
-def _fed_token_by_token(learner, check_name: str) -> tuple[dict, torch.Tensor, dict]:
-    """CLS(4, 6, 5, 0.1, 3) with documented weights, fed 5 tokens one at a time (a step may raise), watching for
-    tensors made on a fixed device: the reply, the input and the weights."""
-    args = [4, 6, 5, 0.1, 3]
-    state = _documented_state(args, 9500)
-    x = torch.rand(2, 5, 4, generator=generator(check_name))
-    steps = [{**step, "may_raise": True} for step in chunk_steps([1] * 5)]
-    return feed(learner, args, x, steps, state, watch_device=True), x, state
-
-
 @check("structure.MultiHeadAttentionKV", visible=True, target=CLS)
 def test_structure(learner, device):
-    reply, x, state = _fed_token_by_token(learner, "structure.MultiHeadAttentionKV")
+    reply, x, state = fed_token_by_token(learner, "structure.MultiHeadAttentionKV")
     shape = reply["structure"]
     expected_linears = [["W_query", [6, 4]], ["W_key", [6, 4]], ["W_value", [6, 4]], ["out_proj", [6, 6]]]
     linears = [[name.removesuffix(".weight"), s] for name, s in shape["parameters"] if name.endswith(".weight")]
@@ -324,7 +314,7 @@ def test_structure(learner, device):
             "param-init-order" if sorted(linears) == sorted(expected_linears) and linears else None,
         )
     expect_projection_biases(learner, STAGE, CLS, [4, 6, 5, 0.1, 3])
-    expect_trainable(CLS, shape)
+    expect_trainable(CLS, shape, learner, STAGE, [4, 6, 5, 0.1, 3])
     if kept := [key for key in reply["state_dict_after"] if key not in shape["state_dict"]]:
         raise CheckFailed(
             f"after tokens fed with use_cache=True, state_dict() holds {kept} too: the cache is no weight; keep it "
@@ -369,9 +359,15 @@ def test_structure(learner, device):
 @check("note.fixed_device", visible=True, target=CLS)
 def test_no_fixed_device(learner):
     """A note: what we know beyond the book, which costs nothing unless an instructor prices it."""
-    moved = device_hint(_fed_token_by_token(learner, "note.fixed_device")[0], CLS)
-    if moved is not None:
+    if moved := device_hint(fed_token_by_token(learner, "note.fixed_device")[0], CLS):
         raise moved
+
+
+@check("note.fixed_dtype", visible=True, target=CLS)
+def test_no_fixed_dtype(learner):
+    """A note: a module made float64 computes in float64, its cache included (fed two tokens, then one)."""
+    x = torch.rand(2, 3, 4, generator=generator("note.fixed_dtype"))
+    expect_module_dtype_followed(learner, STAGE, CLS, [4, 6, 5, 0.1, 3], x, chunk_steps([2, 1]))
 
 
 @check("shortcut.MultiHeadAttentionKV", target=CLS)
@@ -397,3 +393,8 @@ def test_shortcut(learner, learner_source, reference):
 def test_book_signature(learner, learner_source):
     """A note: the book's signature, which the checks do not need (they call by the book's names)."""
     expect_book_signature(learner, learner_source[STAGE], STAGE, {"MultiHeadAttentionKV": [3, 2, 6, 0.0, 2]})
+
+
+@check("note.mask_buffer", visible=True, target=CLS)
+def test_mask_buffer(learner):
+    expect_documented_mask(learner, STAGE, CLS, [4, 6, 5, 0.1, 3])

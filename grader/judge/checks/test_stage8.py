@@ -14,7 +14,7 @@ import torch
 
 from grader.judge.checks.causal import expect_causal_and_independent, run_injected
 from grader.judge.checks.delegation import expect_attention_by_hand_or_delegated
-from grader.judge.checks.device_note import expect_no_fixed_device
+from grader.judge.checks.device_note import expect_module_dtype_followed, expect_no_fixed_device
 from grader.judge.checks.dropout_probe import expect_dropout_on_weights, one_head_state
 from grader.judge.checks.examples import build_causal
 from grader.judge.checks.gqa_reference import (
@@ -28,6 +28,13 @@ from grader.judge.checks.gqa_reference import (
     qkv_biases,
     torch_gqa,
 )
+from grader.judge.checks.module_structure import (
+    expect_documented_mask,
+    expect_forward_keeps_buffers,
+    expect_projection_biases,
+    expect_trainable,
+    mask_buffer_hint,
+)
 from grader.judge.checks.support import (
     CheckFailed,
     build,
@@ -36,12 +43,8 @@ from grader.judge.checks.support import (
     expect_book_signature,
     expect_close,
     expect_documented_names,
-    expect_forward_keeps_buffers,
-    expect_projection_biases,
-    expect_trainable,
     generator,
     holds_weights,
-    mask_buffer_hint,
     parameters_only,
     reference_output,
     reference_state,
@@ -299,7 +302,7 @@ def test_structure(learner):
     if biases:
         raise CheckFailed(f"{CLS}(4, 8, 5, 0.1, 4, 2) (qkv_bias=False) holds the biases {biases}", "qkv-bias-ignored")
     expect_projection_biases(learner, STAGE, CLS, args)
-    expect_trainable(CLS, shape)
+    expect_trainable(CLS, shape, learner, STAGE, args)
     expect_forward_keeps_buffers(learner, STAGE, CLS, args, tokens=3)
     if ["out_proj.bias", [8]] not in shape["parameters"]:
         raise CheckFailed("out_proj should have a bias, whatever qkv_bias says (nn.Linear(d_out, d_out))")
@@ -334,6 +337,13 @@ def test_no_fixed_device(learner):
     expect_no_fixed_device(learner, STAGE, CLS, [4, 8, 5, 0.1, 4, 2], torch.rand(2, 4, 4))
 
 
+@check("note.fixed_dtype", visible=True, target=CLS)
+def test_no_fixed_dtype(learner):
+    """A note: a module made float64 (.double()) computes in float64."""
+    x = torch.rand(2, 4, 4, generator=generator("note.fixed_dtype"))
+    expect_module_dtype_followed(learner, STAGE, CLS, [4, 8, 5, 0.1, 4, 2], x)
+
+
 @check("structure.groups_refused", visible=True, target=CLS)
 def test_groups_refused(learner):
     build(learner, STAGE, CLS, [4, 12, 5, 0.0, 6, 3])  # a right module builds: what follows is about the groups
@@ -360,3 +370,8 @@ def test_shortcut(learner, learner_source, reference):
 def test_book_signature(learner, learner_source):
     """A note: the book's signature, which the checks do not need (they call by the book's names)."""
     expect_book_signature(learner, learner_source[STAGE], STAGE, {"GroupedQueryAttention": [4, 8, 5, 0.0, 4, 2]})
+
+
+@check("note.mask_buffer", visible=True, target=CLS)
+def test_mask_buffer(learner):
+    expect_documented_mask(learner, STAGE, CLS, [4, 8, 5, 0.1, 4, 2])
