@@ -2,29 +2,37 @@
 
 Each stage notebook's answer cell starts with ``%%writefile stage<N>_<topic>.py``: running it saves
 the cell as the same file the ``.py`` exercise is. ``load`` imports that file into the notebook, and
-starts grading it with ``python -m grader`` in a separate, sandboxed process (the notebook's kernel
-never judges anything) while the import runs; ``check`` reads that grading (or grades the file anew
-when it has changed since), prints one line per check and returns the points earned, which
-nbgrader takes as the test cell's partial credit. The kernel runs the student's cells too, so it
-only ever receives the report as a student may read it (``--student-json``): hidden checks' verdicts
-and hints, never their data, which nothing in the kernel could then print into nbgrader's feedback.
+has it graded by the kernel's grading server (``python -m grader.cli.serve``, a separate, sandboxed
+process started by the kernel's first grading: the kernel never judges anything) while the import
+runs; ``check`` reads that grading (or grades the file anew when it has changed since), prints one
+line per check and returns the points earned, which nbgrader takes as the test cell's partial
+credit. The kernel runs the student's cells too, so it only ever receives the report as a student
+may read it (the student's view): hidden checks' verdicts and hints, never their data, which
+nothing in the kernel could then print into nbgrader's feedback.
 """
 
+import atexit
+import contextlib
 import importlib
+import json
+import queue
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from functools import cache
 from pathlib import Path
 from types import ModuleType
 
+from grader.cli.serve import DONE
 from grader.core.report import Report
 from grader.core.report import read as read_report
 from grader.core.stages import STAGE_MODULES
 from grader.runner.implementation import SUBMISSION_PACKAGE, register_package
 from grader.views.notebook import HIDDEN_LATER, NOT_BESIDE, SUMMARY, verdict_lines
 
-GRADING_SECONDS = 240  # the whole grader run for one stage; a correct one takes about 3 s
+GRADING_SECONDS = 240  # one stage's grading, the server's start included; a correct one takes about 2 s
 
 
 class NotebookGradingError(RuntimeError):
@@ -47,7 +55,8 @@ def check(stage: int, hidden: bool = False) -> float:
     """Grade the stage's file; print its visible (or hidden) checks; return the points they earned."""
     path = _stage_file(stage)
     report = _grade(stage, path.name, path.read_bytes())
-    checks = [c for c in report["stages"][0]["checks"] if (c["visibility"] == "hidden") == hidden]
+    graded = next(s for s in report["stages"] if s["id"] == f"stage{stage}")  # the server grades every stage
+    checks = [c for c in graded["checks"] if (c["visibility"] == "hidden") == hidden]
     if hidden and not checks:
         print(HIDDEN_LATER)
         return 0.0
@@ -71,42 +80,96 @@ def _stage_file(stage: int) -> Path:
     return path
 
 
-# Gradings started ahead by load(), by (stage, file name, content): the process and its folder.
-_started: dict[tuple[int, str, bytes], tuple[subprocess.Popen, tempfile.TemporaryDirectory]] = {}
+class _Server:
+    """The kernel's one ``python -m grader.cli.serve``: torch, pytest and the judge are imported once, however
+    many stages the kernel grades (nbgrader's autograde runs a student's notebooks in one kernel:
+    grader.authoring.nbgrader.shared_kernel). Requests are answered in the order they were sent; a reader thread
+    takes the answers, so that waiting for one has a time limit on every platform."""
+
+    def __init__(self) -> None:
+        self.folder = tempfile.TemporaryDirectory(prefix="notebook-grade-")
+        with open(Path(self.folder.name) / "stderr.txt", "w") as stderr:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "grader.cli.serve"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+            )
+        self.answers: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.sent: list[tuple] = []  # the keys of the requests not answered yet, in order
+        self.answered: dict[tuple, str] = {}
+        atexit.register(self.stop)
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.answers.put(line.strip())
+        self.answers.put(None)  # the server ended
+
+    def send(self, key: tuple, folder: Path) -> None:
+        assert self.process.stdin is not None
+        request = {"folder": str(folder / "submission"), "report": str(folder / "report.json")}
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        self.sent.append(key)
+
+    def answer(self, key: tuple, seconds: float) -> str:
+        """The server's answer to the request of ``key``: "done" or "error: ..."; NotebookGradingError when it
+        ends or takes more than ``seconds``."""
+        deadline = time.monotonic() + seconds
+        while key not in self.answered:
+            try:
+                line = self.answers.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                self.stop()
+                raise NotebookGradingError(f"grading stage {key[0]} took over {GRADING_SECONDS} s") from None
+            if line is None:
+                said = (Path(self.folder.name) / "stderr.txt").read_text(errors="replace").strip().splitlines()
+                self.stop()
+                raise NotebookGradingError(f"the grader could not run: {(said or ['no reason given'])[-1]}")
+            self.answered[self.sent.pop(0)] = line
+        return self.answered.pop(key)
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        with contextlib.suppress(OSError):
+            self.folder.cleanup()
 
 
-def _start(stage: int, name: str, content: bytes) -> tuple[subprocess.Popen, tempfile.TemporaryDirectory]:
-    """``python -m grader`` on the stage file, started: its output goes to files, so nothing waits on it."""
+_server: list[_Server] = []  # the kernel's grading server, started by the first grading
+
+
+def _serving() -> _Server:
+    if not _server or not _server[0].alive:
+        _server[:] = [_Server()]
+    return _server[0]
+
+
+# Gradings started ahead by load(), by (stage, file name, content): the folder the server reads and writes.
+_started: dict[tuple[int, str, bytes], tempfile.TemporaryDirectory] = {}
+
+
+def _start(stage: int, name: str, content: bytes) -> tempfile.TemporaryDirectory:
+    """The stage file sent to the kernel's grading server in a folder of its own."""
     folder = tempfile.TemporaryDirectory(prefix="notebook-grade-")
     submission = Path(folder.name) / "submission"
     submission.mkdir()
     (submission / name).write_bytes(content)
-    with open(Path(folder.name) / "stderr.txt", "w") as stderr:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "grader",
-                str(submission),
-                "--stage",
-                str(stage),
-                "--student-json",
-                str(Path(folder.name) / "report.json"),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-        )
-    return process, folder
+    _serving().send((stage, name, content), Path(folder.name))
+    return folder
 
 
 def _grade_ahead(stage: int, name: str, content: bytes) -> None:
     """Start grading the file as load() found it, while the kernel imports it (torch): check() then reads the
-    report when the file is still the same. An earlier start for the stage, of other content, is stopped."""
-    for key in [key for key in _started if key[0] == stage and key != (stage, name, content)]:
-        process, folder = _started.pop(key)
-        process.kill()
-        process.wait()
-        folder.cleanup()
+    report when the file is still the same."""
     if (stage, name, content) not in _started:
         _started[stage, name, content] = _start(stage, name, content)
 
@@ -114,18 +177,13 @@ def _grade_ahead(stage: int, name: str, content: bytes) -> None:
 @cache
 def _grade(stage: int, name: str, content: bytes) -> Report:
     """The grader's report for one stage file; the same content is graded once per kernel."""
-    process, folder = _started.pop((stage, name, content), None) or _start(stage, name, content)
+    key = (stage, name, content)
+    folder = _started.pop(key, None) or _start(stage, name, content)
     try:
-        try:
-            process.wait(timeout=GRADING_SECONDS)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-            raise NotebookGradingError(f"grading stage {stage} took over {GRADING_SECONDS} s") from None
+        said = _serving().answer(key, GRADING_SECONDS)
         report_path = Path(folder.name) / "report.json"
-        if not report_path.is_file():
-            said = (Path(folder.name) / "stderr.txt").read_text(errors="replace").strip().splitlines()
-            raise NotebookGradingError(f"the grader could not run: {(said or ['no reason given'])[-1]}")
+        if said != DONE or not report_path.is_file():
+            raise NotebookGradingError(f"the grader could not grade the file: {said.removeprefix('error: ')}")
         report = read_report(report_path)
     finally:
         folder.cleanup()

@@ -7,10 +7,12 @@ tests/hostile.py), then, in one run and on the same submissions:
   2. the baseline: one fresh `python -m grader SUBMISSION` process per student (each imports
      torch and pytest and starts its own sandbox), as many at once as the batch has lanes;
   3. nbgrader autograde of the same work as notebooks (each stage file pasted into its answer
-     cell), on a sample of one student per kind: nbgrader runs every notebook in a fresh kernel,
-     one after another, so the whole class would take most of an hour.
+     cell), on a sample of one student per kind: one student after another, each in a kernel of
+     their own (grader/authoring/nbgrader/shared_kernel.py), against the batch grader on the same
+     sample alone.
 Prints submissions per second and the ratios (targets: >= 5/s; >= 10x the baseline; >= 10x
-nbgrader), and checks that both ways give every student the same score.
+nbgrader on the class; nbgrader per student <= 3x the batch on the same students), and checks that
+both ways give every student the same score.
 """
 
 import csv
@@ -138,6 +140,18 @@ def main() -> None:
             f"nbgrader autograde ({len(sample)} students): {nbgrader_seconds:6.1f} s  {nbgrader_rate:5.2f} submissions/s"
         )
         print(f"ratio batch / nbgrader:          {batch_rate / nbgrader_rate:.0f}x (target >= 10)")
+        ratios = []
+        for folder in sample:  # each student alone, both ways: a student handed in, graded on their own
+            alone = root / f"alone-{folder.name}"
+            shutil.copytree(folder, alone / folder.name)
+            started = time.perf_counter()
+            nbgrader(root / "nbgrader", "autograde", ASSIGNMENT, "--student", folder.name, "--force")
+            ratios.append((time.perf_counter() - started) / time_batch(alone, root / f"alone-out-{folder.name}"))
+        print(
+            "nbgrader per student / batch per student, each student alone: "
+            + ", ".join(f"{folder.name} {ratio:.1f}x" for folder, ratio in zip(sample, ratios))
+            + f"; median {statistics.median(ratios):.1f}x (target <= 3)"
+        )
         batch_scores = scores(root / "batch-0")
         agree = sum(batch_scores[folder.name] == nbgrader_scores.get(folder.name) for folder in sample)
         print(f"same score in nbgrader as in the batch: {agree}/{len(sample)}")

@@ -83,6 +83,18 @@ c.Autograde.sanitize_preprocessors = [
     RestoreHiddenTests,
     CheckCellMetadata,
 ]
+# A student's notebooks run in one kernel (grader/authoring/nbgrader/shared_kernel.py), its names emptied between
+# two notebooks: torch and the grader start once per student, not once per notebook. nbgrader's own Execute runs
+# each notebook in a kernel of its own: put it back in nbgrader_config.py to have that.
+from nbgrader.converters import Autograde  # noqa: E402
+from nbgrader.preprocessors import Execute  # noqa: E402
+
+from grader.authoring.nbgrader.shared_kernel import OneKernelPerSubmission  # noqa: E402
+
+c.Autograde.autograde_preprocessors = [  # nbgrader's own list, its Execute replaced (c.Execute settings apply)
+    OneKernelPerSubmission if step is Execute else step
+    for step in Autograde.class_traits()["autograde_preprocessors"].default()
+]
 '''
 
 INSTRUCTOR_SETTINGS = f'''"""nbgrader configuration of the attention course: yours to edit. `make nbgrader` writes

@@ -165,9 +165,18 @@ def notebook_causes(
         written = folder / f"{STAGE_MODULES[stage]}.py"
         return [f"no {notebook} was handed in, but {written.name} was"] if written.is_file() else []
     handed_in = _read(Path(coursedir.format_path(coursedir.submitted_directory, student, assignment)) / notebook)
+    # a student's notebooks run one after another in one kernel (shared_kernel.py): what an earlier one changed in
+    # the grader is still changed when this one's test cells run
+    earlier = [
+        f"{path.name}, which ran before it in the same kernel: {cause}"
+        for path in sorted(folder.glob("*.ipynb"))
+        if path.name < notebook and (before := _read(path)) is not None
+        for cause in tampering_causes(before)
+    ]
     return [
         *graded_cell_causes(ran, handed_in, cells),
         *tampering_causes(ran),
+        *earlier,
         *shadowing_causes(ran, folder, stage),
         *working_directory_causes(ran, folder, stage),
         *stage_file_causes(ran, folder, stage),
