@@ -12,7 +12,7 @@ nothing in the kernel could then print into nbgrader's feedback.
 """
 
 import atexit
-import contextlib
+import collections
 import importlib
 import json
 import queue
@@ -87,17 +87,17 @@ class _Server:
     takes the answers, so that waiting for one has a time limit on every platform."""
 
     def __init__(self) -> None:
-        self.folder = tempfile.TemporaryDirectory(prefix="notebook-grade-")
-        with open(Path(self.folder.name) / "stderr.txt", "w") as stderr:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "grader.cli.serve"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                text=True,
-            )
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "grader.cli.serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.answers: queue.Queue[str | None] = queue.Queue()
+        self.said: collections.deque[str] = collections.deque(maxlen=1)  # the last line it wrote to stderr
         threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read_errors, daemon=True).start()
         self.sent: list[tuple] = []  # the keys of the requests not answered yet, in order
         self.answered: dict[tuple, str] = {}
         atexit.register(self.stop)
@@ -107,6 +107,12 @@ class _Server:
         for line in self.process.stdout:
             self.answers.put(line.strip())
         self.answers.put(None)  # the server ended
+
+    def _read_errors(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            if line.strip():
+                self.said.append(line.strip())
 
     def send(self, key: tuple, folder: Path) -> None:
         assert self.process.stdin is not None
@@ -126,9 +132,10 @@ class _Server:
                 self.stop()
                 raise NotebookGradingError(f"grading stage {key[0]} took over {GRADING_SECONDS} s") from None
             if line is None:
-                said = (Path(self.folder.name) / "stderr.txt").read_text(errors="replace").strip().splitlines()
                 self.stop()
-                raise NotebookGradingError(f"the grader could not run: {(said or ['no reason given'])[-1]}")
+                self.process.wait()
+                time.sleep(0.1)  # the last of stderr, read by its thread
+                raise NotebookGradingError(f"the grader could not run: {(list(self.said) or ['no reason given'])[-1]}")
             self.answered[self.sent.pop(0)] = line
         return self.answered.pop(key)
 
@@ -140,8 +147,6 @@ class _Server:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
-        with contextlib.suppress(OSError):
-            self.folder.cleanup()
 
 
 _server: list[_Server] = []  # the kernel's grading server, started by the first grading

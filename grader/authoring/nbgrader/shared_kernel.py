@@ -61,7 +61,7 @@ def _alive(km: KernelManager) -> bool:
 def _shut_down(kept: dict[str, Any]) -> None:
     if kept.get("km") is not None:
         with contextlib.suppress(Exception):
-            run_sync(kept["km"].shutdown_kernel)(now=True)
+            run_sync(kept["km"].shutdown_kernel)()  # asked to end: its exit handlers stop its grading server
     kept.clear()
 
 
