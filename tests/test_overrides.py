@@ -69,3 +69,30 @@ def test_overrides_apply_on_every_run_and_a_changed_automatic_score_is_flagged_f
     rows = gradebook(out)
     assert rows["ada"]["final"] == rows["ada"]["score"] and rows["ada"]["override"] == ""
     assert "instructor" not in (out / "ada.txt").read_text()
+
+
+def test_a_student_whose_id_spells_the_grader_state_is_refused_and_the_override_memory_holds(tmp_path):
+    # issue 36: a folder named overrides-seen (a valid GitHub user name) wrote OUT/overrides-seen.json, where the
+    # grader remembers what each override replaced; the next run lost every override-review flag
+    submissions, out = tmp_path / "class", tmp_path / "out"
+    learner_copy(submissions / "ada", stages=[1])
+    batch(submissions, out)
+    (out / "overrides.csv").write_text("student_id,stage,points,reason\nada,1,15,regraded by hand\n")
+    batch(submissions, out)
+    seen = (out / "overrides-seen.json").read_bytes()
+    for attacker in ("overrides-seen", "Class-Report", "ＧＲＡＤＥＳ.csv"):  # any case, compatibility forms folded
+        learner_copy(submissions / attacker, stages=[1])
+    mutant = next(m for m in MUTANTS if m.get("hint") == "softmax-wrong-dim")
+    learner_copy(submissions / "ada", mutant, stages=[1])
+    result = batch(submissions, out)
+    for attacker, taken in (
+        ("overrides-seen", "overrides-seen.json"),
+        ("Class-Report", "class-report.html"),
+        ("ＧＲＡＤＥＳ.csv", "grades.csv"),
+    ):
+        assert f"grader batch: refused {attacker} (its files would overwrite OUT/{taken}" in result.stderr
+        assert not (out / f"{attacker}.txt").exists()  # no feedback: never graded
+    assert json.loads((out / "overrides-seen.json").read_text()).keys() == json.loads(seen).keys()  # the grader's own
+    rows = gradebook(out)
+    assert set(rows) == {"ada"}
+    assert "override-review" in rows["ada"]["flags"]  # the victim's moved automatic score is still flagged

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.classroom.names import read_names
+from grader.classroom.outputs import GRADEBOOK
 from grader.classroom.overrides import OVERRIDE_REVIEW
 from grader.core import report as report_model
 from grader.core.output_files import FORMULA_STARTS
@@ -40,7 +41,7 @@ class ClassSummary:
 
 def summarise(out: Path) -> ClassSummary:
     """The summary of the class graded into ``out``; ValueError (one line) when it holds no grades.csv."""
-    gradebook = out / "grades.csv"
+    gradebook = out / GRADEBOOK
     if not gradebook.is_file():
         raise ValueError(f"{out} holds no grades.csv: grade the class there first (make grade-all ... OUT={out})")
     with gradebook.open(newline="", encoding="utf-8") as handle:

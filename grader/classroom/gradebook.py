@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import cast
 
 from grader.classroom.fingerprint import INCOMPLETE, NEW, why_grade
-from grader.classroom.outputs import saved_report, write_feedback, write_report
+from grader.classroom.outputs import GRADEBOOK, saved_report, write_feedback, write_report
 from grader.classroom.overrides import OVERRIDE_REVIEW, TOTAL, read_overrides, read_seen, write_seen
 from grader.classroom.plan import MAX_SUMMARY_IDS, counted
 from grader.classroom.record import LEFT_OUT, feedback_report, grade_of_record, late_of_current
@@ -159,7 +159,7 @@ def write_gradebook(
             override_reason="; ".join(f"{r['stage']}: {r['reason']}" for r in kept.records),
             flags="; ".join([*kept.report["flags"], *kept.late["flags"], *review, *left_out]),
         )
-    write_atomic(out / "grades.csv", buffer.getvalue())
+    write_atomic(out / GRADEBOOK, buffer.getvalue())
     if seen:
         write_seen(out, seen)
     return flagged

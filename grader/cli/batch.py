@@ -26,6 +26,7 @@ from grader.classroom.fingerprint import RunFingerprint, grader_hash, points_has
 from grader.classroom.gradebook import file_summary_lines, late_summary, write_gradebook
 from grader.classroom.lanes import LaneError, grade_all
 from grader.classroom.names import NAMES_FILE, named, roster_names, write_names
+from grader.classroom.outputs import without_reserved_ids
 from grader.classroom.plan import (
     MAX_SUMMARY_IDS,
     case_twins,
@@ -148,6 +149,7 @@ def main(argv: list[str]) -> int:
     try:
         layout = detect_layout(args.submissions) if args.layout == "auto" else args.layout
         students, skipped = list_students(args.submissions, layout)
+        students, refused = without_reserved_ids(students)
         if not students:  # a wrong folder or layout: a gradebook of no one would pass for a graded class
             passed_over = f" ({counted(skipped, 'name')} skipped)" if skipped else ""
             raise ValueError(
@@ -176,6 +178,8 @@ def main(argv: list[str]) -> int:
     )
     for name, why in skipped:
         print(f"grader batch: skipped {printable(name, keep_newlines=False)} ({why})", file=sys.stderr)
+    for id, why in refused:
+        print(f"grader batch: refused {printable(id, keep_newlines=False)} ({why})", file=sys.stderr)
     ids = [student.id for student in students]
     for pairs, named_as, why in (
         (second_copies(ids), "as a second download of another", ""),

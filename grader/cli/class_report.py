@@ -14,11 +14,12 @@ from pathlib import Path
 
 from grader.classroom.class_page import class_page
 from grader.classroom.class_summary import summarise
+from grader.classroom.outputs import CLASS_PAGE
 from grader.classroom.similarity import REPORT_NAME as SIMILARITY_PAGE
 from grader.core.course import CourseError, course_title, read_course
 from grader.core.output_files import write_atomic
 
-PAGE = "class-report.html"
+PAGE = CLASS_PAGE
 
 
 def main(argv: list[str] | None = None) -> int:
