@@ -136,14 +136,19 @@ def lookup_table_stage1() -> str:
     )
 
 
-def test_a_table_of_the_books_values_earns_no_hidden_point(tmp_path):
+def test_a_table_of_the_books_values_earns_nothing_in_the_record_and_students_read_what_it_answered(tmp_path):
     submission = tmp_path / "table"
     submission.mkdir()
     (submission / "stage1_softmax.py").write_text(lookup_table_stage1())
     _, report = grade(submission, "--stage", "1")
     checks = report["stages"][0]["checks"]
-    assert sum(c["score"] for c in checks if c["visibility"] == "visible") > 0  # the table does answer the book
-    assert [(c["id"], c["score"]) for c in checks if c["visibility"] != "visible" and c["score"]] == []
-    # its shapes are right: students read structure.outputs passed, and the record gives it nothing
-    outputs = next(c for c in checks if c["id"] == "structure.outputs")
-    assert outputs["score"] == 0 and outputs["visible_verdict"]["status"] == "passed"
+    assert [(c["id"], c["score"]) for c in checks if c["score"]] == []  # issue 36: points rest on the judge's inputs
+    # the table does answer the book: students read those verdicts as they were, before hidden results publish
+    seen = {c["id"]: c["visible_verdict"] for c in checks if c.get("visible_verdict")}
+    assert {"document.attention_scores", "document.softmax_naive", "structure.outputs"} <= set(seen)
+    assert all(verdict["status"] == "passed" and verdict["score"] > 0 for verdict in seen.values())
+    document = next(c for c in checks if c["id"] == "document.softmax_naive")
+    assert document["message"].startswith("no credit in the record: softmax_naive is right on the published example")
+    # the release's provisional view has no random inputs: there the table keeps what it answered
+    _, provisional = grade(submission, "--stage", "1", "--visible-only")
+    assert provisional["score"] > 0

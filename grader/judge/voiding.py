@@ -46,9 +46,19 @@ JUDGES_WHAT = ("document", "example", "random")
 # The results no learner can know in advance: inputs drawn by the judge. The worked examples' values are
 # printed in the book, so code can hold them as a table without computing anything.
 UNFORESEEN = ("random",)
-# What a module declares (its parameters, buffers, names) a table of the book's values can declare too: a
-# visible check of it earns its points in the record only beside a right result on the judge's own inputs.
-DECLARED = ("structure",)
+# What a module declares (its parameters, buffers, names), and what any input shows of it (its properties), a
+# table of the book's values can pass too: a visible check of it earns its points in the record only beside a
+# right result on the judge's own inputs.
+DECLARED = ("structure", "property")
+# The worked examples' inputs and values are published (the book, the visible checks): in the record, a right
+# result on them earns its points only beside a right result on the judge's own inputs, so that a table of the
+# printed values earns nothing. What students read of them (the release's provisional view) stays as it was.
+PUBLISHED = ("document", "example")
+TABLE_ONLY = (
+    "no credit in the record: {target} is right on the published example and wrong on every input the grader drew "
+    "({checks}); the example's values are printed, so its points count only beside a right result on inputs "
+    "no one knows in advance"
+)
 NOTHING_RIGHT = (
     "no credit: {target} gives a wrong result in every check of its results ({checks}); a {kind} check "
     "earns points only for code whose results are right"
@@ -63,11 +73,13 @@ def void_without_results(checks: list[CheckResult]) -> None:
     hidden point; a visible check rests on the visible results, since students read it before the hidden
     ones are published and what they read must not move with them. A visible structure check, which a
     table passes as well, rests on the judge's inputs too: voided there, it keeps what students read as its
-    ``visible_verdict``. A voided check names the result checks it rests on and repeats none of their
-    maps: their own card shows them."""
+    ``visible_verdict``; so do a visible property check and a worked example's own result check (document,
+    example), whose inputs and values are published. A voided check names the result checks it rests on and
+    repeats none of their maps: their own card shows them."""
+    passed = {id(c) for c in checks if c.status == Status.PASSED}  # the verdicts before any is voided
     for check in checks:
         kind = check.id.split(".", 1)[0]
-        if kind not in JUDGES_HOW or not check.score:
+        if kind not in JUDGES_HOW + PUBLISHED or not check.score:
             continue
         own = [
             c
@@ -75,18 +87,24 @@ def void_without_results(checks: list[CheckResult]) -> None:
             if c.id.split(".", 1)[0] in JUDGES_WHAT and (check.target is None or c.target == check.target)
         ]
         unforeseen = [c for c in own if c.id.split(".", 1)[0] in UNFORESEEN]
+        if kind in PUBLISHED:
+            if check.target is not None and unforeseen and not any(id(c) in passed for c in unforeseen):
+                seen = _as_seen(check)
+                _void(check, unforeseen, kind, TABLE_ONLY)
+                check.visible_verdict = seen
+            continue
         if check.visibility == "visible":
             results = [c for c in own if c.visibility == "visible"]
-            if results and not _any_passed(results):
+            if results and not any(id(c) in passed for c in results):
                 _void(check, results, kind)
-            elif kind in DECLARED and unforeseen and not _any_passed(unforeseen):
+            elif kind in DECLARED and unforeseen and not any(id(c) in passed for c in unforeseen):
                 # students saw it pass on the visible results; the record rests on the judge's inputs
                 seen = _as_seen(check)
                 _void(check, unforeseen, kind)
                 check.visible_verdict = seen
         else:
             results = unforeseen or own
-            if results and not _any_passed(results):
+            if results and not any(id(c) in passed for c in results):
                 _void(check, results, kind)
 
 
@@ -95,14 +113,10 @@ def _as_seen(check: CheckResult) -> VisibleVerdict:
     return {"status": check.status, "score": rounded(check.score), "message": check.message, "hint": check.hint}
 
 
-def _any_passed(results: list[CheckResult]) -> bool:
-    return any(c.status == Status.PASSED for c in results)
-
-
-def _void(check: CheckResult, results: list[CheckResult], kind: str) -> None:
+def _void(check: CheckResult, results: list[CheckResult], kind: str, why: str = NOTHING_RIGHT) -> None:
     keep_own(check)
     check.score, check.status, check.hint = 0, Status.FAILED, "results-first"
-    check.message = NOTHING_RIGHT.format(
+    check.message = why.format(
         target=check.target or "this stage's code", checks=", ".join(c.id for c in results), kind=kind
     )
     # no picture of its own: the message names the result checks, whose card shows what they got wrong
