@@ -97,7 +97,8 @@ class _Server:
         self.answers: queue.Queue[str | None] = queue.Queue()
         self.said: collections.deque[str] = collections.deque(maxlen=1)  # the last line it wrote to stderr
         threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self._read_errors, daemon=True).start()
+        self.errors = threading.Thread(target=self._read_errors, daemon=True)
+        self.errors.start()
         self.sent: list[tuple] = []  # the keys of the requests not answered yet, in order
         self.answered: dict[tuple, str] = {}
         atexit.register(self.stop)
@@ -133,8 +134,7 @@ class _Server:
                 raise NotebookGradingError(f"grading stage {key[0]} took over {GRADING_SECONDS} s") from None
             if line is None:
                 self.stop()
-                self.process.wait()
-                time.sleep(0.1)  # the last of stderr, read by its thread
+                self.errors.join(timeout=1)  # the last of stderr, read by its thread until the pipe closes
                 raise NotebookGradingError(f"the grader could not run: {(list(self.said) or ['no reason given'])[-1]}")
             self.answered[self.sent.pop(0)] = line
         return self.answered.pop(key)

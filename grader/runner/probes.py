@@ -121,17 +121,14 @@ def module(
     ``device_input``: last, run forward on this input watching for tensors made without a device
     that meet the module's tensors (see FixedDeviceWatch): what fails on a GPU, seen on a CPU.
     """
-    built, report = _built(impl, device, cls, args, kwargs, seed, state, return_state, pairing)
+    built, report = _built(impl, device, cls, args, kwargs, seed, state, return_state, pairing, dtype)
     if built is None:
         return report
     built.train(train)
-    wanted = getattr(torch, dtype) if dtype else None
-    if wanted is not None:
-        built = built.to(wanted)
     outputs, head_outputs = [], []
     with torch.no_grad(), recording(record) as seen:
         for x in inputs or []:
-            x = x.to(device, wanted)
+            x = x.to(device, _floating(dtype))
             outputs.extend(learner_value(built(x)) for _ in range(repeat))
             if heads:
                 head_outputs.append([learner_value(head(x)) for head in built.heads])
@@ -177,6 +174,11 @@ def _moves(built: nn.Module, x: torch.Tensor, parameter: nn.Parameter, output: t
     return not (isinstance(moved, torch.Tensor) and moved.shape == output.shape and torch.allclose(moved, output))
 
 
+def _floating(dtype: str | None) -> torch.dtype | None:
+    """The torch dtype a probe's ``dtype`` names ("float64"), or None: as built."""
+    return getattr(torch, dtype) if dtype else None
+
+
 def _built(
     impl: Implementation,
     device: str,
@@ -187,10 +189,11 @@ def _built(
     state: dict | None,
     return_state: bool,
     pairing: dict | None = None,
+    dtype: str | None = None,
 ) -> tuple[nn.Module | None, dict]:
     """The learner's ``cls(*args, **kwargs)``, built on the CPU (under ``seed``), holding ``state``, on
-    ``device``; and the report of what it holds. None instead of the module when ``state`` holds weights
-    of other shapes: the report's "rejected" lists them."""
+    ``device`` (in ``dtype``, where given); and the report of what it holds. None instead of the module when
+    ``state`` holds weights of other shapes: the report's "rejected" lists them."""
     if seed is not None:
         manual_seed(seed)
     built = impl.book(cls)(*args, **(kwargs or {}))
@@ -217,7 +220,7 @@ def _built(
             if not report["rejected"]:
                 raise
             return None, report
-    built = built.to(device)
+    built = built.to(device, _floating(dtype))
     report["buffers_on"] = {name: str(b.device) for name, b in built.named_buffers()}
     return built, report
 
@@ -347,14 +350,11 @@ def cached_module(
     its failure. ``watch_device``: the first operation of the steps that combined a tensor made
     without a device with the module's (see FixedDeviceWatch).
     """
-    built, report = _built(impl, device, cls, args, None, seed, state, return_state, pairing)
+    built, report = _built(impl, device, cls, args, None, seed, state, return_state, pairing, dtype)
     if built is None:
         return report
     built.eval()
-    wanted = getattr(torch, dtype) if dtype else None
-    if wanted is not None:
-        built = built.to(wanted)
-    x = x.to(device, wanted)
+    x = x.to(device, _floating(dtype))
     report["cache_before"] = _cache_of(built)
     done = report["steps"] = []
     watch = FixedDeviceWatch() if watch_device else contextlib.nullcontext()

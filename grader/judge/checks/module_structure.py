@@ -27,9 +27,9 @@ def expect_trainable(cls: str, shape: dict, learner: LearnerWorkers, stage: int,
             "the attention weights that autograd keeps for the backward pass, and backward() raises; drop out "
             "into a new tensor, nn.Dropout(dropout)"
         )
-    # stage 2's modules take the book's (num_tokens, d_in) inputs; the later ones a batch
     if args is None:
         return
+    # stage 2's modules take the book's (num_tokens, d_in) inputs; the later ones a batch
     x = torch.rand(*(() if stage == 2 else (2,)), 3, args[0], generator=generator(f"gradients {cls}"))
     try:
         untouched = cast(dict, learner.request(stage, "gradients", cls=cls, args=list(args), x=x))["no_gradient"]

@@ -16,6 +16,7 @@ from typing import cast
 
 import torch
 
+from grader.judge.checks.attention_probe import computes_transposed
 from grader.judge.checks.probe_sizes import (
     BASE,
     DOUBLED_RUN,
@@ -262,8 +263,6 @@ def diagnose(learner: LearnerWorkers, stage: int, target: str) -> tuple[str, str
 
 
 def _uses_transposed(learner: LearnerWorkers, stage: int, cls: str) -> bool:
-    from grader.judge.checks.attention_probe import computes_transposed  # it builds on support, which needs no probe
-
     try:
         return computes_transposed(learner, stage, cls)
     except (LearnerFailure, CheckFailed):
