@@ -29,7 +29,7 @@ def sdpa_variants(
     q, k, v = (t.detach().to(torch.float64) for t in (query, key, value))
     float_mask = attn_mask is not None and attn_mask.dtype != torch.bool
     mask = cast(torch.Tensor, attn_mask).to(torch.float64) if float_mask else attn_mask
-    L, S, E = q.shape[-2], k.shape[-2], q.shape[-1]
+    L, S, E, Ev = q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]
     factor = 1 / E**0.5 if scale is None else scale
     lower = torch.ones(L, S, dtype=torch.bool).tril()  # top-left causal: query i sees keys 0..i
     right_mask = lower if is_causal else mask
@@ -51,6 +51,13 @@ def sdpa_variants(
     if scale is None:
         variants["missing-scaling"] = run(scale=1.0)
         variants[f"wrong-scaling:the scores are divided by E = {E} itself"] = run(scale=1.0 / E)
+        # the default read from another size than the queries' and keys' E: each where it differs from E
+        others = {f"Ev = {Ev}, the values' width": Ev, f"S = {S}, the keys' number": S, f"L = {L}, the queries'": L}
+        for label, size in others.items():
+            if size != E:
+                variants[f"wrong-scaling:the scores are divided by sqrt({label}), not sqrt(E) = sqrt({E})"] = run(
+                    scale=1.0 / size**0.5
+                )
     elif scale == 0:  # `scale or default`: 0.0 taken for no scale
         variants["scale-zero-dropped"] = run(scale=None)
     else:
@@ -75,6 +82,8 @@ def sdpa_variants(
         assert isinstance(mask, torch.Tensor)  # a float mask was given
         variants["float-mask-multiplied"] = _mask_multiplied(q, k, v, mask, factor, enable_gqa)
         variants["mask-before-scaling"] = run(mask=mask * factor, scale=factor)
+        if not (mask.isneginf() | (mask == 0)).all():  # finite values to add: used only to hide the -inf keys
+            variants.update(with_blind_rows("float-mask-not-added", mask.isneginf().logical_not()))
     if enable_gqa and q.shape[-3] != k.shape[-3]:
         group = q.shape[-3] // k.shape[-3]
         tile = [1] * (k.dim() - 3) + [group, 1, 1]

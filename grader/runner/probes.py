@@ -154,7 +154,11 @@ def gradients(impl: Implementation, device: str, cls: str, args: list, x: torch.
         report["no_gradient"] = []  # not one tensor: the result checks say so
         return report
     if output.requires_grad:
-        output.float().sum().backward()
+        try:
+            output.float().sum().backward()
+        except RuntimeError as error:  # forward ran; autograd cannot go back through it (may only veto)
+            report["no_gradient"], report["backward_raised"] = [], str(error)[:300]
+            return report
     # a parameter forward never uses gets no gradient either: the result checks judge that; named here are those
     # whose values change the output while autograd sees no path to them
     report["no_gradient"] = [
@@ -277,13 +281,17 @@ def transfer(
     sa_v1, sa_v2 = seeded_transfer_pair(d_in, d_out, seed, qkv_bias)
     names = ("W_query", "W_key", "W_value")
     before = {name: getattr(sa_v1, name) for name in names}
+    held = {name: parameter.detach().clone() for name, parameter in before.items()}
     try:
         with recording(record) as seen:
             returned = impl.transfer_weights_v2_to_v1(sa_v2, sa_v1)
     except Exception as error:  # raising is the expected answer for qkv_bias=True
         if isinstance(error, NotImplementedError):
             raise
-        return {"raised": [type(error).__name__, str(error)[:300]]}
+        # what a refusal left changed in sa_v1: a weight replaced or written before the error (may only veto)
+        now = {name: getattr(sa_v1, name, None) for name in names}
+        changed = [n for n, t in now.items() if not isinstance(t, torch.Tensor) or not torch.equal(t.detach(), held[n])]
+        return {"raised": [type(error).__name__, str(error)[:300]], "v1_changed": changed}
     v1 = {}
     for name in names:
         value = getattr(sa_v1, name, None)

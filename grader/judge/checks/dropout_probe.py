@@ -147,4 +147,13 @@ def _dropout_problem(learner, stage: int, cls: str, args_for, state_for, n: int,
     rows = sums[:, 3:, 0].double()  # rows with several weights: their sum is rarely exactly 0 or 2
     if bool(((rows == 0) | ((rows - 2).abs() < 1e-6)).all()):
         return CheckFailed(f"{cls}: dropout hit the context vectors, not the attention weights", "dropout-wrong-place")
+    first, second = build(
+        learner, stage, cls, args_for(n, n), state=state_for(n, n, torch.eye(n)), inputs=[eye, eye], train=True
+    )["outputs"]
+    if isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor) and torch.equal(first, second):
+        return CheckFailed(
+            f"{cls} in training mode dropped the very same attention weights on two calls in a row: forward "
+            "reseeds the random generator (torch.manual_seed), so dropout draws one mask for ever",
+            "dropout-reseeded",
+        )
     return None

@@ -97,6 +97,14 @@ def grouped_variants(
                 **right,
             )
         )
+        # Heads never moved in front of the tokens, (b, n, heads, head_dim), given to an attention function (stage
+        # 6's, torch's) as they are: each token's heads attend over its key/value groups, causally.
+        kept_q, kept_k, kept_v = (t.reshape(b, n, -1, head_dim) for t in (q, k, v))
+        across_heads = F.scaled_dot_product_attention(kept_q, kept_k, kept_v, is_causal=True, enable_gqa=True)
+        variants[
+            "heads-split-wrong:the queries, keys and values reach the attention as (b, num_tokens, heads, head_dim), "
+            "without transpose(1, 2): each token's heads attend to one another instead of the tokens"
+        ] = linear(across_heads.reshape(b, n, d_out), state, "out_proj")
         # Heads split the right way, merged back without transposing: tokens and heads mixed.
         variants["heads-merged-wrong"] = linear(
             attend(queries, keys, values, **right).reshape(b, n, d_out), state, "out_proj"

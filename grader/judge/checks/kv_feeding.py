@@ -25,6 +25,8 @@ CLS = "MultiHeadAttentionKV"
 PROJECTIONS = ("W_query", "W_key", "W_value")
 # A small public example that tells the cache's mistakes apart: a chunk of 2 tokens after cached ones.
 EXAMPLE_ARGS, EXAMPLE_SIZES = [3, 4, 6, 0.0, 2], [2, 1, 2]
+# A chunk that raises other than ValueError where one token at a time is refused rightly: no check of the context.
+CHUNKS_FAIL = "one token at a time it refused the 7th with ValueError, as it should: chunks fail elsewhere"
 
 
 def chunk_steps(sizes: list[int]) -> list[dict]:
@@ -45,31 +47,51 @@ def feed(learner, args: list, x: torch.Tensor, steps: list[dict], state: dict | 
 
 def feed_chunks(learner, args: list, state: dict, x: torch.Tensor, sizes: list[int]) -> dict:
     """``feed`` in chunks of ``sizes``, naming a chunk mask not offset by the cache when the failure proves it:
-    a shape error that names the chunk's size and the keys' (cached and new), on the first chunk of several
-    tokens after cached ones, from a module that takes the chunks before it and the tokens one at a time."""
+    a shape error from a module that takes the widest chunk on an empty cache, and the same tokens one at a time
+    (where a chunk's rows of the mask are one row whatever its start: a start that counts calls, or rows cut from
+    the mask's top, fit there)."""
     try:
         return feed(learner, args, x, chunk_steps(sizes), state)
     except LearnerFailure as failure:
-        ends = [sum(sizes[: i + 1]) for i in range(len(sizes))]
-        later = [i for i, size in enumerate(sizes) if i > 0 and size > 1]
         shape_error = failure.kind == "exception" and any(e in failure.message for e in SHAPE_ERRORS)
-        if not later or not shape_error:
-            raise
-        chunk = later[0]
-        n, keys = sizes[chunk], ends[chunk]
-        if f"({n})" not in failure.message or f"({keys})" not in failure.message:
+        widest = max(sizes)
+        if shape_error and _first_chunk_fails_cached(learner, args, state, x, sizes[0]):
+            raise CheckFailed(
+                f"{CLS}{tuple(args)} fed chunks of {sizes} tokens with use_cache=True raised {failure}; on an empty "
+                f"cache its first {sizes[0]} token(s) raise with use_cache=True and run without: the cached path "
+                "cuts the causal mask for another number of tokens than it attends to; a chunk's rows start at the "
+                "number of tokens cached before it (0 here), read before its keys are appended",
+                "cache-mask-not-offset",
+            ) from None
+        if len(sizes) < 2 or widest == 1 or not shape_error:
             raise
         try:
-            feed(learner, args, x, chunk_steps(sizes[:chunk]), state)
-            feed(learner, args, x, chunk_steps([1] * ends[-1]), state)
+            feed(learner, args, x, chunk_steps([widest]), state)
+            feed(learner, args, x, chunk_steps([1] * sum(sizes)), state)
         except LearnerFailure:
             raise failure from None
         raise CheckFailed(
-            f"{CLS}{tuple(args)} fed chunks of {sizes} tokens with use_cache=True raised {failure} on "
-            f"the chunk of {n} tokens after {keys - n} cached ones, whose scores are ({n}, {keys}); "
-            f"it takes the chunks before it, and the same tokens one at a time",
+            f"{CLS}{tuple(args)} fed chunks of {sizes} tokens with use_cache=True raised {failure}; it takes a "
+            f"chunk of {widest} tokens on an empty cache, and the same tokens one at a time: a chunk after cached "
+            "tokens takes the wrong rows of the causal mask, which start at the number of tokens cached "
+            "(cache_k.shape[2]), whatever the calls before it fed",
             "cache-mask-not-offset",
         ) from None
+
+
+def _first_chunk_fails_cached(learner, args: list, state: dict, x: torch.Tensor, n: int) -> bool:
+    """The first ``n`` tokens raise with use_cache=True on an empty cache, and run with use_cache=False."""
+    try:
+        feed(learner, args, x, [{"tokens": [0, n], "use_cache": True}], state)
+        return False
+    except LearnerFailure as failure:
+        if failure.kind != "exception":
+            return False
+    try:
+        feed(learner, args, x, [{"tokens": [0, n], "use_cache": False}], state)
+    except LearnerFailure:
+        return False
+    return True
 
 
 def feed_past_a_reset(learner, args: list, x: torch.Tensor, steps: list[dict], state: dict) -> dict:
@@ -181,11 +203,13 @@ def fed_in_chunks(
     hidden=offset_mask,
     reads_cache: bool = True,
     cached_values_are_keys: bool = False,
+    divided_by_keys: bool = False,
 ) -> torch.Tensor:
     """Multi-head attention holding ``state`` on x fed in chunks of ``sizes``: a chunk of n queries after
     ``start`` cached tokens attends to the cached and its own keys, minus those ``hidden(start, n)`` marks;
     without ``reads_cache``, to its own keys only, causally; with ``cached_values_are_keys``, the cached
-    tokens' keys stand in for their values."""
+    tokens' keys stand in for their values; with ``divided_by_keys``, the scores are divided by the square root
+    of the number of keys instead of head_dim's."""
     q, k, v = (split_heads(linear(x, state, name), num_heads) for name in PROJECTIONS)
     contexts, start = [], 0
     for n in sizes:
@@ -194,7 +218,8 @@ def fed_in_chunks(
         values = v[:, :, first:stop]
         if cached_values_are_keys:
             values = torch.cat([k[:, :, first:start], v[:, :, start:stop]], dim=2)
-        scores = q[:, :, start:stop] @ k[:, :, first:stop].transpose(-2, -1) / q.shape[-1] ** 0.5
+        divisor = (stop - first if divided_by_keys else q.shape[-1]) ** 0.5
+        scores = q[:, :, start:stop] @ k[:, :, first:stop].transpose(-2, -1) / divisor
         contexts.append(torch.softmax(scores.masked_fill(hide, -torch.inf), dim=-1) @ values)
         start = stop
     context = torch.cat(contexts, dim=2).transpose(1, 2)
@@ -226,6 +251,11 @@ def cache_variants(x: torch.Tensor, state: dict, num_heads: int, sizes: list[int
             x, state, num_heads, sizes, unmasked_while_empty
         ),
         "cache-not-used": fed_in_chunks(x, state, num_heads, sizes, reads_cache=False),
+        # keys.shape[2] ** 0.5 for keys.shape[-1] ** 0.5: the number of keys, which grows with the cache
+        "wrong-scaling:the scores are divided by the square root of the number of keys (keys.shape[2], the tokens "
+        "cached and new), not by sqrt(head_dim) (keys.shape[-1])": fed_in_chunks(
+            x, state, num_heads, sizes, divided_by_keys=True
+        ),
         # torch.cat([self.cache_k, values]): the new values appended to the cached keys, a copy-paste slip
         "weights-swapped:the new values are appended to the cached keys, which then stand in for the cached "
         "values": fed_in_chunks(x, state, num_heads, sizes, cached_values_are_keys=True),

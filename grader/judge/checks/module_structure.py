@@ -25,18 +25,25 @@ def expect_trainable(cls: str, shape: dict, learner: LearnerWorkers, stage: int,
         raise CheckFailed(
             f"{cls}'s {', '.join(map(str, inplace))} is nn.Dropout(..., inplace=True): in training it overwrites "
             "the attention weights that autograd keeps for the backward pass, and backward() raises; drop out "
-            "into a new tensor, nn.Dropout(dropout)"
+            "into a new tensor, nn.Dropout(dropout)",
+            "inplace-breaks-backward",
         )
     if args is None:
         return
     # stage 2's modules take the book's (num_tokens, d_in) inputs; the later ones a batch
     x = torch.rand(*(() if stage == 2 else (2,)), 3, args[0], generator=generator(f"gradients {cls}"))
     try:
-        untouched = cast(dict, learner.request(stage, "gradients", cls=cls, args=list(args), x=x))["no_gradient"]
+        reply = cast(dict, learner.request(stage, "gradients", cls=cls, args=list(args), x=x))
     except LearnerFailure as failure:
         if failure.kind != "exception":
             raise  # not implemented, a crash, a timeout: the check fails as any would
         return  # forward raises: the result checks say so
+    if said := reply.get("backward_raised"):
+        raise CheckFailed(
+            f"{cls}{tuple(args)}: forward runs, and backward() from its output raises RuntimeError: {said}",
+            "inplace-breaks-backward" if "modified by an inplace operation" in said else None,
+        )
+    untouched = reply["no_gradient"]
     if untouched:
         raise CheckFailed(
             f"{cls}{tuple(args)}: after forward and backward, {', '.join(map(str, untouched))} got no gradient, "

@@ -68,12 +68,15 @@ SQUARE_HEADS = "as many tokens as heads, each head_dim wide (num_tokens = num_he
 SPLIT = HEADED - {"MultiHeadAttentionWrapper"}  # the classes that split d_out into heads
 ONE_LEADING_RUN = "one leading dimension, (H, L, E)"  # scaled dot-product attention on a stack of matrices
 SQUARE_INPUTS = "as many tokens as features (num_tokens = d_in)"  # stage 1: an axis of one met with the other
+# stage 2: the token axis of the queries, keys or values met with their feature axis (queries.T @ keys)
+TOKENS_AS_OUTPUTS = "as many tokens as output features (num_tokens = d_out)"
 # (name, what it changes): one size made equal to another, or every size the worked example's.
 VARIATIONS = {
     "d_in = d_out": lambda s, cls: replace(s, d_in=s.d_out),
     "d_in a multiple of num_heads": lambda s, cls: replace(s, d_in=3 * s.heads) if cls in HEADED else None,
     "tokens = context_length": lambda s, cls: replace(s, tokens=s.context) if cls in BATCHED else None,
     "a batch of one": lambda s, cls: replace(s, batch=1) if cls in BATCHED else None,
+    TOKENS_AS_OUTPUTS: lambda s, cls: replace(s, tokens=s.d_out) if cls not in BATCHED else None,
     "one head": lambda s, cls: replace(s, heads=1, kv_groups=1) if cls in HEADED else None,
     ONE_FEATURE: lambda s, cls: replace(s, heads=s.d_out) if cls in HEADED - {"MultiHeadAttentionWrapper"} else None,
     "as many key/value groups as heads": (

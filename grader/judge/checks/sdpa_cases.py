@@ -67,6 +67,16 @@ class Case:
             options["attn_mask"] = mask.expand(*lead, *mask.shape[-2:])[first]
         return Case(self.query[first], self.key[first], self.value[first], options)
 
+    def heads_shared(self) -> "Case | None":
+        """The same call under enable_gqa with the keys and values already repeated to the queries' heads (each
+        group repeat_interleave'd num_heads // num_kv_groups times): no group left to share; None where there are
+        as many heads already."""
+        heads, groups = self.query.shape[-3], self.key.shape[-3]
+        if not self.options.get("enable_gqa") or self.query.dim() < 3 or heads == groups:
+            return None
+        key, value = (t.repeat_interleave(heads // groups, dim=-3) for t in (self.key, self.value))
+        return Case(self.query, key, value, self.options)
+
     def expected(self) -> torch.Tensor:
         """torch's own answer, in float64."""
         return F.scaled_dot_product_attention(
@@ -141,6 +151,14 @@ def _told_by_first_matrix(learner: LearnerWorkers, case: Case, failed: str) -> C
         return None
     if not agrees(output, alone.expected()):
         return None
+    shared = case.heads_shared()
+    if shared is not None and _gives_torchs_answer(learner, shared):  # right once no group is shared: the repeat
+        return CheckFailed(
+            f"{case} {failed}; the same keys and values repeated to the queries' {case.query.shape[-3]} heads "
+            f"beforehand, {shared}, give torch's answer: the {case.key.shape[-3]} key/value heads are shared among "
+            "the query heads otherwise than enable_gqa does",
+            "kv-repeat-count",
+        )
     if case.options.get("enable_gqa"):  # shared heads mishandled, or a dimension counted from the start: either
         return CheckFailed(
             f"{case} {failed}; its first matrix alone, {alone}, gives torch's answer: the key/value heads shared "

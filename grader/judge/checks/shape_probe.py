@@ -29,6 +29,7 @@ from grader.judge.checks.probe_sizes import (
     PROBED,
     SQUARE_HEADS,
     SQUARE_INPUTS,
+    TOKENS_AS_OUTPUTS,
     VALUE_WIDTH_RUN,
     VARIATIONS,
     Call,
@@ -77,6 +78,7 @@ RULES: list[tuple[str, frozenset[str], frozenset[str]]] = [
     ("heads-split-wrong", frozenset({SQUARE_HEADS}), frozenset({"one head"})),
     ("batch-fixed", frozenset({"a batch of one"}), WORKED),
     ("tokens-for-features", frozenset({SQUARE_INPUTS}), WORKED),
+    ("tokens-for-features", frozenset({TOKENS_AS_OUTPUTS}), WORKED),
     ("sizes-hard-coded", frozenset({EXAMPLE_RUN}), frozenset()),
     # a function: any run that takes the worked example's tokens or features, and only those
     (
@@ -118,6 +120,9 @@ CLAIMS = {
     "wrong width or axis.",
     "wrapper-head-size": "It gives the documented width with one head, not with several: each head must "
     "return d_out features, num_heads * d_out in all.",
+    "wrapper-concat-dim": "It gives the documented width with one head, not with several, and each head holds "
+    "d_out features as documented: their outputs are combined otherwise than concatenated along the last "
+    "dimension (summed, averaged, or joined along another axis), where num_heads * d_out features belong.",
     "batch-fixed": "It runs only on a batch of one: a batch size is fixed (or squeezed away) somewhere.",
     "sizes-hard-coded": "It runs on the worked example's sizes and not on the same sizes doubled, which relate "
     "to one another as the example's do: a size is written as a number instead of being read from the input or "
@@ -163,9 +168,15 @@ RULE_CLAIMS = {
     ("heads-width-wrong", frozenset({ONE_FEATURE})): "It runs only where each head has one feature (d_out = "
     "num_heads, as in the worked example's 2 heads of d_out 2): num_heads stands where head_dim belongs, or the "
     "other way round, in a view or reshape that splits or merges the heads.",
+    ("tokens-for-features", frozenset({TOKENS_AS_OUTPUTS})): "It runs only where num_tokens == d_out: a product "
+    "pairs the token axis of the queries, keys or values with their feature axis (queries.T @ keys, a (d_out, "
+    "d_out) matrix, where queries @ keys.T compares every token with every other).",
     ("leading-dims", frozenset({ONE_LEADING_RUN})): "It runs on a stack of matrices, (H, L, E), and not with two "
     "leading dimensions or none: something takes exactly three dimensions (torch.bmm, a 3-D view or index) where "
     "matmul (@) and dimensions counted from the end take any number.",
+    ("kv-repeat-count", frozenset({"as many key/value groups as heads"})): "It runs only where num_kv_groups == "
+    "num_heads, where no group is shared: the keys and values reach the query heads without the right repeat "
+    "(num_heads // num_kv_groups times along the heads axis, dim=1).",
     ("heads-width-wrong", frozenset({"as many key/value groups as heads"})): "It runs only where num_kv_groups == "
     "num_heads, and what stops it is the merge of the heads: a view to the keys' width, num_kv_groups * head_dim, "
     "where d_out belongs.",
@@ -241,6 +252,8 @@ def diagnose(learner: LearnerWorkers, stage: int, target: str) -> tuple[str, str
         cause = "kv-expanded"  # torch's expand repeats only an axis of size 1: the groups' axis is num_kv_groups
     elif cause == "kv-heads-count" and _merged_as_kv_width(first.outcome, cases[0][1]):
         cause = "heads-width-wrong"  # the heads merged back to the keys' width, not d_out
+    elif cause == "kv-heads-count" and not _kv_viewed_as(first.outcome, cases[0][1], cases[0][1].heads):
+        cause = "kv-repeat-count"  # split right, the groups never reach the query heads: no repeat, or a wrong one
     elif cause == "d-in-for-d-out" and target == "SelfAttention_v1" and _uses_transposed(learner, stage, target):
         cause = "weights-transposed-in-forward"  # (d_in, d_out) weights multiplied as x @ W.T
     if cause == "tokens-for-features" and first.failure[:1] != ("raised",):
@@ -253,7 +266,8 @@ def diagnose(learner: LearnerWorkers, stage: int, target: str) -> tuple[str, str
     if cause is None and any(run.outcome.startswith(TUPLE_RETURNED) for run in runs):
         cause = "returns-tuple"  # a fact of its own, whatever else fails: one tensor is documented
     if cause == "heads-width-wrong" and target == "MultiHeadAttentionWrapper":
-        cause = "wrapper-head-size"
+        # heads of d_out features each, as documented: what fails is how their outputs are combined
+        cause = "wrapper-concat-dim" if _heads_full_width(learner, stage, target, cases[0][1]) else "wrapper-head-size"
     words = [RUNS_HEADING, *(run.line() for run in runs)]
     if cause is not None and own_check and rule and cause != "input-length-refused":
         words.append(OWN_CHECK_CLAIM.format(runs="; ".join(sorted(rule[1]))))
@@ -280,11 +294,17 @@ VIEW_ERROR = re.compile(r"shape '\[([-\d, ]+)\]' is invalid for input of size (\
 
 
 def _kv_viewed_as_group_size(outcome: str, sizes: Sizes) -> bool:
+    """``outcome`` is a view of keys or values of the documented width as (batch, tokens, num_heads //
+    num_kv_groups, head_dim)."""
+    return _kv_viewed_as(outcome, sizes, sizes.heads // sizes.kv_groups)
+
+
+def _kv_viewed_as(outcome: str, sizes: Sizes, heads: int) -> bool:
     """``outcome`` is a view of keys or values of the documented width (batch x tokens x num_kv_groups x
-    head_dim numbers) as (batch, tokens, num_heads // num_kv_groups, head_dim)."""
-    head_dim, group_size = sizes.d_out // sizes.heads, sizes.heads // sizes.kv_groups
+    head_dim numbers) as (batch, tokens, ``heads``, head_dim)."""
+    head_dim = sizes.d_out // sizes.heads
     held = sizes.batch * sizes.tokens * sizes.kv_groups * head_dim
-    return _view_refused(outcome) == ([sizes.batch, sizes.tokens, group_size, head_dim], held)
+    return _view_refused(outcome) == ([sizes.batch, sizes.tokens, heads, head_dim], held)
 
 
 def _merged_as_kv_width(outcome: str, sizes: Sizes) -> bool:
@@ -309,6 +329,17 @@ def _kv_width_wrong(learner: LearnerWorkers, stage: int, cls: str, sizes: Sizes)
     held = dict((name, size) for name, size in reply["structure"]["parameters"])
     documented = sizes.kv_groups * (sizes.d_out // sizes.heads)
     return "W_key.weight" in held and held["W_key.weight"][0] != documented
+
+
+def _heads_full_width(learner: LearnerWorkers, stage: int, cls: str, sizes: Sizes) -> bool:
+    """Every weight that takes the d_in inputs gives d_out features on ``sizes``: the heads are as wide as
+    documented (False where the module cannot be read)."""
+    try:
+        reply = cast(dict, learner.request(stage, "module", cls=cls, args=sizes.args(cls), seed=SEED, inputs=[]))
+    except LearnerFailure:
+        return False
+    weights = [size for _, size in reply["structure"]["parameters"] if len(size) == 2 and size[1] == sizes.d_in]
+    return bool(weights) and all(size[0] == sizes.d_out for size in weights)
 
 
 def _outcome(result: object, expected: tuple[int, ...]) -> tuple[str, bool]:

@@ -162,8 +162,12 @@ def build(learner: LearnerWorkers, stage: int, cls: str, args: list, probe: str 
             f"{cls}{tuple(args)} holds weights of other shapes than documented, so the grader cannot "
             f"put the documented weights in: {'; '.join(words for words, _ in mismatched)}"
             + ("; each is the documented shape transposed" if transposed else ""),
+            # (d_out, d_in) parameters are v1's layout mistake; an nn.Linear's transposed weight is a layer
+            # built as nn.Linear(d_out, d_in)
             "weights-layout"
-            if transposed and stage in hints.catalog()["weights-layout"]["stages"]
+            if transposed and stage in hints.catalog()["weights-layout"]["stages"] and cls == "SelfAttention_v1"
+            else "d-in-for-d-out"
+            if transposed
             else "kv-projection-size"
             if cls == "GroupedQueryAttention" and _only_kv_widths(mismatched)
             else None,

@@ -45,6 +45,8 @@ def transferred(learner, reply: dict, d_in: int, d_out: int, seed: int) -> dict:
 
 def _hint_for_raise(learner, message: str, d_in: int, d_out: int, seed: int) -> str | None:
     """What an error the transfer raised proves: torch's own words, or the square case that runs."""
+    if reads_undocumented(message):
+        return "undocumented-attribute"
     if "leaf Variable that requires grad" in message:
         return "copy-without-no-grad"
     if "as parameter" in message and "Parameter or None expected" in message:
@@ -60,6 +62,12 @@ def _hint_for_raise(learner, message: str, d_in: int, d_out: int, seed: int) -> 
     # d_in == d_out: the same copy runs; holding v2's weights as they are proves the missing .T
     untransposed = _transfer_holds(learner, d_out, d_out, seed, torch.equal)
     return "weights-not-transposed" if untransposed else None
+
+
+def reads_undocumented(message: str) -> bool:
+    """An AttributeError's message says the learner's code read an attribute that a stand-in, which holds the
+    documented attributes alone, does not have (sa_v2.qkv_bias, say)."""
+    return "object has no attribute" in message and message.strip("'\"").startswith("StandIn")
 
 
 def _transfer_holds(learner, d_in: int, d_out: int, seed: int, holds) -> bool:
@@ -246,7 +254,13 @@ def test_bias_is_refused(learner):
         raise CheckFailed(
             f"for qkv_bias=True the transfer raised {kind}: {message}; a ValueError that mentions the "
             "bias says what went wrong",
-            "bias-dropped",
+            "undocumented-attribute" if reads_undocumented(message) else "bias-dropped",
+        )
+    if changed := reply.get("v1_changed"):
+        raise CheckFailed(
+            f"for qkv_bias=True the transfer raised ValueError, but only after it had changed sa_v1's "
+            f"{', '.join(changed)}: refuse before copying anything, so that a refused transfer leaves sa_v1 as it was",
+            "bias-refused-late",
         )
 
 

@@ -265,7 +265,8 @@ def test_dropout_on_weights(learner):
     if dropped < 0.01:
         raise CheckFailed(
             f"{FUNCTION} with dropout_p={DROPOUT_P} dropped no attention weight: dropout_p > 0 drops "
-            "weights on every call (a function has no training mode to ask)"
+            "weights on every call (a function has no training mode to ask)",
+            "dropout-not-applied",
         )
     if bool((kept == kept[:, :1, :]).all()):
         raise CheckFailed(
