@@ -16,9 +16,9 @@ from grader.core.report import CheckResult, Status
 from grader.core.stages import STAGE_MODULES
 from grader.intake.submission import SubmissionFiles
 from grader.judge.evidence import bounded_evidence
+from grader.judge.exception_hints import hint_for_exception
 from grader.judge.routes_off import SWITCHED_OFF_BY_TARGET
 from grader.judge.verdict import CheckFailed
-from grader.runner.book_calls import SIGNATURE_REFUSED
 from grader.runner.implementation import Implementation, load_package
 from grader.runner.routes import RouteSwitchedOff
 from grader.runner.seeding import manual_seed
@@ -281,8 +281,8 @@ def _classify(excinfo) -> tuple[Status, str, str | None]:
             status, hint = FAILURE_STATUS[error.kind]
             return status, str(error), hint
         if error.where is None and error.message.startswith(BOOK_CODE_WORDS):
-            return Status.ERROR, error.message, _hint_for_exception(error.message)
-        return Status.ERROR, error.raised_words(), _hint_for_exception(error.message)
+            return Status.ERROR, error.message, hint_for_exception(error.message)
+        return Status.ERROR, error.raised_words(), hint_for_exception(error.message)
     if isinstance(error, SandboxError):  # the grader's failure, never the learner's: graded again later
         return Status.ERROR, f"{GRADER_FAULTS[0]} while running your code ({error})", None
     if "Timeout" in type(error).__name__ or "Timeout >" in str(error):
@@ -300,14 +300,3 @@ def grader_faults(report: dict) -> list[str]:
         for c in s["checks"]
         if c["status"] == Status.ERROR and c["message"].startswith(GRADER_FAULTS)
     ]
-
-
-def _hint_for_exception(message: str) -> str | None:
-    """A cause an exception's own words prove. A shape error proves none: many mistakes raise one."""
-    if "Expected all tensors to be on the same device" in message:
-        return "device-mismatch"
-    if "in nn.Linear's layout" in message and "the book's code multiplies" in message:  # document_examples
-        return "weights-layout"
-    if SIGNATURE_REFUSED in message:  # a book call the learner's signature refuses
-        return "signature"
-    return None

@@ -154,6 +154,6 @@ def _dropout_problem(learner, stage: int, cls: str, args_for, state_for, n: int,
         return CheckFailed(
             f"{cls} in training mode dropped the very same attention weights on two calls in a row: forward "
             "reseeds the random generator (torch.manual_seed), so dropout draws one mask for ever",
-            "dropout-reseeded",
+            "seed-in-module",
         )
     return None

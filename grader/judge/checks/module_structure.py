@@ -6,16 +6,19 @@ from typing import cast
 
 import torch
 
-from grader.judge.checks.naming import PROJECTION_NAMES
+from grader.judge.checks.naming import PROJECTION_NAMES, parameters_only
 from grader.judge.checks.support import CheckFailed, LearnerFailure, LearnerWorkers, agrees, build, generator
 from grader.runner.book_calls import SIGNATURE_REFUSED
+
+# Two seeds of the judge's own: a module built after each holds other weights unless it seeds itself.
+CALLER_SEEDS = (7, 8)
 
 
 def expect_trainable(cls: str, shape: dict, learner: LearnerWorkers, stage: int, args: list | None) -> None:
     """``cls``'s module, described by its ``shape`` (a build's "structure"), can be trained: every parameter
-    takes a gradient through forward (built as ``cls(*args)``; ``args`` None where its parts are another
-    stage's, graded by stand-ins that compute no attention), and no dropout overwrites the attention weights
-    autograd keeps for the backward pass."""
+    takes a gradient through forward and backward (built as ``cls(*args)``; ``args`` None where its parts are
+    another stage's, graded by stand-ins that compute no attention), no dropout overwrites the attention weights
+    autograd keeps for the backward pass, and its first weights come from its caller's seed."""
     if frozen := shape.get("frozen"):
         raise CheckFailed(
             f"{cls}'s {', '.join(map(str, frozen))} do not require grad, so training cannot change them: create "
@@ -30,6 +33,7 @@ def expect_trainable(cls: str, shape: dict, learner: LearnerWorkers, stage: int,
         )
     if args is None:
         return
+    expect_caller_seed(learner, stage, cls, args)
     # stage 2's modules take the book's (num_tokens, d_in) inputs; the later ones a batch
     x = torch.rand(*(() if stage == 2 else (2,)), 3, args[0], generator=generator(f"gradients {cls}"))
     try:
@@ -50,6 +54,30 @@ def expect_trainable(cls: str, shape: dict, learner: LearnerWorkers, stage: int,
             "so training cannot change them: forward computes with a copy autograd does not follow (W.data, "
             ".detach(), torch.no_grad()); use the parameters themselves, x @ self.W_query",
             "no-gradient",
+        )
+
+
+def expect_caller_seed(learner: LearnerWorkers, stage: int, cls: str, args: list) -> None:
+    """``cls(*args)`` draws its weights from its caller's seed: built after two different seeds it holds other
+    weights, unless it calls torch.manual_seed itself (in __init__), so that every instance is the same."""
+    try:
+        first, second = (
+            parameters_only(build(learner, stage, cls, args, seed=seed, return_state=True)["state"])
+            for seed in CALLER_SEEDS
+        )
+    except LearnerFailure as failure:
+        if failure.kind != "exception":
+            raise
+        return  # it cannot be built: the other checks say why
+    weights = {name: t for name, t in first.items() if isinstance(t, torch.Tensor) and t.is_floating_point()}
+    same = all(isinstance(second.get(n), torch.Tensor) and torch.equal(t, second[n]) for n, t in weights.items())
+    if weights and same:
+        seeds = " and after ".join(f"torch.manual_seed({seed})" for seed in CALLER_SEEDS)
+        raise CheckFailed(
+            f"{cls}{tuple(args)} built after {seeds} holds the very same weights: it sets its own seed "
+            "(torch.manual_seed in __init__), so every instance holds the same weights whatever seed its caller "
+            "set; seed before building it, as the book does",
+            "seed-in-module",
         )
 
 

@@ -35,6 +35,7 @@ from grader.judge.checks.probe_sizes import (
     Call,
     Sizes,
 )
+from grader.judge.exception_hints import hint_for_exception
 from grader.judge.tensor_diff import describe_value, described_call
 from grader.judge.verdict import CheckFailed
 from grader.runner.protocol import Foreign
@@ -268,12 +269,14 @@ def diagnose(learner: LearnerWorkers, stage: int, target: str) -> tuple[str, str
     if cause == "heads-width-wrong" and target == "MultiHeadAttentionWrapper":
         # heads of d_out features each, as documented: what fails is how their outputs are combined
         cause = "wrapper-concat-dim" if _heads_full_width(learner, stage, target, cases[0][1]) else "wrapper-head-size"
+    # no run proves a size: the error's own words may still say why (an attribute missing, a refused argument)
+    told = hint_for_exception(first.outcome) if cause is None and first.failure[:1] == ("raised",) else None
     words = [RUNS_HEADING, *(run.line() for run in runs)]
     if cause is not None and own_check and rule and cause != "input-length-refused":
         words.append(OWN_CHECK_CLAIM.format(runs="; ".join(sorted(rule[1]))))
     elif cause is not None:
         words.append(RULE_CLAIMS.get((cause, rule[1]), CLAIMS[cause]) if rule else CLAIMS[cause])
-    return "\n".join(words), cause, first.failure
+    return "\n".join(words), cause or told, first.failure
 
 
 def _uses_transposed(learner: LearnerWorkers, stage: int, cls: str) -> bool:

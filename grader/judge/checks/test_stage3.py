@@ -12,6 +12,7 @@ from grader.judge.checks import documented
 from grader.judge.checks.shortcut import TRANSFER_BY_COPY, expect_not_spelled, expect_work_recorded, switched_off_reply
 from grader.judge.checks.support import CheckFailed, check, expect_close
 from grader.judge.document_values import document_values
+from grader.judge.exception_hints import hint_for_exception
 from grader.judge.tensor_diff import describe_value
 from grader.judge.verdict import agrees
 from grader.runner.seeding import manual_seed
@@ -45,8 +46,8 @@ def transferred(learner, reply: dict, d_in: int, d_out: int, seed: int) -> dict:
 
 def _hint_for_raise(learner, message: str, d_in: int, d_out: int, seed: int) -> str | None:
     """What an error the transfer raised proves: torch's own words, or the square case that runs."""
-    if reads_undocumented(message):
-        return "undocumented-attribute"
+    if told := hint_for_exception(message):
+        return told
     if "leaf Variable that requires grad" in message:
         return "copy-without-no-grad"
     if "as parameter" in message and "Parameter or None expected" in message:
@@ -62,12 +63,6 @@ def _hint_for_raise(learner, message: str, d_in: int, d_out: int, seed: int) -> 
     # d_in == d_out: the same copy runs; holding v2's weights as they are proves the missing .T
     untransposed = _transfer_holds(learner, d_out, d_out, seed, torch.equal)
     return "weights-not-transposed" if untransposed else None
-
-
-def reads_undocumented(message: str) -> bool:
-    """An AttributeError's message says the learner's code read an attribute that a stand-in, which holds the
-    documented attributes alone, does not have (sa_v2.qkv_bias, say)."""
-    return "object has no attribute" in message and message.strip("'\"").startswith("StandIn")
 
 
 def _transfer_holds(learner, d_in: int, d_out: int, seed: int, holds) -> bool:
@@ -254,7 +249,7 @@ def test_bias_is_refused(learner):
         raise CheckFailed(
             f"for qkv_bias=True the transfer raised {kind}: {message}; a ValueError that mentions the "
             "bias says what went wrong",
-            "undocumented-attribute" if reads_undocumented(message) else "bias-dropped",
+            "undocumented-attribute" if hint_for_exception(message) == "undocumented-attribute" else "bias-dropped",
         )
     if changed := reply.get("v1_changed"):
         raise CheckFailed(

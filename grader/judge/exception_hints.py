@@ -1,0 +1,27 @@
+"""The causes an exception's own words prove, whichever check met it: torch's words for tensors on two devices,
+Python's for a constructor that refuses the documented arguments or an attribute an object lacks."""
+
+import re
+
+from grader.runner.book_calls import SIGNATURE_REFUSED
+
+
+def hint_for_exception(message: str) -> str | None:
+    """A cause an exception's own words prove. A shape error proves none: many mistakes raise one."""
+    if "Expected all tensors to be on the same device" in message:
+        return "device-mismatch"
+    if "in nn.Linear's layout" in message and "the book's code multiplies" in message:  # document_examples
+        return "weights-layout"
+    if SIGNATURE_REFUSED in message or CONSTRUCTOR_REFUSED.search(message):  # the documented call refused
+        return "signature"
+    if found := MISSING_ATTRIBUTE.search(message):  # a stand-in holds the documented attributes alone
+        return "undocumented-attribute" if found.group(1).startswith("StandIn") else "attribute-missing"
+    return None
+
+
+# Python's words for a constructor that refuses the documented arguments (a misspelt __init__ leaves nn.Module's),
+# and for an attribute an object lacks: "'SelfAttention_v2' object has no attribute 'W'".
+CONSTRUCTOR_REFUSED = re.compile(
+    r"\.__init__\(\) (got an unexpected keyword argument|takes \d+ positional argument|missing \d+ required)"
+)
+MISSING_ATTRIBUTE = re.compile(r"'(\w+)' object has no attribute '\w+'")
