@@ -7,8 +7,10 @@ results: where those are wrong, the function is judged on its own small example 
 from pathlib import Path
 
 import pytest
+import torch
 
 from grader.core.report import CheckResult, Status
+from grader.judge.verdict import CheckFailed, expect_all_close
 from grader.judge.voiding import void_without_results
 from tests.grading import grade, learner_copy
 
@@ -89,6 +91,28 @@ def test_a_visible_structure_check_counts_in_the_record_only_beside_a_right_rand
     else:
         assert (declared.score, declared.hint) == (0, "results-first") and "random.f" in declared.message
         assert declared.visible_verdict == {"status": Status.PASSED, "score": 2, "message": "", "hint": None}
+
+
+@pytest.mark.parametrize("some_right", [False, True])
+def test_a_random_check_right_on_some_of_its_inputs_is_a_right_result_for_the_worked_example(some_right):
+    """One difference that fails some of the judge's inputs (a qkv_bias=True case) leaves the rest right: the
+    worked example's own check keeps its points beside them, and is voided only where no drawn input came out
+    right (a table of the printed values)."""
+    document, drawn = result("document.f", Status.PASSED, "visible"), result("random.f", Status.FAILED)
+    drawn.some_right = some_right
+    void_without_results([document, drawn])
+    assert document.score == (2 if some_right else 0)
+
+
+def test_expect_all_close_says_whether_some_case_came_out_right():
+    right, wrong = torch.ones(2), torch.zeros(2)
+    for cases, some in (
+        ([(right, right, "a", None), (wrong, right, "b", None)], True),
+        ([(wrong, right, "b", None)], False),
+    ):
+        with pytest.raises(CheckFailed) as failed:
+            expect_all_close(cases)
+        assert failed.value.some_right is some
 
 
 def test_a_stage_wide_check_goes_with_the_stages_results():

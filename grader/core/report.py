@@ -128,6 +128,7 @@ class CheckResult:
     printed: str
     warned: str = ""  # warnings raised during the check, a line each
     from_source: bool = False  # the verdict rests on the source alone (CheckFailed.from_source)
+    some_right: bool = False  # failed, with some of its cases right (CheckFailed.some_right): for voiding alone
     visible_verdict: VisibleVerdict | None = None  # set where a hidden input's shortcut voided a visible check
     own: dict | None = None  # the check's own verdict where voiding replaced it (grader.judge.voiding)
 

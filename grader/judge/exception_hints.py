@@ -14,7 +14,9 @@ def hint_for_exception(message: str) -> str | None:
         return "weights-layout"
     if SIGNATURE_REFUSED in message or CONSTRUCTOR_REFUSED.search(message):  # the documented call refused
         return "signature"
-    if found := MISSING_ATTRIBUTE.search(message):  # a stand-in holds the documented attributes alone
+    # a class's object without an attribute read from it (a stand-in holds the documented attributes alone); a
+    # builtin's ('NoneType', 'int', 'tuple') is a value of another kind where a module or tensor belongs
+    if (found := MISSING_ATTRIBUTE.search(message)) and found.group(1)[0].isupper() and found.group(1) != "NoneType":
         return "undocumented-attribute" if found.group(1).startswith("StandIn") else "attribute-missing"
     return None
 

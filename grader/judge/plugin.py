@@ -205,6 +205,7 @@ class GradingPlugin:
             printed="" if printed is None else printed.text(),
             warned="" if printed is None else printed.warned(),
             from_source=verdict is not None and verdict.from_source,
+            some_right=verdict is not None and verdict.some_right,
         )
 
 

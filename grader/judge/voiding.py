@@ -76,7 +76,8 @@ def void_without_results(checks: list[CheckResult]) -> None:
     ``visible_verdict``; so do a visible property check and a worked example's own result check (document,
     example), whose inputs and values are published. A voided check names the result checks it rests on and
     repeats none of their maps: their own card shows them."""
-    passed = {id(c) for c in checks if c.status == Status.PASSED}  # the verdicts before any is voided
+    # the verdicts before any is voided; a result check with some of its cases right counts as a right result
+    passed = {id(c) for c in checks if c.status == Status.PASSED or c.some_right}
     for check in checks:
         kind = check.id.split(".", 1)[0]
         if kind not in JUDGES_HOW + PUBLISHED or not check.score:
