@@ -3,6 +3,7 @@ chromium, driven by selenium): it logs no error, fits a laptop and a phone, ever
 student's feedback, and what it counts is what the class's reports hold."""
 
 import os
+import shutil
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -10,7 +11,7 @@ import pytest
 
 from grader.classroom.class_summary import summarise
 from grader.cli import class_report
-from tests.grading import MUTANTS, batch, learner_copy
+from tests.grading import MUTANTS, REPO, batch, learner_copy
 from tests.test_html_in_browser import CHROMEDRIVER, CHROMIUM, WIDTHS, browser, opened  # noqa: F401 - a fixture
 
 HTML_NAME = "x<i>y"  # an LMS name a student chose: text on the page, never markup
@@ -26,6 +27,8 @@ def graded_class(tmp_path_factory) -> Path:
     for name in ("cy", "di"):  # the same mistake
         learner_copy(submissions / name, next(m for m in MUTANTS if m.get("hint") == "missing-scaling"))
     learner_copy(submissions / HTML_NAME, stages=[1])  # stages 2-5 missing
+    stub = learner_copy(submissions / "fay")  # stage 3 handed in as the stub: missing too
+    shutil.copy(REPO / "exercises" / "stage3_weight_transfer.py", stub / "stage3_weight_transfer.py")
     course = root / "course.toml"
     course.write_text(
         f'[course]\ntitle = "{COURSE_TITLE}"\n\n[due]\nassignment = 2025-03-14T23:59:00Z\n\n[late_penalty]\npenalty = 10\n'
@@ -47,13 +50,14 @@ def graded_class(tmp_path_factory) -> Path:
 
 def test_the_summary_counts_what_the_reports_hold(graded_class):
     summary = summarise(graded_class)
-    assert sorted(summary.students) == sorted(["ada", "bo", "cy", "di", "ed", HTML_NAME])
+    assert sorted(summary.students) == sorted(["ada", "bo", "cy", "di", "ed", "fay", HTML_NAME])
     assert summary.hints["missing-scaling"] == 2 and sorted(summary.hinted["missing-scaling"]) == ["cy", "di"]
     assert [student for student, _ in summary.late] == ["bo"]
-    assert [student for student, _ in summary.missing] == [HTML_NAME]
+    assert sorted(student for student, _ in summary.missing) == sorted(["fay", HTML_NAME])
+    assert dict(summary.missing)["fay"] == "left as the stub: stage3" and HTML_NAME in dict(summary.missing)
     assert summary.overrides == [("ada", "total 99 (automatic 100)", "total: a mark for the write-up", "")]
     assert summary.final_max == 100 and sorted(summary.finals)[-1] == 100
-    assert len(summary.stage_scores["stage1"]) == 6 and summary.stage_max["stage1"] == 20
+    assert len(summary.stage_scores["stage1"]) == 7 and summary.stage_max["stage1"] == 20
     most, count = summary.failed_checks.most_common(1)[0]
     assert count >= 2 and most.startswith("stage2")
 

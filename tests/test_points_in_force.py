@@ -36,8 +36,13 @@ def test_a_points_file_that_moves_a_note_price_or_a_maximum_says_so(tmp_path):
     points = points_in_use(note_prices(read_course(course), course), registry)
     assert points.stage_total(3) == 20  # the file's stage wins, as documented
     assert len(points.changes) == 2
-    assert "stage3 note.in_place is worth 0, where the course and the registry give 2" in points.changes[0]
-    assert "stage3 is worth 20 in all, where the course and the registry give 22" in points.changes[1]
+    assert (
+        "stage3 note.in_place is worth 0, where the course's note prices and the default points give 2"
+        in points.changes[0]
+    )
+    assert (
+        "stage3 is worth 20 in all, where the course's note prices and the default points give 22" in points.changes[1]
+    )
     said = points_cli("--course", course, "--points", registry)
     assert said.returncode == 0 and said.stderr.count("\n") == 2 and "note.in_place" in said.stderr
 

@@ -384,6 +384,30 @@ def test_full_marks_on_the_chapter_point_the_next_step_at_the_first_bonus_stage(
     assert "Next step" not in render_text(from_json(one_stage), "one", color=False)  # 2-5 come first
 
 
+def test_a_bonus_stub_is_not_the_next_step_while_a_chapter_stage_loses_points():
+    def stage(number: int, track: str, checks: list[dict]) -> dict:
+        worth = sum(c["max_score"] for c in checks)
+        return {
+            "id": f"stage{number}",
+            "title": "",
+            "track": track,
+            "score": sum(c["score"] for c in checks),
+            "max_score": worth,
+            "checks": checks,
+        }
+
+    stub = a_check("document.scaled_dot_product_attention", message="not implemented yet", status="not_implemented")
+    losing = a_check("random.SelfAttention_v2")
+    for core_score, expected in (
+        (0, "stage 3 still loses points in 1 check(s), random.SelfAttention_v2 first"),
+        (2, "not implemented yet"),
+    ):
+        report = a_report([])
+        report["stages"] = [stage(3, "core", [{**losing, "score": core_score}]), stage(6, "bonus", [stub])]
+        step = render_text(report, "work", color=False).split("Next step\n", 1)[1]
+        assert expected in step and (f"stage{3 if core_score == 0 else 6}_" in step)
+
+
 def test_checks_that_fail_for_one_proven_cause_are_said_once_with_their_checks_listed(tmp_path):
     """Missing scaling in stage 2: every result check of both classes fails with the one hint, which the
     terminal and the page each say once, with one heat map, and the failed checks listed under it."""

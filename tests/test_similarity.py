@@ -171,6 +171,9 @@ def test_the_copied_pair_is_listed_and_code_shared_only_with_the_book_is_not(cla
     assert "ada/stage1_softmax.py" in report and "bob/stage1_softmax.py" in report
     assert "highlight-red" in report  # the shared code, marked
     assert "similarity-" not in report  # no temporary folder named in the report
+    # the page needs nothing but itself: no stylesheet or script from a CDN, its lists' toggle its own
+    assert "https://" not in re.sub(r'href="https://[^"]*github[^"]*"', "", report), "a file fetched from elsewhere"
+    assert "cdn.jsdelivr" not in report and 'data-bs-toggle="collapse"' in report and "classList.toggle" in report
 
 
 def test_without_the_book_as_boilerplate_the_stubs_alone_make_pairs(class_folder, tmp_path, monkeypatch, capsys):

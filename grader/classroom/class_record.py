@@ -19,8 +19,8 @@ INPUT_FILE_OPTIONS = {
     "course": ("--course", _LATE_LOST),
     "points": (
         "--points",
-        "the whole class is graded again with the registry's points (python -m grader.cli.points "
-        "writes them as a file, to give if that is what you mean)",
+        "the whole class is graded again with the default points and the course's note prices (python -m "
+        "grader.cli.points --course course.toml writes those as a file, to give if that is what you mean)",
     ),
 }
 

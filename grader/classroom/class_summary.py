@@ -72,6 +72,17 @@ def summarise(out: Path) -> ClassSummary:
         if report is None:
             continue
         summary.graded.append(student)
+        # a chapter stage handed in as the stub (every check waits for code) is missing too; a bonus one is not
+        stubs = [
+            stage["id"]
+            for stage in report["stages"]
+            if stage.get("track") == "core" and all(c["status"] == Status.NOT_IMPLEMENTED for c in stage["checks"])
+        ]
+        if stubs:
+            left = f"left as the stub: {', '.join(stubs)}"
+            summary.missing = [(s, f"{why}; {left}" if s == student else why) for s, why in summary.missing]
+            if student not in dict(summary.missing):
+                summary.missing.append((student, left))
         # each stage's score as the row holds it: the grading the course keeps (grader/classroom/record.py)
         for stage in report["stages"]:
             summary.stage_scores.setdefault(stage["id"], []).append(float(row.get(stage["id"]) or 0))

@@ -63,6 +63,39 @@ def write_book_code(docs: Path, folder: Path) -> None:
             (folder / f"{guide.stem}_block{number}.py").write_text(block["code"], encoding="utf-8")
 
 
+# copydetect's report fetches Bootstrap from a CDN, for its table styles and its collapsible lists: a page of
+# students' code then loads a third party's files, and shows unstyled, every list open, where there is no network.
+# In their place, the little it uses, written here: the page needs nothing but itself.
+CDN_TAG = re.compile(r"<(link|script)[^>]*https://cdn\.jsdelivr\.net/[^>]*>(\s*</script>)?")
+OFFLINE_STYLE = """<style>
+  body { font-family: system-ui, sans-serif; margin: 0 1em; }
+  .collapse:not(.show) { display: none; }
+  .btn { border: 1px solid #888; border-radius: 4px; background: #eee; padding: 0.2em 0.6em; cursor: pointer; }
+  .table { border-collapse: collapse; width: 100%; }
+  .table td, .table th { border-top: 1px solid #ddd; padding: 0.25em 0.5em; vertical-align: top; }
+  .table-striped tr:nth-child(odd) { background: #f6f6f6; }
+  .row { display: flex; flex-wrap: wrap; }
+  .col { flex: 1; }
+  pre { white-space: pre-wrap; overflow-x: auto; }
+</style>"""
+OFFLINE_SCRIPT = """<script>
+  document.querySelectorAll('[data-bs-toggle="collapse"]').forEach(function (button) {
+    button.addEventListener('click', function () {
+      var target = document.querySelector(button.getAttribute('data-bs-target'));
+      var shown = target.classList.toggle('show');
+      button.setAttribute('aria-expanded', shown ? 'true' : 'false');
+    });
+  });
+</script>"""
+
+
+def offline_report(page: str) -> str:
+    """copydetect's HTML report with no file fetched from elsewhere: its CDN tags out, a few styles and the
+    collapsible lists' toggle in."""
+    page = CDN_TAG.sub("", page)
+    return page.replace("</head>", f"{OFFLINE_STYLE}\n</head>", 1).replace("</body>", f"{OFFLINE_SCRIPT}\n</body>", 1)
+
+
 def pairs_csv(rows: list[list], names: dict[str, str] | None = None) -> str:
     """similarity.csv: the header, then ``rows`` with any text a spreadsheet would run quoted; with ``names``
     (OUT/names.csv, grader/classroom/names.py: none under anonymous grading), each student's name at the end."""

@@ -20,7 +20,15 @@ from pathlib import Path
 
 from grader.classroom import similarity
 from grader.classroom.names import read_names
-from grader.classroom.similarity import CSV_NAME, REPORT_NAME, pair_rows, pairs_csv, write_book_code, write_stage_files
+from grader.classroom.similarity import (
+    CSV_NAME,
+    REPORT_NAME,
+    offline_report,
+    pair_rows,
+    pairs_csv,
+    write_book_code,
+    write_stage_files,
+)
 from grader.core.output_files import write_atomic
 from grader.intake.layouts import list_students
 from grader.runner.escaping import printable
@@ -158,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             detector.run()
             rows = pair_rows(detector.get_copied_code_list(), student_of, args.min_tokens)
             report = detector.generate_html_report(output_mode="return")
-    write_atomic(args.out / REPORT_NAME, report)
+    write_atomic(args.out / REPORT_NAME, offline_report(report))
     write_atomic(args.out / CSV_NAME, pairs_csv(rows, read_names(args.out)))
     print(
         f"similarity: {ours} students compared{f' (and {len(args.prior)} earlier term(s))' if args.prior else ''}; "

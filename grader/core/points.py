@@ -69,12 +69,13 @@ def points_file_changes(priced: PointsTable, replaced: PointsTable, source: Path
         for check, worth in checks.items():
             if check.startswith("note.") and worth != before[check]:
                 lines.append(
-                    f"{source.name}: {stage} {check} is worth {worth:g}, where the course and the registry give "
-                    f"{before[check]:g}"
+                    f"{source.name}: {stage} {check} is worth {worth:g}, where the course's note prices and the "
+                    f"default points give {before[check]:g}"
                 )
         if (after := sum(checks.values())) != (was := sum(before.values())):
             lines.append(
-                f"{source.name}: {stage} is worth {after:g} in all, where the course and the registry give {was:g}"
+                f"{source.name}: {stage} is worth {after:g} in all, where the course's note prices and the default "
+                f"points give {was:g}"
             )
     return lines
 

@@ -271,14 +271,24 @@ def mark(check: CheckReport) -> str:
 
 def next_step(report: Report) -> tuple[int, str] | None:
     """The stage and message of the first check whose function is not written yet, in stage order (a
-    visible check's message where there is one: a student's view shows no hidden check's); once the chapter's
-    stages all score full marks, the first bonus stage not graded yet."""
+    visible check's message where there is one: a student's view shows no hidden check's); a bonus stage's only
+    once no chapter stage loses points, which comes first; once the chapter's stages all score full marks, the
+    first bonus stage not graded yet."""
+    chapter = {number for number, stage in registry().items() if stage.track == CORE}
+    losing = [
+        stage for stage in report["stages"] if stage_number(stage) in chapter and stage["score"] < stage["max_score"]
+    ]
     for stage in report["stages"]:
         waiting = [c for c in _visible_first(stage["checks"]) if c["status"] == Status.NOT_IMPLEMENTED]
+        if waiting and stage_number(stage) not in chapter and losing:  # a bonus stub, with the chapter not done
+            failed = [c for c in _visible_first(losing[0]["checks"]) if c["score"] < c["max_score"]]
+            return stage_number(losing[0]), (
+                f"the chapter's stage {stage_number(losing[0])} still loses points in {len(failed)} check(s), "
+                f"{failed[0]['id']} first: the bonus stages build on it, so fix it before them"
+            )
         if waiting:
             return stage_number(stage), waiting[0]["message"]
     full = {stage_number(stage) for stage in report["stages"] if stage["score"] == stage["max_score"]}
-    chapter = {number for number, stage in registry().items() if stage.track == CORE}
     graded = {stage_number(stage) for stage in report["stages"]}
     bonus = [stage for number, stage in registry().items() if stage.track == BONUS and number not in graded]
     if chapter <= full and full == graded and bonus:
