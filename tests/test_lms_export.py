@@ -117,6 +117,18 @@ def test_moodle_grades_out_of_more_than_a_grade_items_maximum_are_warned_of_in_o
     assert "maximum" not in export(tmp_path, "moodle", capsys=capsys)[2]  # out of 100: nothing to say
 
 
+def test_moodle_grades_above_the_points_possible_by_extra_credit_are_warned_of_in_one_line(tmp_path, capsys):
+    """Bonus stages as extra credit: 115 of 100 scaled to --points-possible 100 stays 115, which Moodle's import
+    caps at the item's maximum unless the site allows unlimited grades."""
+    extra = GRADES.replace("95.0,100,", "115.0,100,")
+    status, data, stderr = export(tmp_path, "moodle", "--points-possible", "100", grades=extra, capsys=capsys)
+    assert status == 0 and ["fay@example.edu", "115"] in rows(data)
+    warning = [line for line in stderr.splitlines() if "extra credit" in line]
+    assert len(warning) == 1 and "1 grade(s) pass the points possible, 100" in warning[0]
+    assert "fay@example.edu" in warning[0] and "unlimited grades" in warning[0]
+    assert "extra credit" not in export(tmp_path, "moodle", capsys=capsys)[2]
+
+
 def test_moodle_identifier_is_any_roster_column_and_a_missing_one_is_one_line(tmp_path, capsys):
     status, data, stderr = export(
         tmp_path, "moodle", "--identifier", "SIS Login ID", "--assignment", "Lab 3", capsys=capsys

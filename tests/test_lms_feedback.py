@@ -65,8 +65,12 @@ def test_moodles_grading_worksheet_comes_back_with_grades_and_feedback_and_nothi
     assert header == WORKSHEET_COLUMNS
     ada, bo, cy = rows
     assert ada[4] == "9.5" and bo[4] == "7.2"  # final, scaled to the Maximum Grade of the row
-    assert ada[9] == "<pre>stage 5 · 1 check failed: 0/5\n    hint [wrong-scaling]: x &lt; y\n</pre>"
-    assert bo[9] == "<pre>all right\n</pre>"
+    # the feedback counts the grader's points: a line first says how the worksheet's Grade was reached
+    scaled = "Recorded here as 9.5 of 10: 95 of the 100 points the grader gives, scaled.\n\n"
+    assert ada[9] == f"<pre>{scaled}stage 5 · 1 check failed: 0/5\n    hint [wrong-scaling]: x &lt; y\n</pre>"
+    assert (
+        bo[9] == "<pre>Recorded here as 7.2 of 10: 72 of the 100 points the grader gives, scaled.\n\nall right\n</pre>"
+    )
     assert cy[4] == "" and cy[9] == ""  # no grade: left as Moodle gave it
     for before, after in zip(WORKSHEET, rows):  # every cell but Grade and Feedback comments, as downloaded
         assert [c for i, c in enumerate(after) if i not in (4, 9)] == [

@@ -408,6 +408,28 @@ def test_a_bonus_stub_is_not_the_next_step_while_a_chapter_stage_loses_points():
         assert expected in step and (f"stage{3 if core_score == 0 else 6}_" in step)
 
 
+def test_the_gradescope_summary_counts_bonus_points_apart_from_the_chapters():
+    from grader.views.platforms import to_gradescope
+
+    def stage(number: int, track: str, visible: float, hidden: float) -> dict:
+        checks = [{**a_check(f"document.f{number}"), "visibility": "visible", "score": visible, "max_score": visible}]
+        checks.append({**a_check(f"random.f{number}"), "max_score": hidden})
+        return {
+            "id": f"stage{number}",
+            "title": "",
+            "track": track,
+            "score": visible,
+            "max_score": visible + hidden,
+            "checks": checks,
+        }
+
+    report = a_report([])
+    report["stages"] = [stage(1, "core", 8, 12), stage(2, "core", 9, 11), stage(6, "bonus", 4, 6)]
+    summary = to_gradescope(report)["output"]
+    assert summary.startswith("Visible checks: 17/17 on cpu. The hidden checks (23 of the 40 points) count once")
+    assert "Bonus stages: visible checks 4/4; their hidden checks hold 6 points more." in summary
+
+
 def test_checks_that_fail_for_one_proven_cause_are_said_once_with_their_checks_listed(tmp_path):
     """Missing scaling in stage 2: every result check of both classes fails with the one hint, which the
     terminal and the page each say once, with one heat map, and the failed checks listed under it."""

@@ -183,6 +183,15 @@ def moodle_csv(
             f"{_points(points_possible)}, or pass --points-possible {MOODLE_GRADE_MAX} to scale",
             file=sys.stderr,
         )
+    above = [row[0] for row in rows if row[-1] and float(row[-1]) > points_possible]
+    if above:  # extra credit on top of the points possible: Moodle caps it away unless the site allows more
+        print(
+            f"lms_export: {len(above)} grade(s) pass the points possible, {_points(points_possible)}, with extra "
+            f"credit ({', '.join(above[:3])}{', ...' if len(above) > 3 else ''}): Moodle caps a grade at its item's "
+            "maximum unless the site allows unlimited grades (Site administration > Grades > General settings), "
+            "so turn that on, or the extra credit is lost on import",
+            file=sys.stderr,
+        )
     return _csv_text([[identifier, assignment], *rows]), sum(1 for row in rows if row[-1])
 
 
@@ -240,7 +249,14 @@ def moodle_worksheet_csv(
         if grade:
             cells[MOODLE_GRADE], exported = grade, exported + 1
         if MOODLE_COMMENTS in cells and student[ROSTER_ID] in feedback:
-            cells[MOODLE_COMMENTS] = f"<pre>{html.escape(feedback[student[ROSTER_ID]])}</pre>"
+            said = feedback[student[ROSTER_ID]]
+            kept = grades.get(as_in_grades(student))
+            if grade and kept and kept.points is not None and kept.max_points and kept.max_points != maximum:
+                said = (  # the feedback counts the grader's points, the Grade the worksheet's
+                    f"Recorded here as {grade} of {_points(maximum)}: {_points(kept.points)} of the "
+                    f"{_points(kept.max_points)} points the grader gives, scaled.\n\n{said}"
+                )
+            cells[MOODLE_COMMENTS] = f"<pre>{html.escape(said)}</pre>"
         rows.append([cells[column] for column in columns])
     return _csv_text([columns, *rows]), exported
 

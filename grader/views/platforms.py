@@ -118,18 +118,30 @@ def _before_publishing(report: Report) -> Report:
 
 
 def _visible_score(report: Report) -> str:
-    """The visible checks' points, and how many points the hidden checks hold, never what they earned."""
-    checks = [c for stage in report["stages"] for c in stage["checks"]]
-    visible = [c for c in checks if c["visibility"] == "visible"]
-    score = points_text(rounded(sum(c["score"] for c in visible)))
-    line = (
-        f"Visible checks: {score}/{points_text(rounded(sum(c['max_score'] for c in visible)))} on {report['device']}."
-    )
-    hidden = rounded(sum(c["max_score"] for c in checks if c["visibility"] != "visible"))
+    """The visible checks' points, and how many points the hidden checks hold, never what they earned: the
+    chapter's stages first, then the bonus stages graded, each summed apart (a bonus point is no chapter point)."""
+
+    def points(stages: list[StageReport]) -> tuple[str, str, float]:
+        checks = [c for stage in stages for c in stage["checks"]]
+        visible = [c for c in checks if c["visibility"] == "visible"]
+        score = points_text(rounded(sum(c["score"] for c in visible)))
+        hidden = rounded(sum(c["max_score"] for c in checks if c["visibility"] != "visible"))
+        return score, points_text(rounded(sum(c["max_score"] for c in visible))), hidden
+
+    chapter = [stage for stage in report["stages"] if stage["track"] != BONUS]
+    bonus = [stage for stage in report["stages"] if stage["track"] == BONUS]
+    score, worth, hidden = points(chapter)
+    line = f"Visible checks: {score}/{worth} on {report['device']}."
     if hidden:
+        total = points_text(rounded(sum(stage["max_score"] for stage in chapter)))
         line += (
-            f" The hidden checks ({points_text(hidden)} of the {points_text(report['max_score'])} points) "
-            "count once your instructor publishes the grades."
+            f" The hidden checks ({points_text(hidden)} of the {total} points) count once your instructor "
+            "publishes the grades."
+        )
+    if bonus:
+        score, worth, hidden = points(bonus)
+        line += f" Bonus stages: visible checks {score}/{worth}" + (
+            f"; their hidden checks hold {points_text(hidden)} points more." if hidden else "."
         )
     return line
 
