@@ -35,7 +35,7 @@ help:
 	@echo "make watch         grade exercises/, then again each time you save a stage file (STAGE=N for one stage); Ctrl-C stops"
 	@echo "make grade-all     grade a class: SUBMISSIONS=folder as the LMS downloaded it (Canvas, Moodle, Gradescope, nbgrader, or a folder or .zip each) OUT=folder"
 	@echo "make similarity    pairs of students whose code is alike: SUBMISSIONS=folder OUT=folder (installs copydetect)"
-	@echo "make class-report  OUT/class-report.html, the class at a glance: OUT=folder a batch graded"
+	@echo "make class-report  OUT/class-report.html, the class at a glance: OUT=folder a batch graded [COURSE=course.toml]"
 	@echo "make canvas-export OUT's grades.csv as a Canvas gradebook import: OUT=folder ROSTER=roster.csv [EXPORT=file]"
 	@echo "make moodle-export OUT's grades.csv as a Moodle grade import: OUT=folder ROSTER=roster.csv [EXPORT=file]"
 	@echo "make gradescope    build dist/gradescope-autograder.zip for a Gradescope programming assignment"
@@ -102,8 +102,8 @@ grade-all: $(INSTRUCTOR_STAMP)
 	@$(PY) -m grader batch $(SUBMISSIONS) --out $(OUT) $(GRADE_ARGS)
 
 class-report: $(INSTRUCTOR_STAMP)
-	@test -n "$(OUT)" || { echo "usage: make class-report OUT=folder"; exit 2; }
-	@$(PY) -m grader.cli.class_report $(OUT)
+	@test -n "$(OUT)" || { echo "usage: make class-report OUT=folder [COURSE=course.toml]"; exit 2; }
+	@$(PY) -m grader.cli.class_report $(OUT) $(if $(COURSE),--course $(COURSE))
 
 similarity: $(SIMILARITY_STAMP)
 	@test -n "$(SUBMISSIONS)" -a -n "$(OUT)" || { echo "usage: make similarity SUBMISSIONS=folder OUT=folder [SIMILARITY_ARGS=...]"; exit 2; }

@@ -93,3 +93,17 @@ def test_a_report_that_does_not_keep_what_voiding_rests_on_is_graded_again_acros
     result = batch(submissions, out, "--points", str(priced_note))
     assert "re-priced" not in result.stderr, result.stderr
     assert "1 of 1 to grade (points table changed: all 1)" in result.stderr
+
+
+def test_a_note_price_moved_in_course_toml_is_re_priced_and_said_a_line_per_check(tmp_path):
+    """The course's [notes] prices move points as a points file does: the batch re-prices and names each price
+    that moved, whatever moved it."""
+    submissions, out, course = tmp_path / "class", tmp_path / "out", tmp_path / "course.toml"
+    learner_copy(submissions / "ada", stages=[1])
+    course.write_text('[notes]\n"stage1.fixed_device" = 1\n')
+    batch(submissions, out, "--course", str(course))
+    course.write_text('[notes]\n"stage1.fixed_device" = 2\n')
+    result = batch(submissions, out, "--course", str(course))
+    assert "1 report re-priced for the new points table" in result.stderr, result.stderr
+    assert "re-priced stage1 note.fixed_device: 1 -> 2" in result.stderr
+

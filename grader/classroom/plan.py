@@ -41,11 +41,14 @@ def plan(
     only a points change made old is re-priced instead (grader/classroom/repricing.py). Says so."""
     current = {student.id: run.of(read_student(student)) for student in students}
     if not force and chosen is None:  # --student grades those asked for, and touches no one else
-        if done := reprice_class(students, out, current, points):
+        moved: set[str] = set()
+        if done := reprice_class(students, out, current, points, moved):
             print(
                 f"grader batch: {counted(done, 'report')} re-priced for the new points table, no code run again",
                 file=sys.stderr,
             )
+            for line in sorted(moved):  # whatever moved it: a points file, or the course's note prices
+                print(f"grader batch:   re-priced {line}", file=sys.stderr)
     reasons = {student.id: why_grade(*saved_report(out, student), current[student.id]) for student in students}
     if chosen is not None:
         todo = {student.id: ASKED for student in students if student.id in chosen}

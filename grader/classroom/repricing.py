@@ -16,9 +16,13 @@ from grader.intake.students import Student
 from grader.judge.voiding import void_shortcut_targets, void_without_results
 
 
-def reprice_class(students: list[Student], out: Path, current: dict[str, dict], points: Points) -> list[str]:
+def reprice_class(
+    students: list[Student], out: Path, current: dict[str, dict], points: Points, changes: set[str] | None = None
+) -> list[str]:
     """Re-price the reports of ``students`` that differ from their ``current`` fingerprint in the points
-    alone, where re-pricing gives what a regrade would; the ids of those re-priced (now current)."""
+    alone, where re-pricing gives what a regrade would; the ids of those re-priced (now current). ``changes``
+    gathers each price that moved, a line each ("stage3 note.in_place: 0 -> 2"), whatever moved it (a points
+    file, the course's note prices)."""
     done = []
     for student in students:
         report = saved_report(out, student)[0]
@@ -30,11 +34,24 @@ def reprice_class(students: list[Student], out: Path, current: dict[str, dict], 
         if any(saved.get(part) != current[student.id][part] for part in CHANGED if part != "points"):
             continue
         new = repriced(report, points, current[student.id]["points"])
+        if new is not None and changes is not None:
+            changes.update(_moved(report, new))
         if new is not None:
             write_feedback(out, student, new)
             write_report(out, student, new)
             done.append(student.id)
     return done
+
+
+def _moved(before: Report, after: Report) -> set[str]:
+    """Each check whose price differs between two pricings of one report, as "stage3 note.in_place: 0 -> 2"."""
+    was = {(stage["id"], c["id"]): c["max_score"] for stage in before["stages"] for c in stage["checks"]}
+    return {
+        f"{stage['id']} {c['id']}: {was[(stage['id'], c['id'])]:g} -> {c['max_score']:g}"
+        for stage in after["stages"]
+        for c in stage["checks"]
+        if (stage["id"], c["id"]) in was and was[(stage["id"], c["id"])] != c["max_score"]
+    }
 
 
 def repriced(report: Report, points: Points, points_fingerprint: str) -> Report | None:
