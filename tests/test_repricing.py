@@ -106,4 +106,3 @@ def test_a_note_price_moved_in_course_toml_is_re_priced_and_said_a_line_per_chec
     result = batch(submissions, out, "--course", str(course))
     assert "1 report re-priced for the new points table" in result.stderr, result.stderr
     assert "re-priced stage1 note.fixed_device: 1 -> 2" in result.stderr
-
