@@ -50,6 +50,21 @@ def test_a_transfer_that_forges_the_record_of_v2_gains_nothing_even_unread(tmp_p
 # the softmax decomposition in torch._decomp's table (its helper put back first), a distributions transform,
 # and flex attention's eager kernel. Each is switched off in place, so the function earns nothing.
 SOFTMAX_BY_HAND = "    exp_x = torch.exp(x)\n    return exp_x / exp_x.sum(dim=0)\n"
+# exp(scores) from a backward kernel of torch's attention: with a log-sum-exp of 0 and the identity as the output's
+# gradient, the values' gradient is exp(q @ k.T * scale).T; keys the identity, so q @ k.T is the scores. A decoy
+# torch.exp(torch.log(...)) shows an exponential where a shortcut check looks for one.
+FLASH_BACKWARD_EXP = (
+    "    scores_, n_ = {scores}, {n}\n"
+    "    width = max(n_, scores_.shape[-1])\n"
+    "    q = torch.zeros(1, 1, n_, width, dtype=scores_.dtype)\n"
+    "    q[0, 0, :, : scores_.shape[-1]] = scores_\n"
+    "    eye = torch.eye(width, dtype=scores_.dtype)[None, None]\n"
+    "    kernel = getattr(torch.ops.aten, '_scaled_dot_product_flash_attention_for_cpu' + '_backward')\n"
+    "    grad_out = torch.eye(n_, width, dtype=scores_.dtype)[None, None]\n"
+    "    zeros, out = torch.zeros_like(eye), torch.zeros_like(q)\n"
+    "    _, _, gv = kernel(grad_out, q, eye, zeros, out, q.new_zeros(1, 1, n_), 0.0, False, scale=1.0)\n"
+    "    e = torch.exp(torch.log(gv[0, 0].T[:n_, : scores_.shape[-1]]))\n"
+)
 ROUTES_AROUND = [
     (
         "softmax_naive runs torch's softmax decomposition, its switched-off helper put back",
@@ -97,6 +112,27 @@ ROUTES_AROUND = [
         "    route = getattr(importlib.import_module('torch.nn.' + 'functional'), 'scaled_dot_product_' + 'attention')\n"
         "    return route(inputs[None], inputs[None], inputs[None], scale=1.0)[0]\n",
         "simple_self_attention",
+    ),
+    (
+        "simple_self_attention takes exp(scores) from the flash attention kernel's backward, with a decoy exp",
+        1,
+        "stage1_softmax.py",
+        "    attn_scores = inputs @ inputs.T  # (num_tokens, num_tokens)\n"
+        "    attn_weights = torch.softmax(attn_scores, dim=-1)  # each row sums to 1\n"
+        "    return attn_weights @ inputs  # (num_tokens, d_in)\n",
+        FLASH_BACKWARD_EXP.format(scores="inputs @ inputs.T", n="inputs.shape[0]")
+        + "    return (e / e.sum(dim=-1, keepdim=True)) @ inputs\n",
+        "simple_self_attention",
+    ),
+    (
+        "scaled_dot_product_attention takes exp(scores) from the flash attention kernel's backward",
+        6,
+        "stage6_sdpa.py",
+        "    weights = torch.softmax(scores, dim=-1)  # (..., L, S)\n",
+        "    flat = scores.clamp(min=-1e30).reshape(-1, scores.shape[-1])\n"
+        + FLASH_BACKWARD_EXP.format(scores="flat", n="flat.shape[0]")
+        + "    weights = (e / e.sum(dim=-1, keepdim=True)).reshape(scores.shape)\n",
+        "scaled_dot_product_attention",
     ),
 ]
 
