@@ -36,6 +36,13 @@ def test_a_resubmission_keeps_the_earlier_report_and_best_keeps_the_higher_grade
     assert best["bo"]["kept"] == "best of 1: grading 1 (the latest)"
     assert json.loads((out / "ada.json").read_text())["score"] == second  # the report stays the latest's
 
+    # an earlier grading whose file cannot be read is left out of "best" by name, never silently
+    (out / "history" / "ada" / "001.json").write_text("{broken")
+    batch(submissions, out, "--course", str(course))
+    ada = rows(out)["ada"]
+    assert ada["kept"] == "best of 2: grading 2 (the latest)" and ada["score"] == str(second)
+    assert "grading 1 (ada/001.json cannot be read as a report)" in ada["flags"]
+
 
 def test_best_compares_final_scores_each_with_the_penalty_of_its_own_submission_time(tmp_path):
     """89 on time, then 93 handed in three days late at 10 % a day: best keeps the on-time grade."""

@@ -4,8 +4,11 @@ they replaced changes; a row that cannot be used costs one line."""
 
 import csv
 import json
+import subprocess
+import sys
 
 import jsonschema
+import pytest
 
 from tests.conftest import REPO
 from tests.grading import MUTANTS, batch, learner_copy
@@ -96,3 +99,24 @@ def test_a_student_whose_id_spells_the_grader_state_is_refused_and_the_override_
     rows = gradebook(out)
     assert set(rows) == {"ada"}
     assert "override-review" in rows["ada"]["flags"]  # the victim's moved automatic score is still flagged
+
+
+@pytest.mark.parametrize("broken", ["{not json", '{"ada 1": "fifteen"}', "[1, 2]"])
+def test_a_state_file_that_fails_its_schema_is_named_and_never_replaced(tmp_path, broken):
+    """issue 36: the override memory read as empty where it could not be read was then written over, and every
+    override's review flag was lost without a word; now the batch stops before grading and names the file."""
+    submissions, out = tmp_path / "class", tmp_path / "out"
+    learner_copy(submissions / "ada", stages=[1])
+    batch(submissions, out)
+    (out / "overrides-seen.json").write_text(broken)
+    result = subprocess.run(
+        [sys.executable, "-m", "grader", "batch", str(submissions), "--out", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 2, result.stderr
+    said = [line for line in result.stderr.splitlines() if "overrides-seen.json" in line]
+    assert len(said) == 1 and "is not the grader's memory of overrides" in said[0] and "restore it" in said[0]
+    assert (out / "overrides-seen.json").read_text() == broken  # kept as it was

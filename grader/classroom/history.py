@@ -26,10 +26,11 @@ def keep_in_history(out: Path, student: Student, report: Report) -> None:
     write_atomic(folder / f"{len(list(folder.glob('*.json'))) + 1:03d}.json", report_model.to_json(report))
 
 
-def history(out: Path, student: Student) -> list[Report]:
-    """``student``'s reports in the order they were graded (those that cannot be read left out)."""
+def history(out: Path, student: Student) -> list[tuple[Path, Report | None]]:
+    """``student``'s history files in the order they were graded, each with its report (None where the file
+    cannot be read as one: the caller names it, never skips it unsaid)."""
     paths = sorted((out / HISTORY / student.id).glob("*.json"))
-    return [report for path in paths if (report := report_model.read(path)) is not None]
+    return [(path, report_model.read(path)) for path in paths]
 
 
 def submitted_at(report: Report) -> dt.datetime | None:

@@ -110,12 +110,28 @@ def overridden_stages(report: dict, records: list[dict]) -> list[dict]:
     return [{**stage, "score": set_by_hand.get(stage["id"], stage["score"])} for stage in report["stages"]]
 
 
+SEEN_SCHEMA = Path(__file__).parents[1] / "core" / "schemas" / "overrides-seen.schema.json"
+
+
 def read_seen(out: Path) -> dict[str, float]:
-    try:
-        seen = json.loads((out / SEEN_FILE).read_text())
-    except (OSError, ValueError):
+    """What each override replaced when first applied (empty before the first); ValueError (one line) naming
+    the file where it is not what the grader writes: it is never replaced unread, or every override's review
+    flag would be lost without a word."""
+    import jsonschema  # an instructor's dependency, as this module is
+
+    path = out / SEEN_FILE
+    if not path.exists():
         return {}
-    return seen if isinstance(seen, dict) else {}
+    try:
+        seen = json.loads(path.read_text(encoding="utf-8"))
+        jsonschema.validate(seen, json.loads(SEEN_SCHEMA.read_text(encoding="utf-8")))
+    except (OSError, ValueError, jsonschema.ValidationError) as error:
+        said = error.message if isinstance(error, jsonschema.ValidationError) else str(error)
+        raise ValueError(
+            f"{path} is not the grader's memory of overrides ({_plain(said)[:160]}): restore it, or move it away "
+            "to start that memory again (an override whose automatic score has moved since is then not flagged)"
+        ) from None
+    return seen
 
 
 def write_seen(out: Path, seen: dict[str, float]) -> None:

@@ -124,7 +124,10 @@ def grade_of_record(
     place = len(earlier) + 1
     latest = weigh(current, place, overrides, dict(seen), late_of_current(policy, student, current))
     candidates, left_out = [latest], []
-    for number, grading in enumerate(earlier, start=1):
+    for number, (path, grading) in enumerate(earlier, start=1):
+        if grading is None:
+            left_out.append(f"grading {number} ({path.parent.name}/{path.name} cannot be read as a report)")
+            continue
         comparable, why = _comparable(grading, current, *priced)
         if comparable is None:
             left_out.append(f"grading {number} ({why})")

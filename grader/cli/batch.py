@@ -27,6 +27,7 @@ from grader.classroom.gradebook import file_summary_lines, late_summary, write_g
 from grader.classroom.lanes import LaneError, grade_all
 from grader.classroom.names import NAMES_FILE, named, roster_names, write_names
 from grader.classroom.outputs import without_reserved_ids
+from grader.classroom.overrides import read_seen
 from grader.classroom.plan import (
     MAX_SUMMARY_IDS,
     case_twins,
@@ -170,6 +171,7 @@ def main(argv: list[str]) -> int:
             print(f"grader batch: points: {line}", file=sys.stderr)
         chosen = chosen_ids(students, args.student, args.submissions)
         earlier_folder = check_class_record(out, layout, args.submissions, _input_files(args))
+        read_seen(out)  # the grader's state in OUT, checked before anyone is graded: a broken file is named
     except (ValueError, OSError) as error:
         print(f"grader batch: {error}", file=sys.stderr)
         return 2
