@@ -4,14 +4,12 @@ they replaced changes; a row that cannot be used costs one line."""
 
 import csv
 import json
-import subprocess
-import sys
 
 import jsonschema
 import pytest
 
 from tests.conftest import REPO
-from tests.grading import MUTANTS, batch, learner_copy
+from tests.grading import MUTANTS, batch, batch_run, learner_copy
 
 SCHEMA = json.loads((REPO / "grader" / "core" / "schemas" / "report.schema.json").read_text())
 
@@ -109,13 +107,7 @@ def test_a_state_file_that_fails_its_schema_is_named_and_never_replaced(tmp_path
     learner_copy(submissions / "ada", stages=[1])
     batch(submissions, out)
     (out / "overrides-seen.json").write_text(broken)
-    result = subprocess.run(
-        [sys.executable, "-m", "grader", "batch", str(submissions), "--out", str(out)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    result = batch_run(submissions, out)
     assert result.returncode == 2, result.stderr
     said = [line for line in result.stderr.splitlines() if "overrides-seen.json" in line]
     assert len(said) == 1 and "is not the grader's memory of overrides" in said[0] and "restore it" in said[0]

@@ -16,7 +16,7 @@ from grader.classroom.plan import close_ids
 from grader.core.points import points_file_text
 from grader.intake.submission import SubmissionFiles
 from tests.conftest import REPO
-from tests.grading import MUTANTS, batch, learner_copy
+from tests.grading import MUTANTS, batch, batch_run, learner_copy
 
 SCHEMA = json.loads((REPO / "grader" / "core" / "schemas" / "report.schema.json").read_text())
 STAGE1_MUTANT = next(m for m in MUTANTS if m["file"] == "stage1_softmax.py")
@@ -105,16 +105,10 @@ def test_a_new_points_table_re_prices_everyone_and_the_gradebook_never_mixes_tab
     assert {row["max_score"] for row in rows(out).values()} == {"102"}
 
     gradebook = (out / "grades.csv").read_bytes()
-    forgot = subprocess.run(
-        [sys.executable, "-m", "grader", "batch", str(submissions), "--out", str(out)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    forgot = batch_run(submissions, out)
     assert forgot.returncode == 2 and forgot.stderr.count("\n") == 1, forgot.stderr
     assert f"{out} was last graded with --points {points.resolve()}: give --points" in forgot.stderr
-    assert "graded again with the registry's points" in forgot.stderr
+    assert "graded again with the default points and the course's note prices" in forgot.stderr
     assert (out / "grades.csv").read_bytes() == gradebook  # nothing regraded with points nobody chose
 
     registry = tmp_path / "registry-points.toml"  # back to the registry's points, said in so many words
