@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from grader.classroom.gradebook import due_cell
 from grader.core.course import CourseError
 from grader.core.late_policy import MARKED_LATE_WITHOUT_TIME, NO_SUBMISSION_TIME, LatePolicy, late_record, load_course
 from grader.core.points import rounded
@@ -85,6 +86,10 @@ def test_a_stage_with_its_own_due_date_is_penalised_by_it_and_the_others_by_the_
     assert [s["penalty_percent"] for s in late["stages"]] == [30, 0, 0, 0, 0]
     assert late["penalty_points"] == 6 and late["penalty_percent"] == 0 and late["hours_late"] == 0
     assert late["stages"][0]["due"] == "2025-03-08T04:59:00+00:00" and late["stages"][0]["hours_late"] == 60
+    # grades.csv's due says each stage's where one differs from the assignment's
+    assert due_cell(late).startswith("stage1 2025-03-08T04:59:00+00:00; stage2 2025-03-15T04:59:00+00:00")
+    same = late_record(LatePolicy(due=DUE, per="day", penalty=10), DUE, False, stages(20, 20))
+    assert due_cell(same) == "2025-03-15T04:59:00+00:00"
 
 
 def test_points_are_rounded_as_report_scores_are():

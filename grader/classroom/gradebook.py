@@ -21,6 +21,15 @@ from grader.intake.students import Student
 from grader.runner.escaping import listing
 
 
+def due_cell(late: dict) -> str:
+    """grades.csv's ``due``: the assignment's due time, or, where a stage is due at another time (the course's
+    [due] per stage), each stage's ("stage1 2025-03-07T23:59:00Z; stage2 ..."), extensions and slip days in."""
+    stages = late.get("stages") or []
+    if all(stage["due"] == late["due"] for stage in stages):
+        return late["due"] or ""
+    return "; ".join(f"{stage['id']} {stage['due'] or '-'}" for stage in stages)
+
+
 def csv_columns(stages: list[int]) -> list[str]:
     """grades.csv's header: a column per graded stage (the course's tracks). Another tool reads these columns
     by name (the LMS gradebook exports read `final`): keep them."""
@@ -150,7 +159,7 @@ def write_gradebook(
             max_score=kept.report["max_score"],
             **{s["id"]: s["score"] for s in kept.report["stages"]},
             submitted=submitted,
-            due=kept.late["due"] or "",
+            due=due_cell(kept.late),
             slip_days_used=kept.late["slip_days_used"],
             late_penalty=kept.late["penalty_points"],
             final=kept.final,
