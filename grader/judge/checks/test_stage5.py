@@ -262,7 +262,9 @@ def test_multihead_structure(learner):
     if linears != expected_linears:
         others = [s for n, s in linears if n not in ("W_query", "W_key", "W_value")]
         hint = (
-            "d-in-for-d-out"  # an output projection made d_in -> d_out (6 x 4), copied from the projections' lines
+            ("not-parameters" if shape.get("plain_tensors") else None)  # no weight registered: nothing is missing
+            if not linears
+            else "d-in-for-d-out"  # an output projection made d_in -> d_out (6 x 4), copied from the projections'
             if [6, 4] in others and [6, 6] not in others
             else "missing-out-proj"
             if [6, 6] not in others
