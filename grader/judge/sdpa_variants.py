@@ -84,6 +84,14 @@ def sdpa_variants(
         variants["mask-before-scaling"] = run(mask=mask * factor, scale=factor)
         if not (mask.isneginf() | (mask == 0)).all():  # finite values to add: used only to hide the -inf keys
             variants.update(with_blind_rows("float-mask-not-added", mask.isneginf().logical_not()))
+        # cast with .bool(), as a bool mask: a 0 (no change) hides its key, -inf and any other value keep theirs
+        variants.update(
+            with_blind_rows(
+                "float-mask-not-added:the float mask is cast to bool, so a 0 (add nothing) hides its key and -inf "
+                "keeps it",
+                mask != 0,
+            )
+        )
     if enable_gqa and q.shape[-3] != k.shape[-3]:
         group = q.shape[-3] // k.shape[-3]
         tile = [1] * (k.dim() - 3) + [group, 1, 1]

@@ -1,9 +1,7 @@
 """The requests a judge may send a worker. Each runs learner code and returns plain results.
 
-Modules are built on the CPU (under a seed when given, as the documents do), take any injected
-weights, then move to the worker's device. Learner results that are not tensors come back as
-Foreign values, never as live objects.
-"""
+Modules are built on the CPU (under a seed when given, as the documents do), take any injected weights, then
+move to the worker's device. Learner results that are not tensors come back as Foreign values, never live."""
 
 import contextlib
 from collections.abc import Callable
@@ -159,10 +157,12 @@ def gradients(impl: Implementation, device: str, cls: str, args: list, x: torch.
         except RuntimeError as error:  # forward ran; autograd cannot go back through it (may only veto)
             report["no_gradient"], report["backward_raised"] = [], str(error)[:300]
             return report
-    # a parameter forward never uses gets no gradient either: the result checks judge that; named here are those
-    # whose values change the output while autograd sees no path to them
+    # named: the parameters whose values change the output while autograd sees no path to them (no gradient, or
+    # one of zeros: a torch.round on the way); one forward never uses gets none either, for the result checks
     report["no_gradient"] = [
-        n for n, p in built.named_parameters() if p.requires_grad and p.grad is None and _moves(built, x, p, output)
+        n
+        for n, p in built.named_parameters()
+        if p.requires_grad and (p.grad is None or not p.grad.any()) and _moves(built, x, p, output)
     ]
     return report
 
@@ -250,6 +250,7 @@ def structure(built: nn.Module) -> dict:
         ],
         # Tensors held as plain attributes: neither parameters nor buffers, so .to() leaves them.
         "plain_tensors": [name for name, value in vars(built).items() if isinstance(value, torch.Tensor)],
+        "training": built.training,  # just built: nn.Module starts in training mode
         # as given: a bool here is an argument that went to the wrong place
         "dropout_p": {
             name: m.p
@@ -304,10 +305,11 @@ def transfer(
         "returned_weights": {
             name: value.detach().clone()
             for name in names
-            if isinstance(returned, nn.Module) and isinstance(value := getattr(returned, name, None), torch.Tensor)
-        }
-        if returned is not sa_v1
-        else {},
+            if returned is not sa_v1
+            and isinstance(returned, nn.Module)
+            and isinstance(value := getattr(returned, name, None), torch.Tensor)
+        },
+        "grad_enabled": torch.is_grad_enabled(),  # after the call: autograd switched off for good (may only veto)
         "v1_parameters": [name for name, _ in sa_v1.named_parameters()],
         # a weight training cannot change: requires_grad off, or a copy autograd recorded (no longer a leaf)
         "v1_untrainable": [

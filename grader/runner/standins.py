@@ -79,6 +79,8 @@ class StandInMultiHeadAttention(nn.Module):
         self, d_in: int, d_out: int, context_length: int, dropout: float, num_heads: int, qkv_bias: bool = False
     ):
         super().__init__()
+        if d_out % num_heads:  # the documented refusal: a class built on this one may leave it to super()
+            raise ValueError(f"d_out must be divisible by num_heads (got d_out={d_out}, num_heads={num_heads})")
         self.d_out = d_out
         self.num_heads = num_heads
         self.head_dim = d_out // num_heads

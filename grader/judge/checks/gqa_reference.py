@@ -81,6 +81,13 @@ def grouped_variants(
         for name, weights in weight_variants(queries, keys, causal=True, d_in=d_in).items()
     }
     variants["missing-out-proj"] = attend(queries, keys, values, **right).transpose(1, 2).reshape(b, n, d_out)
+    # a float "keep" mask (1 on the past, 0 on the future) handed to an attention function, which adds it: the
+    # future keeps its score, the past gains 1
+    keep = torch.ones(n, n).tril()
+    scores = queries @ keys.transpose(-2, -1) / head_dim**0.5 + keep
+    variants["mask-not-causal:a float mask of 1 (keep) and 0 (hide) is added to the scores, which hides nothing"] = (
+        output(torch.softmax(scores, dim=-1) @ values)
+    )
     if num_kv_groups > 1 and group_size > 1:  # head h reads group h % num_kv_groups: the groups repeated as a whole
         tiled_keys, tiled_values = (split(t, num_kv_groups).repeat(1, group_size, 1, 1) for t in (k, v))
         variants["kv-groups-tiled"] = output(attend(queries, tiled_keys, tiled_values, **right))

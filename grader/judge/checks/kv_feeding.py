@@ -204,17 +204,19 @@ def fed_in_chunks(
     reads_cache: bool = True,
     cached_values_are_keys: bool = False,
     divided_by_keys: bool = False,
+    reads_cache_alone: bool = True,
 ) -> torch.Tensor:
     """Multi-head attention holding ``state`` on x fed in chunks of ``sizes``: a chunk of n queries after
     ``start`` cached tokens attends to the cached and its own keys, minus those ``hidden(start, n)`` marks;
     without ``reads_cache``, to its own keys only, causally; with ``cached_values_are_keys``, the cached
     tokens' keys stand in for their values; with ``divided_by_keys``, the scores are divided by the square root
-    of the number of keys instead of head_dim's."""
+    of the number of keys instead of head_dim's; without ``reads_cache_alone``, only one-token chunks read it."""
     q, k, v = (split_heads(linear(x, state, name), num_heads) for name in PROJECTIONS)
     contexts, start = [], 0
     for n in sizes:
         stop = start + n
-        first, hide = (0, hidden(start, n)) if reads_cache else (start, offset_mask(0, n))
+        reads = reads_cache and (reads_cache_alone or n == 1)  # a chunk of several tokens may start afresh
+        first, hide = (0, hidden(start, n)) if reads else (start, offset_mask(0, n))
         values = v[:, :, first:stop]
         if cached_values_are_keys:
             values = torch.cat([k[:, :, first:start], v[:, :, start:stop]], dim=2)
@@ -251,6 +253,9 @@ def cache_variants(x: torch.Tensor, state: dict, num_heads: int, sizes: list[int
             x, state, num_heads, sizes, unmasked_while_empty
         ),
         "cache-not-used": fed_in_chunks(x, state, num_heads, sizes, reads_cache=False),
+        "cache-not-used:a chunk of several tokens attends to its own tokens alone, as if the cache were empty": (
+            fed_in_chunks(x, state, num_heads, sizes, reads_cache_alone=False)
+        ),
         # keys.shape[2] ** 0.5 for keys.shape[-1] ** 0.5: the number of keys, which grows with the cache
         "wrong-scaling:the scores are divided by the square root of the number of keys (keys.shape[2], the tokens "
         "cached and new), not by sqrt(head_dim) (keys.shape[-1])": fed_in_chunks(

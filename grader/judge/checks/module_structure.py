@@ -24,6 +24,12 @@ def expect_trainable(cls: str, shape: dict, learner: LearnerWorkers, stage: int,
             f"{cls}'s {', '.join(map(str, frozen))} do not require grad, so training cannot change them: create "
             "each weight as nn.Parameter(...) (or nn.Linear) without requires_grad=False, as the book's class does"
         )
+    if shape.get("training") is False:
+        raise CheckFailed(
+            f"{cls} is in eval mode as soon as it is built (self.eval() or self.training = False in __init__): "
+            "nn.Module starts in training mode, where dropout acts, until its caller says .eval()",
+            "built-in-eval",
+        )
     if inplace := shape.get("inplace_dropout"):
         raise CheckFailed(
             f"{cls}'s {', '.join(map(str, inplace))} is nn.Dropout(..., inplace=True): in training it overwrites "
@@ -34,6 +40,7 @@ def expect_trainable(cls: str, shape: dict, learner: LearnerWorkers, stage: int,
     if args is None:
         return
     expect_caller_seed(learner, stage, cls, args)
+    expect_calls_independent(learner, stage, cls, args)
     # stage 2's modules take the book's (num_tokens, d_in) inputs; the later ones a batch
     x = torch.rand(*(() if stage == 2 else (2,)), 3, args[0], generator=generator(f"gradients {cls}"))
     try:
@@ -50,9 +57,10 @@ def expect_trainable(cls: str, shape: dict, learner: LearnerWorkers, stage: int,
     untouched = reply["no_gradient"]
     if untouched:
         raise CheckFailed(
-            f"{cls}{tuple(args)}: after forward and backward, {', '.join(map(str, untouched))} got no gradient, "
-            "so training cannot change them: forward computes with a copy autograd does not follow (W.data, "
-            ".detach(), torch.no_grad()); use the parameters themselves, x @ self.W_query",
+            f"{cls}{tuple(args)}: after forward and backward, {', '.join(map(str, untouched))} got no gradient (or "
+            "one of zeros), so training cannot change them: forward computes with a copy autograd does not follow "
+            "(W.data, .detach(), torch.no_grad()), or through a step whose gradient is zero (torch.round); use the "
+            "parameters themselves, x @ self.W_query",
             "no-gradient",
         )
 
@@ -78,6 +86,28 @@ def expect_caller_seed(learner: LearnerWorkers, stage: int, cls: str, args: list
             "(torch.manual_seed in __init__), so every instance holds the same weights whatever seed its caller "
             "set; seed before building it, as the book does",
             "seed-in-module",
+        )
+
+
+def expect_calls_independent(learner: LearnerWorkers, stage: int, cls: str, args: list) -> None:
+    """``cls(*args)`` called on one input and then another gives for the second what a fresh module gives: forward
+    keeps nothing of one call for the next (keys or values computed once, a cut mask stored on self)."""
+    rng = generator(f"calls independent {cls}")
+    first, second = (torch.rand(*(() if stage == 2 else (2,)), n, args[0], generator=rng) for n in (2, 3))
+    try:
+        fresh, twice = build(learner, stage, cls, args, seed=1, inputs=[second, second])["outputs"]
+        again = build(learner, stage, cls, args, seed=1, inputs=[first, second])["outputs"][1]
+    except LearnerFailure as failure:
+        if failure.kind != "exception":
+            raise
+        return  # it raises: the result checks say why
+    # another answer to the same input each time (dropout in eval) is the result checks' to judge
+    if isinstance(fresh, torch.Tensor) and agrees(twice, fresh) and not agrees(again, fresh):
+        raise CheckFailed(
+            f"{cls}{tuple(args)} called on 2 tokens, then on 3, gives for the 3 other values than a fresh module "
+            "does: forward keeps something of one call for the next (keys or values computed once, a cut mask "
+            "stored on self); compute what each call needs from its own input",
+            "forward-keeps-state",
         )
 
 

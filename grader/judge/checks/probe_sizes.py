@@ -139,6 +139,17 @@ WORKED_SIZES = {
 # Stage 1's functions take inputs (num_tokens, d_in): a product or broadcast that pairs the two axes runs on square
 # inputs alone.
 TOKEN_SIZES = {**WORKED_SIZES, SQUARE_INPUTS: lambda c: replace(c, tokens=c.dim)}
+# Stage 4's functions take (num_tokens, num_tokens) weights or scores, and may be given a batch of them: code that
+# reads the first dimension as the batch (scores[0]) runs on the batch alone.
+BATCHED_RUN = "a leading batch dimension, (B, n, n)"
+SQUARE_SIZES = {**WORKED_SIZES, BATCHED_RUN: lambda c: replace(c, leading=1)}
+
+
+def _lead(c: Call) -> tuple[int, ...]:
+    """The leading dimensions of a call with ``leading`` of them: (heads,) or (batch, heads) or none."""
+    return (c.batch, c.heads)[2 - c.leading :]
+
+
 FUNCTIONS = {
     "attention_scores": FunctionProbe(
         lambda c, g: [torch.rand(c.tokens, c.dim, generator=g), torch.rand(c.dim, generator=g)],
@@ -159,16 +170,16 @@ FUNCTIONS = {
         lambda c, g: [torch.rand(c.tokens, c.dim, generator=g)], lambda c: (c.tokens, c.dim), Call(), TOKEN_SIZES
     ),
     "mask_and_renormalize": FunctionProbe(
-        lambda c, g: [torch.softmax(torch.randn(c.tokens, c.tokens, generator=g), -1)],
-        lambda c: (c.tokens, c.tokens),
-        Call(),
-        WORKED_SIZES,
+        lambda c, g: [torch.softmax(torch.randn(*_lead(c), c.tokens, c.tokens, generator=g), -1)],
+        lambda c: (*_lead(c), c.tokens, c.tokens),
+        Call(leading=0),
+        SQUARE_SIZES,
     ),
     "causal_softmax": FunctionProbe(
-        lambda c, g: [torch.randn(c.tokens, c.tokens, generator=g), c.dim],
-        lambda c: (c.tokens, c.tokens),
-        Call(),
-        WORKED_SIZES,
+        lambda c, g: [torch.randn(*_lead(c), c.tokens, c.tokens, generator=g), c.dim],
+        lambda c: (*_lead(c), c.tokens, c.tokens),
+        Call(leading=0),
+        SQUARE_SIZES,
     ),
     "scaled_dot_product_attention": FunctionProbe(
         _sdpa_arguments,

@@ -19,6 +19,7 @@ import torch
 from grader.judge.checks.attention_probe import computes_transposed
 from grader.judge.checks.probe_sizes import (
     BASE,
+    BATCHED_RUN,
     DOUBLED_RUN,
     EXAMPLE_RUN,
     FULL_MASK_RUN,
@@ -106,6 +107,8 @@ RULES: list[tuple[str, frozenset[str], frozenset[str]]] = [
     ),
     # something that takes exactly three dimensions (torch.bmm, a 3-D view): only a stack of matrices runs
     ("leading-dims", frozenset({ONE_LEADING_RUN}), frozenset()),
+    # stage 4's functions: the first dimension read as a batch (scores[0]), so the documented (n, n) fails
+    ("leading-dims", frozenset({BATCHED_RUN}), WORKED),
 ]
 # What each named cause says, after the runs: the claim they prove.
 CLAIMS = {
@@ -169,6 +172,9 @@ RULE_CLAIMS = {
     ("heads-width-wrong", frozenset({ONE_FEATURE})): "It runs only where each head has one feature (d_out = "
     "num_heads, as in the worked example's 2 heads of d_out 2): num_heads stands where head_dim belongs, or the "
     "other way round, in a view or reshape that splits or merges the heads.",
+    ("leading-dims", frozenset({BATCHED_RUN})): "It runs on a batch of matrices, (B, n, n), and not on the documented "
+    "(n, n) matrix: something takes the first dimension as the batch (scores[0], ones_like(scores[0])) where "
+    "the weights may have none; count from the end (the last two dimensions are the matrix).",
     ("tokens-for-features", frozenset({TOKENS_AS_OUTPUTS})): "It runs only where num_tokens == d_out: a product "
     "pairs the token axis of the queries, keys or values with their feature axis (queries.T @ keys, a (d_out, "
     "d_out) matrix, where queries @ keys.T compares every token with every other).",
