@@ -140,9 +140,9 @@ def module(
 
 @probe
 def gradients(impl: Implementation, device: str, cls: str, args: list, x: torch.Tensor) -> dict:
-    """Build ``cls(*args)`` (in eval mode: no dropout), run forward on ``x`` with autograd on and backward from the
-    output's sum: "no_gradient" lists the parameters that got none (a forward that reads W.data, detaches or
-    runs under no_grad computes the right numbers but trains nothing)."""
+    """Build ``cls(*args)`` (in eval mode: no dropout), run forward on ``x`` with autograd on and backward from a
+    random weighting of its output (a plain sum over a softmax's axis is constant): "no_gradient" lists the
+    parameters that got none (W.data, .detach(), no_grad: right numbers, nothing trained)."""
     built, report = _built(impl, device, cls, args, None, None, None, False)
     assert built is not None  # no state injected: nothing to reject
     built.eval()
@@ -153,12 +153,12 @@ def gradients(impl: Implementation, device: str, cls: str, args: list, x: torch.
         return report
     if output.requires_grad:
         try:
-            output.float().sum().backward()
+            weighting = torch.rand(output.shape, generator=torch.Generator().manual_seed(0)).to(device)
+            (output.float() * weighting).sum().backward()
         except RuntimeError as error:  # forward ran; autograd cannot go back through it (may only veto)
             report["no_gradient"], report["backward_raised"] = [], str(error)[:300]
             return report
-    # named: the parameters whose values change the output while autograd sees no path to them (no gradient, or
-    # one of zeros: a torch.round on the way); one forward never uses gets none either, for the result checks
+    # named: parameters that move the output with no gradient, or one of zeros (torch.round); unused: result checks
     report["no_gradient"] = [
         n
         for n, p in built.named_parameters()
