@@ -77,6 +77,13 @@ def test_a_course_that_prices_a_note_charges_it_and_says_so(tmp_path):
     assert "stage 3 · note.in_place: 0/2" in result.stdout
 
 
+def test_a_note_is_priced_by_its_short_name_or_its_check_id():
+    from grader.core.course import note_prices
+
+    for key in ("stage3.in_place", "stage3.note.in_place"):
+        assert note_prices({"notes": {key: 2}}) == {"stage3": {"note.in_place": 2}}
+
+
 @pytest.mark.parametrize(
     "line, words",
     [

@@ -74,10 +74,13 @@ def note_prices(course: dict, path: Path | None = None) -> dict[str, dict[str, f
         for check in stage.points
         if is_note(check)
     }
+    listed = ", ".join(sorted(known))
+    # the check's own id spelled in full ("stage3.note.in_place", as points files and reports write it): the same
+    known |= {f"{stage}.{check}": (stage, check) for stage, check in list(known.values())}
     prices: dict[str, dict[str, float]] = {}
     for key, value in table.items():
         if key not in known:
-            raise CourseError(f"{where}: notes.{key} is no note; the notes are {', '.join(sorted(known))}")
+            raise CourseError(f"{where}: notes.{key} is no note; the notes are {listed}")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
             raise CourseError(f"{where}: notes.{key} = {value!r} is not a number of points")
         stage, check = known[key]
