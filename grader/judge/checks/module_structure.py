@@ -7,7 +7,15 @@ from typing import cast
 import torch
 
 from grader.judge.checks.naming import PROJECTION_NAMES, parameters_only
-from grader.judge.checks.support import CheckFailed, LearnerFailure, LearnerWorkers, agrees, build, generator
+from grader.judge.checks.support import (
+    CheckFailed,
+    LearnerFailure,
+    LearnerWorkers,
+    agrees,
+    build,
+    generator,
+    holds_weights,
+)
 from grader.runner.book_calls import SIGNATURE_REFUSED
 
 # Two seeds of the judge's own: a module built after each holds other weights unless it seeds itself.
@@ -78,8 +86,7 @@ def expect_caller_seed(learner: LearnerWorkers, stage: int, cls: str, args: list
             raise
         return  # it cannot be built: the other checks say why
     weights = {name: t for name, t in first.items() if isinstance(t, torch.Tensor) and t.is_floating_point()}
-    same = all(isinstance(second.get(n), torch.Tensor) and torch.equal(t, second[n]) for n, t in weights.items())
-    if weights and same:
+    if weights and holds_weights(second, weights):
         seeds = " and after ".join(f"torch.manual_seed({seed})" for seed in CALLER_SEEDS)
         raise CheckFailed(
             f"{cls}{tuple(args)} built after {seeds} holds the very same weights: it sets its own seed "

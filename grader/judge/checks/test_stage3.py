@@ -179,13 +179,10 @@ def test_outputs_agree_after_transfer(learner):
                 )
         x = torch.rand(5, d_in, generator=torch.Generator().manual_seed(index))
         expected = documented.attention(x, {f"{name}.weight": w for name, w in handed.items()}, transposed=True)
-        if not agrees(documented.attention(x, reply["v1"]), expected):
+        computed = documented.attention(x, reply["v1"])
+        if not agrees(computed, expected):
             expect_transposed(reply["v1"], handed, f"d_in={d_in}, d_out={d_out}")  # the weights say which went where
-        expect_close(
-            documented.attention(x, reply["v1"]),
-            expected,
-            f"sa_v1(x) after the transfer against sa_v2(x), d_in={d_in}, d_out={d_out}",
-        )
+        expect_close(computed, expected, f"sa_v1(x) after the transfer against sa_v2(x), d_in={d_in}, d_out={d_out}")
 
 
 @check("structure.returns_v1", visible=True, target="transfer_weights_v2_to_v1")
