@@ -8,8 +8,17 @@ import pytest
 
 from grader.core.hints import catalog
 from grader.judge.checks import shape_probe
-from grader.judge.checks.probe_sizes import FULL_MASK_RUN, ONE_FEATURE, VALUE_WIDTH_RUN
-from grader.judge.checks.shape_probe import CLAIMS, DOUBLED_RUN, EXAMPLE_RUN, NO_LEADING_RUN, RULES, RUNS_HEADING
+from grader.judge.checks.probe_sizes import (
+    DOUBLED_RUN,
+    EXAMPLE_RUN,
+    FULL_MASK_RUN,
+    NO_LEADING_RUN,
+    ONE_FEATURE,
+    SQUARE_MATRIX_RUN,
+    VALUE_WIDTH_RUN,
+)
+from grader.judge.checks.shape_probe import RUNS_HEADING
+from grader.judge.checks.shape_rules import CLAIMS, RULES
 from tests.grading import MUTANTS, grade, learner_copy
 
 
@@ -31,6 +40,11 @@ def cause(ran: set[str]) -> str | None:
         ({"a mask without leading dimensions, (L, S)", "no mask"}, "mask-leading-dims"),
         ({"a mask without leading dimensions, (L, S)", "no mask", NO_LEADING_RUN}, "mask-leading-dims"),
         ({NO_LEADING_RUN, "no mask"}, "leading-dims"),
+        ({NO_LEADING_RUN, SQUARE_MATRIX_RUN, "no mask"}, "leading-dims"),  # matrices of any L and S run
+        # L paired with S: a (..., L) flag without keepdim runs on square matrices alone, an L x L mask wherever L == S
+        ({SQUARE_MATRIX_RUN}, "queries-for-keys"),
+        ({"as many queries as keys", SQUARE_MATRIX_RUN}, "queries-for-keys"),
+        ({SQUARE_MATRIX_RUN, "no mask"}, None),
         # a group index divided by num_kv_groups also runs where every group is one head
         ({"num_heads = num_kv_groups²", "one head", "as many key/value groups as heads"}, "kv-repeat-count"),
         ({ONE_FEATURE, EXAMPLE_RUN, DOUBLED_RUN}, "heads-width-wrong"),  # heads merged one feature each

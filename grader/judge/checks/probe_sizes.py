@@ -52,6 +52,8 @@ DOUBLED = Sizes(**{name: 2 * size for name, size in vars(EXAMPLE).items() if nam
 
 EXAMPLE_RUN = "the worked example's sizes"
 NO_LEADING_RUN = "no leading dimensions, (L, E)"  # scaled dot-product attention on matrices alone
+# matrices alone with L == S: a (..., L) per-row tensor meets (..., L, S) scores only here (no keepdim)
+SQUARE_MATRIX_RUN = "no leading dimensions and as many queries as keys, (L, E) with L = S"
 FULL_MASK_RUN = "a mask of the scores' own shape, (N, H, L, S)"
 VALUE_WIDTH_RUN = "values as wide as the queries, Ev = E"
 # Every size of the worked example doubled: what the example's sizes satisfy as relations (tokens =
@@ -192,6 +194,7 @@ FUNCTIONS = {
             VALUE_WIDTH_RUN: lambda c: replace(c, value_dim=c.dim),
             "as many queries as keys": lambda c: replace(c, tokens=c.keys),
             NO_LEADING_RUN: lambda c: replace(c, leading=0, mask="2d"),
+            SQUARE_MATRIX_RUN: lambda c: replace(c, leading=0, mask="2d", tokens=c.keys),
             ONE_LEADING_RUN: lambda c: replace(c, leading=1, mask="2d"),
         },
     ),

@@ -67,6 +67,29 @@ class Case:
             options["attn_mask"] = mask.expand(*lead, *mask.shape[-2:])[first]
         return Case(self.query[first], self.key[first], self.value[first], options)
 
+    def fewer_queries(self) -> "Case | None":
+        """Where L == S > 1: the same call without the last query (and its mask row), L != S; else None."""
+        length = self.query.shape[-2]
+        if length != self.key.shape[-2] or length < 2:
+            return None
+        options = dict(self.options)
+        mask = options.get("attn_mask")
+        if isinstance(mask, torch.Tensor) and mask.shape[-2] == length:
+            options["attn_mask"] = mask[..., :-1, :]
+        return Case(self.query[..., :-1, :], self.key, self.value, options)
+
+    def square(self) -> "Case | None":
+        """Where L != S: the same call cut to min(L, S) queries and keys (values and mask cut alike); else None."""
+        length, keys = self.query.shape[-2], self.key.shape[-2]
+        if length == keys:
+            return None
+        n = min(length, keys)
+        options = dict(self.options)
+        mask = options.get("attn_mask")
+        if isinstance(mask, torch.Tensor):
+            options["attn_mask"] = mask[..., : min(n, mask.shape[-2]), : min(n, mask.shape[-1])]
+        return Case(self.query[..., :n, :], self.key[..., :n, :], self.value[..., :n, :], options)
+
     def heads_shared(self) -> "Case | None":
         """The same call under enable_gqa with the keys and values already repeated to the queries' heads (each
         group repeat_interleave'd num_heads // num_kv_groups times): no group left to share; None where there are
@@ -149,7 +172,7 @@ def _told_by_first_matrix(learner: LearnerWorkers, case: Case, failed: str) -> C
         output = alone.run(learner)
     except LearnerFailure:
         return None
-    if not agrees(output, alone.expected()):
+    if not agrees(output, alone.expected()) or _runs_only_square(learner, alone):
         return None
     shared = case.heads_shared()
     if shared is not None and _gives_torchs_answer(learner, shared):  # right once no group is shared: the repeat
@@ -186,13 +209,20 @@ def run_telling_leading_dims(learner: LearnerWorkers, case: Case) -> object:
                 f"{full}, gives torch's answer: the mask is indexed or reshaped where it should broadcast",
                 "mask-leading-dims",
             ) from None
+        if (square := case.square()) is not None and _gives_torchs_answer(learner, square):
+            raise CheckFailed(
+                f"{case} raised {failure}; the same call cut to as many queries as keys, {square}, gives torch's "
+                "answer: something pairs the queries' length L with the keys' length S (a mask built L x L, a "
+                "per-row flag without keepdim=True)",
+                "queries-for-keys",
+            ) from None
         if case.query.dim() < 4:
             padded = case.padded()
             try:
                 output = padded.run(learner)
             except LearnerFailure:
                 output = None
-            if output is not None and agrees(output, padded.expected()):
+            if output is not None and agrees(output, padded.expected()) and not _runs_only_square(learner, padded):
                 raise CheckFailed(
                     f"{case} raised {failure}; the same inputs with leading dimensions of size 1 put in front, "
                     f"{padded}, give torch's answer: a dimension is counted from the start where it should be "
@@ -202,6 +232,13 @@ def run_telling_leading_dims(learner: LearnerWorkers, case: Case) -> object:
         if told := _told_by_first_matrix(learner, case, f"raised {failure}"):
             raise told from None
         raise
+
+
+def _runs_only_square(learner: LearnerWorkers, case: Case) -> bool:
+    """Whether ``case``, L == S, fails with one query fewer: what broke is L paired with S (queries-for-keys,
+    which the shape probe names), not the count of its leading dimensions."""
+    fewer = case.fewer_queries()
+    return fewer is not None and not _gives_torchs_answer(learner, fewer)
 
 
 def _gives_torchs_answer(learner: LearnerWorkers, case: Case) -> bool:

@@ -188,3 +188,70 @@ def test_no_fixed_device(learner):
 def test_no_fixed_dtype(learner):
     """A note: float64 arguments give float64 results (the book's loops sum into a float32 torch.zeros)."""
     expect_dtype_followed(learner, STAGE, _calls(generator("note.fixed_dtype")))
+
+
+@check("note.gradient", visible=True)
+def test_gradients_flow(learner):
+    """A note: each function's result stays in autograd, with the reference's gradients for its inputs (the book's
+    loops fill torch.empty in place, which autograd follows); torch.tensor([...]) of the values, .item() or
+    .detach() cut it off, so nothing before it could learn."""
+    rng = generator("note.gradient")
+    inputs, query = torch.rand(5, 3, generator=rng), torch.rand(3, generator=rng)
+    calls = {
+        "attention_scores": [inputs, query],
+        "softmax_naive": [torch.randn(5, generator=rng)],
+        "context_vector": [inputs, torch.softmax(torch.randn(5, generator=rng), 0)],
+        "simple_self_attention": [inputs],
+    }
+    for function, args in calls.items():
+        function_result, weighting, wanted = _reference_gradients(
+            _MATHS[function], args, generator(f"note.gradient {function}")
+        )
+        reply = learner.request(STAGE, "input_gradients", function=function, args=args, weighting=weighting)
+        named = f"{function}({', '.join(_ARG_NAMES[function])})"
+        if not agrees(reply["result"], function_result):
+            continue  # other values: the result checks say so, and its gradients would say nothing more
+        if reply.get("detached"):
+            raise CheckFailed(
+                f"{named} returns a tensor outside autograd (requires_grad is False for inputs that require "
+                "it): its values are rebuilt as new numbers (torch.tensor([...]), .item(), .detach(), "
+                "torch.no_grad()), so a model built on it could not learn",
+                "no-gradient",
+            )
+        if said := reply.get("backward_raised"):
+            raise CheckFailed(f"{named} runs, and backward() from its result raises: {said}", "no-gradient")
+        got = reply.get("gradients")
+        if got is None:
+            continue  # not a tensor of the documented shape: the result checks say so
+        for name, mine, theirs in zip(_ARG_NAMES[function], got, wanted):
+            if theirs is not None and (mine is None or not agrees(mine, theirs)):
+                raise CheckFailed(
+                    f"{named}: the gradient reaching {name} is {'none' if mine is None else 'another'} than the "
+                    "reference's: part of the computation is outside autograd (a value copied as a number, "
+                    "torch.tensor([...]), .item(), .detach())",
+                    "no-gradient",
+                )
+
+
+# Each function's maths, for the judge's own gradients: the release ships no solutions to take them from.
+_MATHS = {
+    "attention_scores": lambda inputs, query: inputs @ query,
+    "softmax_naive": lambda x: torch.softmax(x, dim=0),
+    "context_vector": lambda inputs, attn_weights: attn_weights @ inputs,
+    "simple_self_attention": lambda inputs: torch.softmax(inputs @ inputs.T, dim=-1) @ inputs,
+}
+_ARG_NAMES = {
+    "attention_scores": ["inputs", "query"],
+    "softmax_naive": ["x"],
+    "context_vector": ["inputs", "attn_weights"],
+    "simple_self_attention": ["inputs"],
+}
+
+
+def _reference_gradients(function, args: list, rng: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, list]:
+    """``function``'s result, a random weighting of it and each argument's gradient of the weighted sum (float64)."""
+    wide = [a.to(torch.float64).requires_grad_(True) for a in args]
+    result = function(*wide)
+    weighting = torch.rand(result.shape, generator=rng, dtype=torch.float64)
+    (result * weighting).sum().backward()
+    return result.detach(), weighting, [a.grad for a in wide]
