@@ -347,23 +347,23 @@ def cached_module(
     watch_device: bool = False,
     pairing: dict | None = None,
     dtype: str | None = None,
+    training: bool = False,
 ) -> dict:
-    """Build a module with a KV cache as ``module`` does (in eval mode), then run ``steps`` on ``x``
-    (``dtype``: both in that floating dtype, as in ``module``).
+    """Build a module with a KV cache as ``module`` does (in eval mode unless ``training``), then run ``steps``
+    on ``x`` (``dtype``: both in that floating dtype, as in ``module``).
 
-    A step is {"tokens": [start, stop], "use_cache": True, False or None} (forward on x[:, start:stop];
-    None: called without use_cache) or {"reset": True} (reset_cache()). The reply holds, before the
-    steps and after each, what cache_k and cache_v hold ("missing" for an attribute the module lacks),
-    and each step's output, all copied when read: a cache filled in place later must not change
-    what an earlier step showed. A step with "may_raise" that raises ends the steps, its "raised"
-    [type, message] reported with the cache after it; elsewhere what the learner's code raises is
-    its failure. ``watch_device``: the first operation of the steps that combined a tensor made
-    without a device with the module's (see FixedDeviceWatch).
+    A step is {"tokens": [start, stop], "use_cache": True, False or None} (forward on x[:, start:stop]; None:
+    called without use_cache) or {"reset": True} (reset_cache()). The reply holds, before the steps and after
+    each, what cache_k and cache_v hold ("missing" for an attribute the module lacks), and each step's output,
+    all copied when read: a cache filled in place later must not change what an earlier step showed. A step
+    with "may_raise" that raises ends the steps, its "raised" [type, message] reported with the cache after
+    it; elsewhere what the learner's code raises is its failure. ``watch_device``: the first operation of the
+    steps that combined a tensor made without a device with the module's (see FixedDeviceWatch).
     """
     built, report = _built(impl, device, cls, args, None, seed, state, return_state, pairing, dtype)
     if built is None:
         return report
-    built.eval()
+    built.train(training)
     x = x.to(device, _floating(dtype))
     report["cache_before"] = _cache_of(built)
     done = report["steps"] = []

@@ -15,6 +15,7 @@ from grader.judge.checks.support import (
     expect_all_close,
     generator,
     parameters_only,
+    reference_output,
     reference_state,
 )
 from grader.judge.diagnosis import linear, multihead_variants
@@ -45,13 +46,13 @@ def feed(learner, args: list, x: torch.Tensor, steps: list[dict], state: dict | 
     return build_with_weights(learner, STAGE, CLS, args, state, probe="cached_module", x=x, steps=steps, **options)
 
 
-def feed_chunks(learner, args: list, state: dict, x: torch.Tensor, sizes: list[int]) -> dict:
+def feed_chunks(learner, args: list, state: dict, x: torch.Tensor, sizes: list[int], training: bool = False) -> dict:
     """``feed`` in chunks of ``sizes``, naming a chunk mask not offset by the cache when the failure proves it:
     a shape error from a module that takes the widest chunk on an empty cache, and the same tokens one at a time
     (where a chunk's rows of the mask are one row whatever its start: a start that counts calls, or rows cut from
     the mask's top, fit there)."""
     try:
-        return feed(learner, args, x, chunk_steps(sizes), state)
+        return feed(learner, args, x, chunk_steps(sizes), state, training=training)
     except LearnerFailure as failure:
         shape_error = failure.kind == "exception" and any(e in failure.message for e in SHAPE_ERRORS)
         widest = max(sizes)
@@ -267,23 +268,43 @@ def cache_variants(x: torch.Tensor, state: dict, num_heads: int, sizes: list[int
     }
 
 
-def fed_case(learner, args: list, state: dict, x: torch.Tensor, sizes: list[int], expected: torch.Tensor) -> tuple:
-    """(output, expected, what, variants) of x fed in chunks of ``sizes``, for expect_all_close."""
+def fed_case(
+    learner, args: list, state: dict, x: torch.Tensor, sizes: list[int], expected: torch.Tensor, training: bool = False
+) -> tuple:
+    """(output, expected, what, variants) of x fed in chunks of ``sizes``, for expect_all_close; ``training``: the
+    module left in training mode, as built (with dropout 0 that changes nothing: the cache serves either mode)."""
     what = (
         f"{CLS}{tuple(args)} on a {tuple(x.shape)} batch fed "
         + ("one token at a time" if set(sizes) == {1} and len(sizes) > 1 else f"in chunks of {sizes} tokens")
-        + " with use_cache=True, against the full causal forward"
+        + " with use_cache=True"
+        + (" in training mode (dropout 0, as built)" if training else "")
+        + ", against the full causal forward"
     )
-    output = joined(feed_chunks(learner, args, state, x, sizes), x, chunk_steps(sizes), args[1], what)
+    output = joined(feed_chunks(learner, args, state, x, sizes, training), x, chunk_steps(sizes), args[1], what)
     return output, expected, what, lambda: cache_variants(x, state, args[4], sizes)
 
 
+def expect_like_full_forward(
+    learner, reference, check_name: str, cases: list[tuple[list, tuple[int, ...], list[int]]], training: bool = False
+) -> None:
+    """Each case (args, x's shape, chunk sizes): the learner's module holding the reference's weights, fed a random
+    x in chunks of those sizes (``training``: in training mode, see fed_case), against the reference's forward."""
+    rng, judged = generator(check_name), []
+    for index, (args, shape, sizes) in enumerate(cases):
+        state = parameters_only(reference_state(reference.name(CLS), args, zlib.crc32(check_name.encode()) + index))
+        x = torch.rand(*shape, generator=rng)
+        expected = reference_output(reference.name("MultiHeadAttention"), args, state, x)
+        judged.append(fed_case(learner, args, state, x, sizes, expected, training))
+    expect_all_close(judged)
+
+
 def expect_cached_example(learner) -> None:
-    """The small public example: random weights, 5 tokens fed in chunks of 2, 1 and 2."""
+    """The small public example: random weights, 5 tokens fed in chunks of 2, 1 and 2, to a module left in
+    training mode as built (dropout 0: the cache serves either mode)."""
     state = parameters_only(reference_state(documented.MultiHeadAttention, EXAMPLE_ARGS, seed=zlib.crc32(CLS.encode())))
     x = torch.rand(2, 5, 3, generator=generator(f"example.{CLS}"))
     expected = documented.output("MultiHeadAttention", EXAMPLE_ARGS, state, x)
-    expect_all_close([fed_case(learner, EXAMPLE_ARGS, state, x, EXAMPLE_SIZES, expected)])
+    expect_all_close([fed_case(learner, EXAMPLE_ARGS, state, x, EXAMPLE_SIZES, expected, training=True)])
 
 
 def documented_state(args: list, seed: int) -> dict:

@@ -8,8 +8,6 @@ that is a stand-in holding stage 5's documented attributes, whose forward refuse
 (grader.runner.standins): a mistake in stage 5 costs nothing here, and no attention of ours runs beside theirs.
 """
 
-import zlib
-
 import torch
 
 from grader.judge.checks import documented
@@ -25,7 +23,7 @@ from grader.judge.checks.kv_feeding import (
     chunk_steps,
     documented_state,
     expect_cached_example,
-    fed_case,
+    expect_like_full_forward,
     fed_token_by_token,
     feed,
     feed_past_a_cache,
@@ -45,7 +43,6 @@ from grader.judge.checks.support import (
     agrees,
     build,
     check,
-    expect_all_close,
     expect_book_signature,
     expect_close,
     expect_documented_names,
@@ -120,20 +117,6 @@ def test_document(learner):
 @check("example.MultiHeadAttentionKV", visible=True, target=CLS)
 def test_example(learner):
     expect_cached_example(learner)
-
-
-def expect_like_full_forward(
-    learner, reference, check_name: str, cases: list[tuple[list, tuple[int, ...], list[int]]]
-) -> None:
-    """Each case (args, x's shape, chunk sizes): the learner's module holding the reference's weights, fed a
-    random x in chunks of those sizes, against the reference MultiHeadAttention's full forward of x."""
-    rng, judged = generator(check_name), []
-    for index, (args, shape, sizes) in enumerate(cases):
-        state = parameters_only(reference_state(reference.name(CLS), args, zlib.crc32(check_name.encode()) + index))
-        x = torch.rand(*shape, generator=rng)
-        expected = reference_output(reference.name("MultiHeadAttention"), args, state, x)
-        judged.append(fed_case(learner, args, state, x, sizes, expected))
-    expect_all_close(judged)
 
 
 @check("random.token_by_token", target=CLS)
