@@ -293,6 +293,16 @@ def multihead_variants(x: torch.Tensor, state: dict[str, torch.Tensor], num_head
                 "heads-split-wrong:each head takes every num_heads-th feature (a view as (b, num_tokens, head_dim, "
                 "num_heads)), not a block of head_dim features next to one another"
             ] = project(merge(mixed))
+        if head_dim != num_heads:  # split(num_heads): a count taken as a width, head_dim heads of num_heads each
+
+            def split_swapped(t: torch.Tensor) -> torch.Tensor:
+                return t.view(b, n, head_dim, num_heads).transpose(1, 2)
+
+            blocks = attend(split_swapped(q), split_swapped(k), split_swapped(v), **right)
+            variants[
+                "heads-split-wrong:the projections are cut into blocks of num_heads features (Tensor.split(num_heads) "
+                "takes each block's size, not their count): head_dim heads of num_heads features each"
+            ] = project(blocks.transpose(1, 2).reshape(b, n, d_out))
         # Heads split the book's way, merged back without transposing: tokens and heads mixed.
         variants["heads-merged-wrong"] = project(attend(split(q), split(k), split(v), **right).reshape(b, n, d_out))
     return variants

@@ -86,6 +86,9 @@ EXAMPLES: dict[str, tuple[list, tuple[int, ...]]] = {
     "CausalAttention": ([3, 4, 6, 0.0], (2, 5, 3)),
     "MultiHeadAttention": ([3, 4, 6, 0.0, 2], (2, 5, 3)),
 }
+# class -> the worked example's input shape (the six-token sentence, batched twice for the later modules)
+WORKED_SHAPES = {"SelfAttention_v1": (6, 3), "SelfAttention_v2": (6, 3), "CausalAttention": (2, 6, 3)}
+WORKED_SHAPES["MultiHeadAttention"] = WORKED_SHAPES["CausalAttention"]
 PROJECTIONS = ("W_query", "W_key", "W_value")
 
 
@@ -99,11 +102,11 @@ def _variants(cls: str, args: list, state: dict, x: torch.Tensor) -> dict[str, t
     return single_head_variants(q, k, v, causal=cls == "CausalAttention", d_in=args[0])
 
 
-def expect_example(learner, stage: int, cls: str, qkv_bias: bool = False) -> None:
+def expect_example(learner, stage: int, cls: str, qkv_bias: bool = False, worked_sizes: bool = False) -> None:
     """``cls`` with random documented weights injected must give the documented output on the example; with
     ``qkv_bias``, built with biases (where its signature takes qkv_bias: else note.signature says so, and the
-    example runs without)."""
-    documented_args, shape = EXAMPLES[cls]
+    example runs without); ``worked_sizes``: on the worked example's sizes instead of the example's."""
+    documented_args, shape = (DOCUMENTED_ARGS[cls], WORKED_SHAPES[cls]) if worked_sizes else EXAMPLES[cls]
     x = torch.rand(*shape, generator=generator(f"example.{cls}"))
     batched = len(shape) == 3  # and then a batch of one too, which a squeeze or a fixed batch size mishandles
     args = [*documented_args, True] if qkv_bias else documented_args
@@ -272,6 +275,18 @@ def explain_with_example(learner, stage: int, cls: str, failed: CheckFailed, see
     """Fail with ``failed``, told apart by the small example: a mistake in the maths (named when
     proven) or in how the weights are created."""
     fail_if_example_fails(failed, lambda: expect_example(learner, stage, cls))
+    try:  # the small example's sizes may hide what the worked example's show (one feature per head)
+        expect_example(learner, stage, cls, worked_sizes=True)
+    except CheckFailed as sized:
+        raise CheckFailed(
+            f"{failed.message}\nWith random documented weights put into it, your {cls} computes the right output "
+            f"on a small example, and not on the worked example's sizes, {tuple(DOCUMENTED_ARGS[cls])}: "
+            f"{sized.message}",
+            sized.hint,
+            sized.evidence,
+        ) from None
+    except LearnerFailure:
+        pass  # it cannot run there: the failure as it is says so
     if _holds_documented_weights(learner, stage, cls, seed):
         where = (
             "Its seeded weights are the documented ones too. The worked example runs the module in training "

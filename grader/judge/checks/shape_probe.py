@@ -17,8 +17,15 @@ from typing import cast
 import torch
 
 from grader.judge.checks.attention_probe import computes_transposed
-from grader.judge.checks.probe_sizes import BASE, FUNCTIONS, PROBED, VARIATIONS, Call, Sizes
-from grader.judge.checks.shape_rules import CLAIMS, OWN_CHECK_CAUSES, OWN_CHECK_CLAIM, RULE_CLAIMS, RULES
+from grader.judge.checks.probe_sizes import BASE, FUNCTIONS, PROBED, SPLIT, VARIATIONS, Call, Sizes
+from grader.judge.checks.shape_rules import (
+    CLAIMS,
+    OWN_CHECK_CAUSES,
+    OWN_CHECK_CLAIM,
+    RULE_CLAIMS,
+    RULES,
+    TOKENS_FOLDED_CLAIM,
+)
 from grader.judge.exception_hints import hint_for_exception
 from grader.judge.tensor_diff import describe_value, described_call
 from grader.judge.verdict import CheckFailed
@@ -121,14 +128,31 @@ def diagnose(learner: LearnerWorkers, stage: int, target: str) -> tuple[str, str
     if cause == "heads-width-wrong" and target == "MultiHeadAttentionWrapper":
         # heads of d_out features each, as documented: what fails is how their outputs are combined
         cause = "wrapper-concat-dim" if _heads_full_width(learner, stage, target, cases[0][1]) else "wrapper-head-size"
+    folded = cause is None and target in SPLIT and _tokens_folded(runs, [sizes for _, sizes in cases])
     # no run proves a size: the error's own words may still say why (an attribute missing, a refused argument)
     told = hint_for_exception(first.outcome) if cause is None and first.failure[:1] == ("raised",) else None
     words = [RUNS_HEADING, *(run.line() for run in runs)]
+    if folded:
+        words.append(TOKENS_FOLDED_CLAIM)
+        return "\n".join(words), "heads-merged-wrong", first.failure
     if cause is not None and own_check and rule and cause != "input-length-refused":
         words.append(OWN_CHECK_CLAIM.format(runs="; ".join(sorted(rule[1]))))
     elif cause is not None:
         words.append(RULE_CLAIMS.get((cause, rule[1]), CLAIMS[cause]) if rule else CLAIMS[cause])
     return "\n".join(words), cause or told, first.failure
+
+
+# torch's words for a product of mismatched matrices: "mat1 and mat2 shapes cannot be multiplied (3x30 and 6x6)"
+PRODUCT_ERROR = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and")
+
+
+def _tokens_folded(runs: list[Run], sizes: list[Sizes]) -> bool:
+    """Every run raised at a product given (batch, num_tokens * d_out): the tokens folded into the features."""
+    found = [PRODUCT_ERROR.search(run.outcome) for run in runs]
+    return all(
+        f is not None and (int(f.group(1)), int(f.group(2))) == (s.batch, s.tokens * s.d_out)
+        for f, s in zip(found, sizes)
+    )
 
 
 def _uses_transposed(learner: LearnerWorkers, stage: int, cls: str) -> bool:

@@ -170,3 +170,10 @@ RULE_CLAIMS = {
     "one whose leading dimensions (or their absence) broadcast to it: the mask is indexed (scores[~mask] = ...) "
     "or reshaped where it should broadcast, as masked_fill and + do.",
 }
+# What torch's own error proves where every run of a module that splits heads fails at a product whose input is
+# (batch, num_tokens * d_out): the heads were merged over the token axis as well.
+TOKENS_FOLDED_CLAIM = (
+    "Every run fails at a matrix product given (batch, num_tokens * d_out) inputs, whatever the sizes: the merge "
+    "of the heads folds the tokens into the features too (flatten(1), view(b, -1)), where (b, num_tokens, d_out) "
+    "belongs: flatten(2), or view(b, num_tokens, d_out) after transpose(1, 2)."
+)

@@ -53,7 +53,7 @@ def expect_concatenated_heads(reply: dict, what: str, num_heads: int) -> torch.T
     """The wrapper's output must be its heads' outputs side by side, in order."""
     heads = reply["head_outputs"][0]
     if len(heads) != num_heads:
-        raise CheckFailed(f"{what}: expected {num_heads} heads in self.heads, found {len(heads)}")
+        raise CheckFailed(f"{what}: expected {num_heads} heads in self.heads, found {len(heads)}", "wrapper-head-count")
     output = reply["outputs"][0]
     if not all(isinstance(h, torch.Tensor) for h in heads):
         raise CheckFailed(f"{what}: a head returned no tensor")
