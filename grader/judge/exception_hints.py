@@ -12,6 +12,8 @@ def hint_for_exception(message: str) -> str | None:
         return "device-mismatch"
     if "in nn.Linear's layout" in message and "the book's code multiplies" in message:  # document_examples
         return "weights-layout"
+    if "view size is not compatible with input tensor's size and stride" in message:
+        return "view-not-contiguous"
     if SIGNATURE_REFUSED in message or CONSTRUCTOR_REFUSED.search(message):  # the documented call refused
         return "signature"
     # a class's object without an attribute read from it (a stand-in holds the documented attributes alone); a

@@ -11,7 +11,7 @@ import torch
 from grader.runner import confine, seccomp
 from grader.runner.capture import PrintCapture, last_learner_line
 from grader.runner.commands import ISOLATION_PROBE, receive_command, send_command
-from grader.runner.function_gradients import input_gradients  # noqa: F401 - registers the request
+from grader.runner.function_probes import call_strided, input_gradients  # noqa: F401 - registers the requests
 from grader.runner.implementation import load_stage
 from grader.runner.probes import PROBES
 from grader.runner.protocol import receive, send

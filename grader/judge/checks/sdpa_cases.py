@@ -9,6 +9,7 @@ import torch.nn.functional as F
 
 from grader.judge.checks.attention_probe import describe_weights
 from grader.judge.checks.support import QKV, CheckFailed, call, expect_all_close, generator
+from grader.judge.exception_hints import hint_for_exception
 from grader.judge.sdpa_variants import sdpa_variants
 from grader.judge.verdict import agrees, attention_evidence
 from grader.sandbox.workers import LearnerFailure, LearnerWorkers
@@ -27,9 +28,15 @@ class Case:
     key: torch.Tensor
     value: torch.Tensor
     options: dict = field(default_factory=dict)
+    strided: bool = False  # the inputs as a module passes its heads: views of transposed tensors (call_strided)
 
     def run(self, learner: LearnerWorkers) -> object:
         try:
+            if self.strided:
+                args = [self.query, self.key, self.value]
+                return learner.request(STAGE, "call_strided", function=FUNCTION, args=args, kwargs=self.options)[
+                    "result"
+                ]
             return call(learner, STAGE, FUNCTION, self.query, self.key, self.value, **self.options)
         except LearnerFailure as failure:
             failure.during = str(self)  # the case in its own words: a mask's kind beside its shape
@@ -41,7 +48,7 @@ class Case:
         def pad(t: torch.Tensor) -> torch.Tensor:
             return t.reshape((1,) * (4 - t.dim()) + tuple(t.shape))
 
-        return Case(pad(self.query), pad(self.key), pad(self.value), self.options)
+        return Case(pad(self.query), pad(self.key), pad(self.value), self.options, strided=self.strided)
 
     def full_mask(self) -> "Case | None":
         """The same call with attn_mask expanded to the scores' own shape (..., L, S), each copy held; None without
@@ -52,7 +59,13 @@ class Case:
         scores = torch.broadcast_shapes(tuple(self.query.shape[:-1]) + (self.key.shape[-2],), tuple(mask.shape))
         if tuple(mask.shape) == scores:
             return None
-        return Case(self.query, self.key, self.value, {**self.options, "attn_mask": mask.expand(scores).clone()})
+        return Case(
+            self.query,
+            self.key,
+            self.value,
+            {**self.options, "attn_mask": mask.expand(scores).clone()},
+            strided=self.strided,
+        )
 
     def first_matrix(self) -> "Case | None":
         """The same call on the first (L, E) query matrix of the batch alone, with its keys, values and mask
@@ -65,7 +78,7 @@ class Case:
         mask = options.get("attn_mask")
         if isinstance(mask, torch.Tensor):
             options["attn_mask"] = mask.expand(*lead, *mask.shape[-2:])[first]
-        return Case(self.query[first], self.key[first], self.value[first], options)
+        return Case(self.query[first], self.key[first], self.value[first], options, strided=self.strided)
 
     def fewer_queries(self) -> "Case | None":
         """Where L == S > 1: the same call without the last query (and its mask row), L != S; else None."""
@@ -76,7 +89,7 @@ class Case:
         mask = options.get("attn_mask")
         if isinstance(mask, torch.Tensor) and mask.shape[-2] == length:
             options["attn_mask"] = mask[..., :-1, :]
-        return Case(self.query[..., :-1, :], self.key, self.value, options)
+        return Case(self.query[..., :-1, :], self.key, self.value, options, strided=self.strided)
 
     def square(self) -> "Case | None":
         """Where L != S: the same call cut to min(L, S) queries and keys (values and mask cut alike); else None."""
@@ -88,7 +101,7 @@ class Case:
         mask = options.get("attn_mask")
         if isinstance(mask, torch.Tensor):
             options["attn_mask"] = mask[..., : min(n, mask.shape[-2]), : min(n, mask.shape[-1])]
-        return Case(self.query[..., :n, :], self.key[..., :n, :], self.value[..., :n, :], options)
+        return Case(self.query[..., :n, :], self.key[..., :n, :], self.value[..., :n, :], options, strided=self.strided)
 
     def heads_shared(self) -> "Case | None":
         """The same call under enable_gqa with the keys and values already repeated to the queries' heads (each
@@ -98,7 +111,7 @@ class Case:
         if not self.options.get("enable_gqa") or self.query.dim() < 3 or heads == groups:
             return None
         key, value = (t.repeat_interleave(heads // groups, dim=-3) for t in (self.key, self.value))
-        return Case(self.query, key, value, self.options)
+        return Case(self.query, key, value, self.options, strided=self.strided)
 
     def expected(self) -> torch.Tensor:
         """torch's own answer, in float64."""
@@ -115,7 +128,8 @@ class Case:
         )
         options = ", ".join(f"{name}={_shown(value)}" for name, value in self.options.items())
         dtype = "" if self.query.dtype == torch.float32 else f" in {str(self.query.dtype).removeprefix('torch.')}"
-        return f"{FUNCTION}({shapes}{', ' + options if options else ''}){dtype}"
+        layout = ", each a view of a transposed tensor (not contiguous)" if self.strided else ""
+        return f"{FUNCTION}({shapes}{', ' + options if options else ''}){dtype}{layout}"
 
 
 def _wide(*tensors: torch.Tensor) -> list[torch.Tensor]:
@@ -201,8 +215,8 @@ def run_telling_leading_dims(learner: LearnerWorkers, case: Case) -> object:
     try:
         return case.run(learner)
     except LearnerFailure as failure:
-        if failure.kind != "exception":
-            raise
+        if failure.kind != "exception" or hint_for_exception(failure.message):
+            raise  # the error's own words say why (plugin tells it), whatever another layout or size would do
         if (full := case.full_mask()) is not None and _gives_torchs_answer(learner, full):
             raise CheckFailed(
                 f"{case} raised {failure}; the same call with the mask expanded to the scores' own shape, "
@@ -362,4 +376,6 @@ def example_cases() -> list[Case]:
         Case(q, k, v, {"scale": 0.0}),  # a scale like any other: every weight equal
         # scores past 88, whose exp() overflows float32: a softmax must shift them first, as torch's does
         Case(*cast(QKV, qkv(rng, (), 3, 5, 4, 2, spread=LARGE_SCORES))),
+        # heads as a module passes them, x.view(b, n, h, d).transpose(1, 2): a view(-1, L, E) of them fails
+        Case(*cast(QKV, qkv(rng, (2, 3), 3, 5, 4, 2)), strided=True),
     ]

@@ -1,4 +1,5 @@
-"""A worker's request for a learner function's gradients: the judge compares them with its own reference's.
+"""A worker's requests about a learner function beyond calling it: its gradients (the judge compares them with
+the maths'), and a call on inputs laid out as an attention module passes them (not contiguous in memory).
 
 Apart from probes.py, which holds the module requests; registered in the same table (probes.PROBES)."""
 
@@ -37,3 +38,21 @@ def input_gradients(impl: Implementation, device: str, function: str, args: list
             for t in inputs
         ],
     }
+
+
+@probe
+def call_strided(impl: Implementation, device: str, function: str, args: list, kwargs: dict | None = None) -> dict:
+    """Call ``function`` with every tensor argument of three or more dimensions as a view whose last-but-two and
+    last-but-one axes are swapped in memory, as x.view(b, n, heads, head_dim).transpose(1, 2) leaves the heads an
+    attention module passes: the same values, not contiguous (a view(-1, L, E) of them fails)."""
+
+    def strided(value: object) -> object:
+        value = _to(device, value)
+        if isinstance(value, torch.Tensor) and value.dim() >= 3:
+            return value.transpose(-3, -2).contiguous().transpose(-3, -2)
+        return value
+
+    target = impl.name(function)
+    with torch.no_grad():
+        result = target(*map(strided, args), **{name: strided(v) for name, v in (kwargs or {}).items()})
+    return {"result": learner_value(result)}
