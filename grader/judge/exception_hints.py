@@ -19,7 +19,8 @@ def hint_for_exception(message: str) -> str | None:
     # a class's object without an attribute read from it (a stand-in holds the documented attributes alone); a
     # builtin's ('NoneType', 'int', 'tuple') is a value of another kind where a module or tensor belongs
     if (found := MISSING_ATTRIBUTE.search(message)) and found.group(1)[0].isupper() and found.group(1) != "NoneType":
-        return "undocumented-attribute" if found.group(1).startswith("StandIn") else "attribute-missing"
+        stand_in = found.group(1).startswith("StandIn") or STAND_IN_BASE in message  # the worker's words
+        return "undocumented-attribute" if stand_in else "attribute-missing"
     return None
 
 
@@ -29,3 +30,5 @@ CONSTRUCTOR_REFUSED = re.compile(
     r"\.__init__\(\) (got an unexpected keyword argument|takes \d+ positional argument|missing \d+ required)"
 )
 MISSING_ATTRIBUTE = re.compile(r"'(\w+)' object has no attribute '\w+'")
+# How a worker ends the message of an attribute missing from a learner's class that derives from a stand-in.
+STAND_IN_BASE = "which holds the documented attributes alone)"

@@ -1,5 +1,6 @@
 """A worker: one process per graded stage, forked by a student's first process, serving the judge's requests."""
 
+import inspect
 import os
 import socket
 import sys
@@ -162,6 +163,8 @@ def _load(submission: Path, stage: int, modules: dict[int, str]):
 
 def describe(error: BaseException, submission: Path) -> dict:
     message = str(error)
+    if isinstance(error, AttributeError) and (stand_in := _stand_in_base(getattr(error, "obj", None), error.name)):
+        message += f" (its class derives from {stand_in}, which holds the documented attributes alone)"
     if isinstance(error, NotImplementedError):
         kind = "not_implemented"
     elif isinstance(error, confine.ForbiddenImport):
@@ -171,6 +174,17 @@ def describe(error: BaseException, submission: Path) -> dict:
     else:
         kind = "exception"
     return {"kind": kind, "type": type(error).__name__, "message": message[:800], "where": _where(error, submission)}
+
+
+def _stand_in_base(obj: object, name: str | None) -> str | None:
+    """The grader's stand-in among the bases of ``obj``'s class (a learner's class deriving from another stage's),
+    where the class's own code never sets ``name``: the attribute was expected from the learner's own base."""
+    try:
+        base = next((c.__name__ for c in type(obj).__mro__[1:] if c.__name__.startswith("StandIn")), None)
+        own = inspect.getsource(type(obj)) if base else ""
+    except Exception:  # a learner's object that refuses to be inspected names no base
+        return None
+    return None if base is None or f"self.{name} =" in own or f"self.{name}=" in own else base
 
 
 def _where(error: BaseException, submission: Path) -> str | None:

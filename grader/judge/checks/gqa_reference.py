@@ -119,6 +119,8 @@ def grouped_variants(
     divisors = {
         f"sqrt(d_out) = sqrt({d_out})": d_out,
         f"sqrt({num_kv_groups * head_dim}), the width of W_key's output": num_kv_groups * head_dim,
+        # where each group is one head this is no scaling at all: the two then tie, and neither is named
+        f"sqrt({group_size}), the number of query heads a key/value group serves": group_size,
     }
     for label, divisor in divisors.items():
         if divisor != head_dim:

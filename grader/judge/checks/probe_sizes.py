@@ -45,7 +45,11 @@ class Sizes:
 
 # Every size apart from every other; GQA's groups: 6 heads in 2 groups, so that a repeat count of
 # num_kv_groups (2) differs from num_heads // num_kv_groups (3).
-BASE = {cls: Sizes() for cls in PROBED} | {"GroupedQueryAttention": Sizes(d_out=12, heads=6, kv_groups=2)}
+# The wrapper's heads each hold d_out features: its d_out need not be a multiple of num_heads, and here is not.
+BASE = {cls: Sizes() for cls in PROBED} | {
+    "GroupedQueryAttention": Sizes(d_out=12, heads=6, kv_groups=2),
+    "MultiHeadAttentionWrapper": Sizes(d_out=8),
+}
 # The worked examples' sizes (the book's batch of two 6 x 3 inputs, d_out 2, two heads).
 EXAMPLE = Sizes(batch=2, tokens=6, d_in=3, d_out=WORKED_EXAMPLE_D_OUT, context=6, heads=2, kv_groups=1)
 DOUBLED = Sizes(**{name: 2 * size for name, size in vars(EXAMPLE).items() if name != "kv_groups"})

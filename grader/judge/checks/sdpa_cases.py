@@ -217,6 +217,17 @@ def run_telling_leading_dims(learner: LearnerWorkers, case: Case) -> object:
     except LearnerFailure as failure:
         if failure.kind != "exception" or hint_for_exception(failure.message):
             raise  # the error's own words say why (plugin tells it), whatever another layout or size would do
+        halved = Case(case.query, case.key, case.value, {**case.options, "scale": 0.5}, strided=case.strided)
+        if (
+            failure.type == "ZeroDivisionError"
+            and case.options.get("scale") == 0
+            and _gives_torchs_answer(learner, halved)
+        ):
+            raise CheckFailed(
+                f"{case} raised {failure}, and with scale=0.5 it gives torch's answer: its scale is inverted (a "
+                "temperature 1 / scale), which 0.0 cannot be; 0.0 multiplies the scores, and every weight is equal",
+                "scale-zero-dropped",
+            ) from None
         if (full := case.full_mask()) is not None and _gives_torchs_answer(learner, full):
             raise CheckFailed(
                 f"{case} raised {failure}; the same call with the mask expanded to the scores' own shape, "
@@ -378,4 +389,5 @@ def example_cases() -> list[Case]:
         Case(*cast(QKV, qkv(rng, (), 3, 5, 4, 2, spread=LARGE_SCORES))),
         # heads as a module passes them, x.view(b, n, h, d).transpose(1, 2): a view(-1, L, E) of them fails
         Case(*cast(QKV, qkv(rng, (2, 3), 3, 5, 4, 2)), strided=True),
+        Case(*cast(QKV, qkv(rng, (2, 1, 2), 3, 4, 4, 2))),  # three leading dimensions: (..., L, E) takes any number
     ]

@@ -94,7 +94,7 @@ def diagnose(learner: LearnerWorkers, stage: int, target: str) -> tuple[str, str
         cases = [("", base)] + [
             (name, sizes)
             for name, vary in VARIATIONS.items()
-            if (sizes := vary(base, target)) is not None and sizes.d_out % sizes.heads == 0
+            if (sizes := vary(base, target)) is not None and (sizes.d_out % sizes.heads == 0 or target not in SPLIT)
         ]
         run = lambda name, sizes: _module_run(learner, stage, target, name, sizes)  # noqa: E731
     first = run(*cases[0])
@@ -125,6 +125,8 @@ def diagnose(learner: LearnerWorkers, stage: int, target: str) -> tuple[str, str
         cause = OWN_CHECK_CAUSES.get(cause or "")  # the learner's own raise or assert stops the runs
     if cause is None and any(run.outcome.startswith(TUPLE_RETURNED) for run in runs):
         cause = "returns-tuple"  # a fact of its own, whatever else fails: one tensor is documented
+    if own_check and rule and rule[0] == "heads-width-wrong" and target == "MultiHeadAttentionWrapper":
+        cause = "wrapper-head-size"  # a check of its own asks num_heads to divide d_out, as the heads' split does
     if cause == "heads-width-wrong" and target == "MultiHeadAttentionWrapper":
         # heads of d_out features each, as documented: what fails is how their outputs are combined
         cause = "wrapper-concat-dim" if _heads_full_width(learner, stage, target, cases[0][1]) else "wrapper-head-size"

@@ -243,10 +243,26 @@ def init_order_hint(
         return None
     manual_seed(seed)
     drawn_normal = {name: torch.randn(value.shape) for name, value in expected.items()}
-    if _draws(learner_state) == _draws(drawn_normal):
-        return "wrong-random-init"
-    # Right maths, other seeded weights: they are created in another order or way, which is what the hint says.
-    return "param-init-order"
+    if _draws(learner_state) == _draws(drawn_normal) or _rescaled(learner_state, expected):
+        return "wrong-random-init"  # torch.randn's numbers, or torch.rand's moved to another range (rand - 0.5)
+    if _draws(learner_state) == _draws(expected):
+        return "param-init-order"  # the documented numbers, in other places: created in another order
+    return None  # other numbers still: how they were made is not proven
+
+
+def _rescaled(state: dict, expected: dict[str, torch.Tensor]) -> bool:
+    """``state`` holds ``expected``'s numbers, each in its place, under one a * x + b other than x."""
+    names = sorted(expected)
+    if any(not isinstance(state.get(n), torch.Tensor) or state[n].shape != expected[n].shape for n in names):
+        return False
+    x = torch.cat([expected[n].flatten().double() for n in names])
+    y = torch.cat([state[n].flatten().double() for n in names])
+    if x.numel() < 3 or x.std() == 0:
+        return False
+    a = ((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum()
+    b = y.mean() - a * x.mean()
+    fits = torch.allclose(a * x + b, y, atol=1e-5, rtol=1e-4)
+    return bool(fits) and not (abs(float(a) - 1) < 1e-6 and abs(float(b)) < 1e-6)
 
 
 def holds_weights(state: dict, expected: dict[str, torch.Tensor]) -> bool:

@@ -17,6 +17,7 @@ from grader.judge.tensor_diff import describe_value
 from grader.judge.verdict import agrees
 from grader.runner.seeding import manual_seed
 from grader.runner.standins import seeded_transfer_pair
+from grader.sandbox.workers import LearnerFailure
 
 STAGE = 3
 NAMES = ("W_query", "W_key", "W_value")
@@ -246,7 +247,13 @@ def test_transfer_is_in_place(learner):
 
 @check("note.bias_refused", visible=True, target="transfer_weights_v2_to_v1")
 def test_bias_is_refused(learner):
-    reply = transfer(learner, 3, 2, seed=5000, qkv_bias=True)
+    try:
+        reply = transfer(learner, 3, 2, seed=5000, qkv_bias=True)
+    except LearnerFailure as failure:
+        if failure.kind != "not_implemented" or not _implemented(learner):
+            raise
+        # the learner's own NotImplementedError for the biased case, where an unbiased transfer runs
+        reply = {"raised": ["NotImplementedError", failure.message.removeprefix("NotImplementedError: ")]}
     if not reply["raised"]:
         raise CheckFailed(
             "a SelfAttention_v2 with qkv_bias=True was transferred without an error, but "
@@ -280,3 +287,11 @@ def test_transfer_copies_rather_than_fits(learner, learner_source):
     v2 = v2_weights(3, 2, seed=6000)
     right = all(agrees(reply["v1"][name], v2[name].T) for name in NAMES)
     expect_work_recorded(reply["ops"], TRANSFER_BY_COPY, right, "transfer_weights_v2_to_v1")
+
+
+def _implemented(learner) -> bool:
+    """The transfer runs on an unbiased pair: a NotImplementedError elsewhere is the learner's own answer."""
+    try:
+        return not learner.request(STAGE, "transfer", d_in=3, d_out=2, seed=5000)["raised"]
+    except LearnerFailure:
+        return False
