@@ -34,9 +34,8 @@ class Case:
         try:
             if self.strided:
                 args = [self.query, self.key, self.value]
-                return learner.request(STAGE, "call_strided", function=FUNCTION, args=args, kwargs=self.options)[
-                    "result"
-                ]
+                reply = learner.request(STAGE, "call_strided", function=FUNCTION, args=args, kwargs=self.options)
+                return cast(dict, reply)["result"]
             return call(learner, STAGE, FUNCTION, self.query, self.key, self.value, **self.options)
         except LearnerFailure as failure:
             failure.during = str(self)  # the case in its own words: a mask's kind beside its shape
