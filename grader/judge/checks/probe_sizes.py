@@ -203,3 +203,13 @@ FUNCTIONS = {
         },
     ),
 }
+
+
+# Where the judge's own sizes run, a check may still fail on sizes below them: each edge is one such size, the
+# cause its failure alone proves, and the claim. (name, the module's or function's sizes changed, the hint.)
+SINGLE_TOKEN = "a single token"
+FEWER_FEATURES = "2 features, fewer than the worked example's 3"
+MODULE_EDGES = {SINGLE_TOKEN: lambda s, cls: replace(s, tokens=1)}
+FUNCTION_EDGES = {SINGLE_TOKEN: lambda c: replace(c, tokens=1)}
+FEATURE_EDGES = {FEWER_FEATURES: lambda c: replace(c, dim=2)}  # stage 1's functions: inputs (num_tokens, d_in)
+FEATURED = {"attention_scores", "context_vector", "simple_self_attention"}

@@ -11,15 +11,29 @@ learner sees the shapes that ran beside the one that failed.
 """
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
 import torch
 
 from grader.judge.checks.attention_probe import computes_transposed
-from grader.judge.checks.probe_sizes import BASE, FUNCTIONS, PROBED, SPLIT, VARIATIONS, Call, Sizes
+from grader.judge.checks.probe_sizes import (
+    BASE,
+    FEATURE_EDGES,
+    FEATURED,
+    FUNCTION_EDGES,
+    FUNCTIONS,
+    MODULE_EDGES,
+    PROBED,
+    SPLIT,
+    VARIATIONS,
+    Call,
+    Sizes,
+)
 from grader.judge.checks.shape_rules import (
     CLAIMS,
+    EDGE_CAUSES,
     OWN_CHECK_CAUSES,
     OWN_CHECK_CLAIM,
     RULE_CLAIMS,
@@ -98,7 +112,9 @@ def diagnose(learner: LearnerWorkers, stage: int, target: str) -> tuple[str, str
         ]
         run = lambda name, sizes: _module_run(learner, stage, target, name, sizes)  # noqa: E731
     first = run(*cases[0])
-    if first.ok or any(words in first.outcome for words in SAID_BY_TORCH):
+    if first.ok:
+        return _edge_diagnosis(first, run, target, cases[0][1])
+    if any(words in first.outcome for words in SAID_BY_TORCH):
         return None
     runs = [first, *(run(name, case) for name, case in cases[1:])]
     ran = frozenset(run.name for run in runs if run.ok)
@@ -155,6 +171,23 @@ def _tokens_folded(runs: list[Run], sizes: list[Sizes]) -> bool:
         f is not None and (int(f.group(1)), int(f.group(2))) == (s.batch, s.tokens * s.d_out)
         for f, s in zip(found, sizes)
     )
+
+
+def _edge_diagnosis(first: Run, run: Callable, target: str, base: object) -> tuple[str, str | None, tuple] | None:
+    """Where the base run succeeds: the edges (sizes below the judge's own) run too, and one that fails alone
+    proves its cause, for a check that failed as it did; None where every edge runs (or several fail)."""
+    if target in FUNCTIONS:
+        edges = FUNCTION_EDGES | (FEATURE_EDGES if target in FEATURED else {})
+        varied = [(name, vary(base)) for name, vary in edges.items()]
+    else:
+        varied = [(name, vary(base, target)) for name, vary in MODULE_EDGES.items()]
+    runs = [run(name, case) for name, case in varied]
+    failed = [r for r in runs if not r.ok]
+    if len(failed) != 1 or failed[0].outcome.startswith(TUPLE_RETURNED):
+        return None
+    cause, claim = EDGE_CAUSES[failed[0].name]
+    words = [RUNS_HEADING, first.line(), *(r.line() for r in runs), claim]
+    return "\n".join(words), cause, failed[0].failure
 
 
 def _uses_transposed(learner: LearnerWorkers, stage: int, cls: str) -> bool:

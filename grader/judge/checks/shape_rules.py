@@ -7,10 +7,12 @@ from grader.judge.checks.probe_sizes import (
     BATCHED_RUN,
     DOUBLED_RUN,
     EXAMPLE_RUN,
+    FEWER_FEATURES,
     FULL_MASK_RUN,
     NO_LEADING_RUN,
     ONE_FEATURE,
     ONE_LEADING_RUN,
+    SINGLE_TOKEN,
     SQUARE_HEADS,
     SQUARE_INPUTS,
     SQUARE_MATRIX_RUN,
@@ -177,3 +179,16 @@ TOKENS_FOLDED_CLAIM = (
     "of the heads folds the tokens into the features too (flatten(1), view(b, -1)), where (b, num_tokens, d_out) "
     "belongs: flatten(2), or view(b, num_tokens, d_out) after transpose(1, 2)."
 )
+# An edge run that fails where the judge's own sizes run: the cause its failure proves, and what it says.
+EDGE_CAUSES = {
+    SINGLE_TOKEN: (
+        "size-one-squeezed",
+        "It runs on the judge's sizes and fails on a single token: an axis of size 1 is lost on the way (squeeze() "
+        "without a dim, or an index where a slice belongs), and the rest no longer finds the token axis.",
+    ),
+    FEWER_FEATURES: (
+        "sizes-hard-coded",
+        "It runs with the worked example's 3 features or more and fails with 2: a feature is reached by its number "
+        "(inputs[:, 2], a loop over range(3)) where the inputs' own size, inputs.shape[1], belongs.",
+    ),
+}

@@ -164,12 +164,13 @@ def test_softmax_naive_is_written_by_hand(learner, learner_source, reference):
 @check("structure.outputs", visible=True)
 def test_output_shapes(learner):
     rng = generator("structure.outputs")
-    inputs, query, score = torch.rand(1, 4, generator=rng), torch.rand(4, generator=rng), torch.rand(1, generator=rng)
+    # one token of 2 features, fewer than the worked example's 3: an axis of 1, or a number written for 3, shows
+    inputs, query, score = torch.rand(1, 2, generator=rng), torch.rand(2, generator=rng), torch.rand(1, generator=rng)
     results = {
         "attention_scores": (call(learner, STAGE, "attention_scores", inputs, query), (1,)),
         "softmax_naive": (call(learner, STAGE, "softmax_naive", score), (1,)),
-        "context_vector": (call(learner, STAGE, "context_vector", inputs, torch.ones(1)), (4,)),
-        "simple_self_attention": (call(learner, STAGE, "simple_self_attention", inputs), (1, 4)),
+        "context_vector": (call(learner, STAGE, "context_vector", inputs, torch.ones(1)), (2,)),
+        "simple_self_attention": (call(learner, STAGE, "simple_self_attention", inputs), (1, 2)),
     }
     for name, (result, shape) in results.items():
         if not isinstance(result, torch.Tensor) or tuple(result.shape) != shape:
