@@ -197,6 +197,8 @@ def renormalize_variants(weights: torch.Tensor) -> dict[str, torch.Tensor]:
         # F.normalize(x, dim=-1) divides by the Euclidean length (its default p=2); p=1 divides by the sum
         "mask-not-renormalized:each row is divided by its Euclidean length (F.normalize's default p=2), not by "
         "its sum": past / past.norm(dim=-1, keepdim=True),
+        "mask-not-renormalized:each row is divided by how many weights it keeps (mask.sum(dim=-1)), not by their "
+        "sum": past / torch.tril(ones).sum(-1, keepdim=True),
         # a softmax of the masked weights gives every zeroed weight exp(0) = 1 share again
         "mask-not-renormalized:the rows go through a softmax again, which gives each zeroed weight a share "
         "(exp(0) = 1), instead of being divided by their sums": torch.softmax(past, dim=-1),

@@ -122,6 +122,11 @@ def grouped_variants(
         # where each group is one head this is no scaling at all: the two then tie, and neither is named
         f"sqrt({group_size}), the number of query heads a key/value group serves": group_size,
     }
+    # scale=head_dim handed to an attention function (stage 6's, torch's), which multiplies the scores by it
+    variants[
+        f"scale-as-divisor:the scores are multiplied by head_dim = {head_dim} (scale=head_dim), not by "
+        f"1/sqrt({head_dim})"
+    ] = output(attend(queries, keys, values, divisor=1 / head_dim, causal=True))
     for label, divisor in divisors.items():
         if divisor != head_dim:
             variants[f"wrong-scaling:the scores are divided by {label}, not sqrt(head_dim)"] = output(

@@ -313,7 +313,8 @@ def test_structure(learner, device):
         held = reply["cache_before"][name]
         if not is_none(held):
             raise CheckFailed(
-                f"a new MultiHeadAttentionKV should have {name} = None (an empty cache); it has {held_in_words(held)}"
+                f"a new MultiHeadAttentionKV should have {name} = None (an empty cache); it has {held_in_words(held)}",
+                "cache-not-initialised",
             )
     keys, values = cached_keys_values(x, state, 3)
     for t, done in enumerate(reply["steps"], start=1):
