@@ -39,6 +39,12 @@ def expect_dropout_on_weights(learner, stage: int, cls: str, args_for, state_for
                 f"by 1/(1 - p): after .eval() it must give every weight",
                 "dropout-in-eval",
             )
+        if agrees(evaluated["outputs"][0], (1 - p) * _even_causal(n).expand(4, n, n)):  # the classic rule, twice
+            raise CheckFailed(
+                f"{cls} with dropout={p} in eval mode gives every weight times 1 - p = {1 - p}: nn.Dropout already "
+                "scales the kept weights by 1/(1 - p) in training, so after .eval() the weights must come unchanged",
+                "dropout-in-eval",
+            )
         return
     if not agrees(evaluated["outputs"][0], _even_causal(n).expand(4, n, n)):
         raise CheckFailed(
