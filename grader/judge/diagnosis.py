@@ -5,6 +5,8 @@ variant only when the learner's output equals it and the input tells it apart fr
 answer and from every other variant (grader.judge.verdict.proven_mistake).
 """
 
+import math
+
 import torch
 
 # What a causal mask hides, by the triangle and diagonal of torch.triu or torch.tril that marks it: (n, n) -> bool.
@@ -148,6 +150,9 @@ def softmax_variants(x: torch.Tensor) -> dict[str, torch.Tensor]:
         # the log-space form, x - logsumexp(x), is the log of the softmax: exp() of it is the softmax
         "softmax-not-exponentiated:these are the logarithms of the softmax, x - logsumexp(x); exp() of them is "
         "the softmax": x - torch.logsumexp(x, dim=0),
+        # torch.pow(x, math.e) for torch.pow(math.e, x): the base and the exponent swapped (NaN for x < 0)
+        "softmax-not-exponentiated:x ** e, torch.pow(x, math.e), where e ** x belongs (the base and the exponent "
+        "swapped)": x.pow(math.e) / x.pow(math.e).sum(dim=0),
     }
 
 

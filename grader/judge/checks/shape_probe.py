@@ -26,6 +26,7 @@ from grader.judge.checks.probe_sizes import (
     FUNCTIONS,
     MODULE_EDGES,
     PROBED,
+    SINGLE_TOKEN,
     SPLIT,
     VARIATIONS,
     Call,
@@ -185,6 +186,8 @@ def _edge_diagnosis(first: Run, run: Callable, target: str, base: object) -> tup
     failed = [r for r in runs if not r.ok]
     if len(failed) != 1 or failed[0].outcome.startswith(TUPLE_RETURNED):
         return None
+    if failed[0].name == SINGLE_TOKEN and failed[0].failure[:2] == ("raised", "IndexError"):
+        return None  # an index past a single token (inputs[1]) is no lost axis: what it is, no run proves
     cause, claim = EDGE_CAUSES[failed[0].name]
     words = [RUNS_HEADING, first.line(), *(r.line() for r in runs), claim]
     return "\n".join(words), cause, failed[0].failure

@@ -245,9 +245,8 @@ def init_order_hint(
     drawn_normal = {name: torch.randn(value.shape) for name, value in expected.items()}
     if _draws(learner_state) == _draws(drawn_normal) or _rescaled(learner_state, expected):
         return "wrong-random-init"  # torch.randn's numbers, or torch.rand's moved to another range (rand - 0.5)
-    if _draws(learner_state) == _draws(expected):
-        return "param-init-order"  # the documented numbers, in other places: created in another order
-    return None  # other numbers still: how they were made is not proven
+    # Right maths, other seeded weights: created in another order or way (a weight drawn twice), as the hint says.
+    return "param-init-order"
 
 
 def _rescaled(state: dict, expected: dict[str, torch.Tensor]) -> bool:
