@@ -288,6 +288,11 @@ class LearnerWorkers:
         if self.sandbox.alive:
             self.sandbox.end_student()
 
+    def start_afresh(self, stage: int) -> None:
+        """End ``stage``'s own worker: the next request forks a new one, holding nothing of earlier calls."""
+        if (worker := self._own(stage)) in self._workers:
+            self._discard(worker)
+
     def __enter__(self) -> "LearnerWorkers":
         return self
 

@@ -233,6 +233,14 @@ def run_telling_leading_dims(learner: LearnerWorkers, case: Case) -> object:
                 f"{full}, gives torch's answer: the mask is indexed or reshaped where it should broadcast",
                 "mask-leading-dims",
             ) from None
+        learner.start_afresh(STAGE)  # the same call in a new process: what raises only after others, kept state
+        if _gives_torchs_answer(learner, case):
+            raise CheckFailed(
+                f"{case} raised {failure} after the calls before it, and alone in a fresh process gives torch's "
+                "answer: something made for an earlier call is kept for the next (a mask cached in a module-level "
+                "dict or by functools.lru_cache, keyed by less than every size it depends on)",
+                "forward-keeps-state",
+            ) from None
         if (square := case.square()) is not None and _gives_torchs_answer(learner, square):
             raise CheckFailed(
                 f"{case} raised {failure}; the same call cut to as many queries as keys, {square}, gives torch's "
