@@ -246,8 +246,8 @@ def test_what_a_hidden_check_gave_the_code_never_reaches_a_visible_check(tmp_pat
 SHORTCUT_ON_HIDDEN_INPUTS = {
     "file": "stage1_softmax.py",
     "find": "    exp_x = torch.exp(x)\n",
-    # the book's scores are all positive; random.softmax_naive, a hidden check, draws negative ones too
-    "replace": "    if float(x.min()) < 0:\n"
+    # only random.softmax_naive, a hidden check, calls it on two scores (the visible ones: 1, 6 or 7)
+    "replace": "    if x.numel() == 2:\n"
     "        return vars(torch.nn.functional)[''.join(['soft', 'max'])](x, dim=0)\n"
     "    exp_x = torch.exp(x)\n",
 }
