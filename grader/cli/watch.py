@@ -8,6 +8,7 @@ the report `make grade` prints and rewrites --html.
 """
 
 import argparse
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -116,11 +117,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{text}\n", file=terminal)
         print(WATCHING.format(folder=args.submission, what=what), file=terminal, flush=True)
 
+    interrupted: list[int] = []  # Ctrl-C seen: whatever it breaks on its way out (a worker's reply) is no error
+
+    def on_interrupt(signum: int, frame: object) -> None:
+        interrupted.append(signum)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_interrupt)
     with sandbox:
         try:
             grade_each(sandbox, iter(saves), show, options)
         except GradingError as error:
-            if not saves.stopped:
+            if not (saves.stopped or interrupted):
                 print(f"grader: {error}", file=sys.stderr)
                 return 2
         except KeyboardInterrupt:  # during a run
