@@ -27,7 +27,7 @@ DOCS_STAMP := $(VENV)/.docs-installed
 SIMILARITY_STAMP := $(VENV)/.similarity-installed
 
 .DEFAULT_GOAL := help
-.PHONY: help grade watch grade-all gradescope nbgrader nbgrader-demo nbgrader-reconcile figures release test test-fast lint stubs bench-grade bench-batch bench-watch bench-against bench-kv-cache clean
+.PHONY: help grade watch grade-all gradescope nbgrader nbgrader-demo nbgrader-reconcile figures operators release test test-fast lint stubs bench-grade bench-batch bench-watch bench-against bench-kv-cache clean
 .PHONY: similarity class-report canvas-export moodle-export
 
 help:
@@ -48,6 +48,7 @@ help:
 	@echo "make release      the students' repository: dist/student/ and dist/student.zip (no solutions, no hidden checks)"
 	@echo "make figures       redraw docs/figures from solutions/ (installs matplotlib)"
 	@echo "make stubs         regenerate exercises/ from solutions/ (overwrites your work!)"
+	@echo "make operators     derive the operators right code reaches (grader/core/operators-derived.toml)"
 	@echo "make bench-grade   time make grade against a bare 'import torch'"
 	@echo "make bench-batch   time grading 100 submissions against a process per submission"
 	@echo "make bench-watch   time make watch's re-grade of one stage after a save (target: 0.5 s)"
@@ -145,6 +146,9 @@ figures: $(DOCS_STAMP)
 
 stubs: $(RUNTIME_STAMP)
 	$(PY) -m grader.authoring.stubs
+
+operators: $(DEV_STAMP)
+	@$(PY) -m tests.derive_operators
 
 bench-grade: $(RUNTIME_STAMP)
 	@$(PY) -m tests.benchmarks.bench_grade

@@ -4,10 +4,22 @@ Python's for a constructor that refuses the documented arguments or an attribute
 import re
 
 from grader.runner.book_calls import SIGNATURE_REFUSED
+from grader.runner.route_names import OUTSIDE_THE_LIST, SWITCHED_OFF_HERE
+
+
+def refused_call(message: str, why: str) -> str:
+    """A refused call in the learner's words: what it called, and ``why`` a switched-off route earns nothing, or
+    that the operator is off the list of what the exercises need (grader.runner.operators)."""
+    called, _, reason = message.partition(SWITCHED_OFF_HERE)
+    if reason.startswith(OUTSIDE_THE_LIST):
+        return f"calls {called}, an operator outside those these exercises need (see grader/core/operators.toml)"
+    return f"calls torch's own {called}, which {why}"
 
 
 def hint_for_exception(message: str) -> str | None:
     """A cause an exception's own words prove. A shape error proves none: many mistakes raise one."""
+    if SWITCHED_OFF_HERE in message:  # a route, or an operator off the list, refused the call (self-harm if forged)
+        return "banned-api"
     if "Expected all tensors to be on the same device" in message:
         return "device-mismatch"
     if "in nn.Linear's layout" in message and "the book's code multiplies" in message:  # document_examples

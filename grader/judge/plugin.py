@@ -16,7 +16,7 @@ from grader.core.report import CheckResult, Status
 from grader.core.stages import STAGE_MODULES
 from grader.intake.submission import SubmissionFiles
 from grader.judge.evidence import bounded_evidence
-from grader.judge.exception_hints import hint_for_exception
+from grader.judge.exception_hints import hint_for_exception, refused_call
 from grader.judge.routes_off import SWITCHED_OFF_BY_TARGET
 from grader.judge.verdict import CheckFailed
 from grader.runner.implementation import Implementation, load_package
@@ -276,8 +276,7 @@ def _classify(excinfo) -> tuple[Status, str, str | None]:
         if error.kind == "not_implemented":
             return Status.NOT_IMPLEMENTED, error.message, "not-implemented"
         if error.type == RouteSwitchedOff.__name__:  # a route this check's worker runs without
-            called = error.message.partition(" is switched off")[0]
-            return Status.FAILED, f"your code calls torch's own {called}, which is yours to compute here", "banned-api"
+            return Status.FAILED, f"your code {refused_call(error.message, 'is yours to compute here')}", "banned-api"
         if error.kind in FAILURE_STATUS:
             status, hint = FAILURE_STATUS[error.kind]
             return status, str(error), hint

@@ -23,7 +23,7 @@ import warnings
 
 import torch
 
-from grader.runner.route_names import ROUTES, SwitchedOff
+from grader.runner.route_names import ROUTES, SWITCHED_OFF_HERE, SwitchedOff
 
 # Modules whose Python functions reach a route, and those below torch._refs and torch._decomp, which
 # compute one from plain operations (all of them loaded with torch itself).
@@ -170,7 +170,7 @@ def _refusal(name: str):
 
 
 def _refused(name: str) -> RouteSwitchedOff:
-    return RouteSwitchedOff(f"{name} is switched off here: the grader checks that this is computed by hand")
+    return RouteSwitchedOff(f"{name}{SWITCHED_OFF_HERE}the grader checks that this is computed by hand")
 
 
 def _switch_off_code(value: object, name: str) -> None:

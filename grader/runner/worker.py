@@ -14,6 +14,7 @@ from grader.runner.capture import PrintCapture, last_learner_line
 from grader.runner.commands import ISOLATION_PROBE, receive_command, send_command
 from grader.runner.function_probes import call_strided, input_gradients  # noqa: F401 - registers the requests
 from grader.runner.implementation import load_stage
+from grader.runner.operators import recorded
 from grader.runner.probes import PROBES
 from grader.runner.protocol import receive, send
 from grader.runner.route_names import SwitchedOff
@@ -35,6 +36,7 @@ def run(
     stages: dict[int, dict],
     switched_off: dict | None = None,
     inherited: dict | None = None,
+    record_operators: bool = False,
 ) -> None:
     """Confine this process (grader.runner.confine), say "ready", import the stage, then serve; for the
     stage ISOLATION_PROBE, confine it just the same, then answer which of the paths the judge names it can
@@ -45,7 +47,8 @@ def run(
     worker keeps ({"readable": [...], "devices": [...]}), or None; ``stages``: every stage's module, public
     names and stand-ins, as the judge sent them (the registry itself stays out of reach); ``switched_off``:
     torch's routes this worker runs without (grader.runner.routes), for a shortcut check; ``inherited``: those
-    of them the zygote switched off already, for every worker.
+    of them the zygote switched off already, for every worker; ``record_operators``: the zygote refused no
+    operator, and the judge is told which each request reached (grader.runner.operators).
     """
     confine.die_with_parent(parent)
     confine.close_descriptors(keep=[channel])  # fd 1 and 2 are /dev/null: print at the C level goes nowhere
@@ -82,11 +85,14 @@ def run(
     guard = confine.guard_imports()
     capture = PrintCapture(sock, submission)
     capture.start()
-    implementation, import_error = _load(submission, stage, {number: s["module"] for number, s in stages.items()})
+    with recorded(record_operators) as reached:
+        implementation, import_error = _load(submission, stage, {number: s["module"] for number, s in stages.items()})
+    if record_operators:  # never on what the learner's code could leave in a set: on the zygote's word alone
+        _tell_operators(sock, reached)
     send(sock, {"loaded": import_error is None, "printed_more": capture.finish()})
     if implementation is not None:
         implementation.announce = lambda public_name: send(sock, {"calling": public_name})
-    serve(sock, submission, device, guard, capture, implementation, import_error)
+    serve(sock, submission, device, guard, capture, implementation, import_error, record_operators)
 
 
 def serve(
@@ -97,6 +103,7 @@ def serve(
     capture: PrintCapture,
     implementation,
     import_error: dict | None,
+    record_operators: bool = False,
 ) -> None:
     """Answer requests until the judge hangs up; an import error is the answer to every request.
 
@@ -109,11 +116,14 @@ def serve(
         except ConnectionError:
             return
         capture.start()
-        answer = (
-            {"error": import_error}
-            if import_error is not None
-            else _answer(implementation, device, request, submission)
-        )
+        with recorded(record_operators) as reached:
+            answer = (
+                {"error": import_error}
+                if import_error is not None
+                else _answer(implementation, device, request, submission)
+            )
+        if record_operators:
+            _tell_operators(sock, reached)
         if guard.attempts:  # even when the learner's code caught the ImportError
             answer = {
                 "error": {
@@ -125,6 +135,11 @@ def serve(
                 }
             }
         send(sock, {**answer, "printed_more": capture.finish()})
+
+
+def _tell_operators(sock: socket.socket, reached: set[str] | frozenset[str]) -> None:
+    """Where operators are recorded, which ones the last request (or the import) reached, before its answer."""
+    send(sock, {"operators": sorted(reached)})
 
 
 def _answer(implementation, device: str, request: dict, submission: Path) -> dict:

@@ -58,10 +58,12 @@ def main() -> None:
     # Everything a worker needs, imported once, here.
     import torch
 
-    from grader.runner import hugepages, routes, worker
+    from grader.runner import hugepages, operators, routes, worker
 
     zygote.worker = worker
     routes.prepare()  # once here, not in every worker with routes switched off
+    if options["operators"] is not None:  # before the routes, whose refusals then say which route it was
+        operators.refuse_all_but(options["operators"])
     # What no worker may take, switched off once here: each worker then writes only its own few pages.
     routes.switch_off(SwitchedOff.from_wire(zygote.switched_off))
     if zygote.device == "auto":
@@ -100,6 +102,7 @@ class Zygote:
         self.device = options["device"]  # "auto" is resolved once torch is imported
         self.stages = {int(number): stage for number, stage in options["stages"].items()}  # JSON keys are text
         self.switched_off = options["switched_off"]  # torch's routes switched off here, for every worker
+        self.record_operators = options["operators"] is None  # workers tell which operators each request reached
         self.worker = None  # grader.runner.worker, once imported
         # Root in bubblewrap: workers become "nobody", or the uid of their lane. Unsandboxed, the Python
         # installation may not be readable by another uid (/root/.pyenv): workers keep the uid and Landlock
@@ -293,6 +296,7 @@ def _run_student_init(channel: int, parent: Zygote, zygote_is_parent: bool, zygo
                             parent.stages,
                             command.get("switched_off") or {},
                             parent.switched_off,
+                            parent.record_operators,
                         )
                     finally:
                         os._exit(0)

@@ -262,6 +262,9 @@ class LearnerWorkers:
             if isinstance(message, dict) and message.keys() == {"calling"}:
                 self._calling = message["calling"]
                 continue
+            if isinstance(message, dict) and message.keys() == {"operators"} and self.sandbox.recorded is not None:
+                self.sandbox.recorded.update(str(name) for name in message["operators"])  # authoring alone
+                continue
             if isinstance(message, dict) and message.keys() == {"warned"}:
                 try:
                     self.printed.add_warning(message["warned"])

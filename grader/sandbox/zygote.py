@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from grader.core.operators import allowed_operators
 from grader.core.options import SANDBOX_MODES
 from grader.core.stages import runner_stages
 from grader.runner import folders
@@ -71,14 +72,18 @@ class Sandbox:
         lane: int = 0,
         lane_memory: int | None = None,
         switched_off: SwitchedOff = SwitchedOff(),
+        record_operators: bool = False,
     ):
         """``many_students``: the zygote moves to huge pages first (grader.runner.hugepages); ``lane``: which of
         a batch's lanes this is, whose workers run as a uid of their own (grader.runner.confine.LANE_UIDS);
         ``lane_memory``: the bytes its processes may hold together, where the kernel keeps such a bound
         (lane_bounds; None: the share of a single lane); ``switched_off``: torch's routes (grader.runner.routes)
-        that no worker of this sandbox may take, switched off once in the zygote."""
+        that no worker of this sandbox may take, switched off once in the zygote; ``record_operators``: instead of
+        refusing every operator outside grader/core/operators.toml, the zygote's workers tell the judge which
+        operators each request reached, gathered in ``recorded`` (python -m grader.authoring.operators alone)."""
         self.confinement = confinement(mode)
         self.switched_off = switched_off
+        self.recorded: set[str] | None = set() if record_operators else None
         # "isolated" grades no one until _prove_isolation has passed in this zygote, with bubblewrap or without.
         self._must_prove = mode == "isolated"
         self._options = (device, many_students, lane)
@@ -298,6 +303,8 @@ class Sandbox:
             "unprivileged_reads": sorted(site_folders()) if self._must_prove and not confined else None,
             "lane": lane,
             "switched_off": asdict(self.switched_off),
+            # every operator outside these refuses in every worker; None: none refuses, each is recorded
+            "operators": None if self.recorded is not None else allowed_operators(),
         }
         zygote = [sys.executable, "-P", "-m", "grader.runner.zygote", json.dumps(options)]
         environment = {

@@ -22,6 +22,7 @@ import torch
 
 from grader.core.stages import STAGE_MODULES
 from grader.judge.checks.support import CheckFailed, build, parameters_only, reference_output, reference_state
+from grader.judge.exception_hints import refused_call
 from grader.judge.routes_off import ATTENTION_OFF, SOFTMAX_OFF, SOLVERS_OFF
 from grader.judge.source_scan import MODULE_LEVEL, Use, scan_source
 from grader.judge.verdict import agrees
@@ -167,10 +168,7 @@ def switched_off_reply(shortcut: Shortcut, what: str, ask: Callable[[SwitchedOff
 
 
 def _called_route(shortcut: Shortcut, what: str, message: str) -> CheckFailed:
-    called = message.partition(" is switched off")[0]
-    return CheckFailed(
-        f"{what} calls torch's own {called}, which this check switches off: {shortcut.why}", "banned-api"
-    )
+    return CheckFailed(f"{what} {refused_call(message, f'this check switches off: {shortcut.why}')}", "banned-api")
 
 
 def expect_work_recorded(ops: Sequence[str], shortcut: Shortcut, right: bool, what: str) -> None:
