@@ -12,6 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from grader.classroom.lms_export import read_grades
+from grader.core.output_files import inert
 from grader.intake.students import MAX_ID_BYTES, student_id
 from tests.grading import batch, learner_copy
 
@@ -115,6 +117,18 @@ def test_an_id_names_one_file_in_the_out_folder_whatever_the_lms_records_say(nam
     assert student and "/" not in student and "\0" not in student
     assert not student.startswith(".") and len(student.encode()) <= MAX_ID_BYTES
     assert (Path("out") / f"{student}.json").parent == Path("out")
+    # grades.csv quotes an id a spreadsheet would run with a leading ' (inert): no id may start so itself
+    assert not student.startswith("'")
+
+
+def test_an_id_that_reads_as_another_quoted_in_the_gradebook_is_kept_apart(tmp_path):
+    """grades.csv writes id -ada as '-ada; a folder named '-ada is another student, whose id must differ."""
+    quoted = student_id("'-ada")
+    assert quoted != "'-ada" and inert([quoted]) != inert(["-ada"])
+    gradebook = tmp_path / "grades.csv"
+    gradebook.write_text("student_id,score,max_score\n'-ada,100,100\n'-ada,4,100\n")
+    with pytest.raises(ValueError, match="two rows"):
+        read_grades(gradebook)
 
 
 def test_a_submitter_id_that_is_a_path_writes_nothing_outside_its_own_report(tmp_path):

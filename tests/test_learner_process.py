@@ -263,7 +263,12 @@ def test_decode_refuses_forged_tensors():
 
 
 def test_receive_refuses_oversized_and_non_json_frames():
-    for frame in [(2**31).to_bytes(4, "big"), (3).to_bytes(4, "big") + b"\xff\xfe\x00"]:
+    huge_integer = b'{"ok": ' + b"1" * 5000 + b"}"  # valid JSON that json.loads refuses (Python's digit limit)
+    for frame in [
+        (2**31).to_bytes(4, "big"),
+        (3).to_bytes(4, "big") + b"\xff\xfe\x00",
+        len(huge_integer).to_bytes(4, "big") + huge_integer,
+    ]:
         left, right = socket.socketpair()
         left.sendall(frame)
         with pytest.raises(ProtocolError):

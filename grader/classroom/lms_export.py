@@ -64,6 +64,8 @@ def read_grades(path: Path) -> dict[str, Grade]:
         grade_column = "final" if "final" in columns else "score"
         grades = {}
         for row in reader:
+            if row["student_id"] in grades:  # a gradebook the grader wrote never holds one; a hand-edited one may
+                raise ValueError(f"{path}: student_id {row['student_id']!r} has two rows; keep one and export again")
             grades[row["student_id"]] = Grade(
                 _number(row[grade_column], path), _number(row["max_score"], path), row.get("flags") or ""
             )

@@ -46,11 +46,13 @@ def student_id(name: str) -> str:
     readable = printable(name, keep_newlines=False)
     # An id from an LMS's records (a Gradescope sid, an email, a name) can hold anything: only one
     # component of a path, never hidden, may name a student's files.
-    one_file_name = name and not UNSAFE_IN_FILE_NAMES.search(name) and not name.startswith(".")
+    # A leading ' is how grades.csv quotes an id a spreadsheet would run (core.output_files.inert): an id that
+    # starts so itself would read there as another's ("'-ada" and "-ada").
+    one_file_name = name and not UNSAFE_IN_FILE_NAMES.search(name) and not name.startswith((".", "'"))
     if one_file_name and readable == name and len(name.encode()) <= MAX_ID_BYTES and not HASHED_ID_TAIL.search(name):
         return name
     tail = "~" + hashlib.sha256(os.fsencode(name)).hexdigest()[:8]
-    safe = UNSAFE_IN_FILE_NAMES.sub("_", readable).lstrip(".")
+    safe = UNSAFE_IN_FILE_NAMES.sub("_", readable).lstrip(".'")
     head = safe.encode()[: MAX_ID_BYTES - len(tail)].decode(errors="ignore")  # whole characters only
     return head + tail
 
