@@ -27,7 +27,7 @@ DOCS_STAMP := $(VENV)/.docs-installed
 SIMILARITY_STAMP := $(VENV)/.similarity-installed
 
 .DEFAULT_GOAL := help
-.PHONY: help grade watch grade-all gradescope nbgrader nbgrader-demo nbgrader-reconcile figures operators release test test-fast lint stubs bench-grade bench-batch bench-watch bench-against bench-kv-cache clean
+.PHONY: help grade watch grade-all gradescope nbgrader nbgrader-demo nbgrader-reconcile figures operators release test test-fast lint stubs bench-grade bench-batch bench-profile bench-watch bench-against bench-kv-cache clean
 .PHONY: similarity class-report canvas-export moodle-export
 
 help:
@@ -50,7 +50,8 @@ help:
 	@echo "make stubs         regenerate exercises/ from solutions/ (overwrites your work!)"
 	@echo "make operators     derive the operators right code reaches (grader/core/operators-derived.toml)"
 	@echo "make bench-grade   time make grade against a bare 'import torch'"
-	@echo "make bench-batch   time grading 100 submissions against a process per submission"
+	@echo "make bench-batch   time grading 100 submissions against a process per submission, and against the floor (one process, no sandbox)"
+	@echo "make bench-profile where one student's grading goes in a batch lane: forks, imports, IPC, pytest (STUDENT=correct|wrong|stub)"
 	@echo "make bench-watch   time make watch's re-grade of one stage after a save (target: 0.5 s)"
 	@echo "make bench-against REF=commit  time this tree's batch grader against another commit's, same class, one run"
 	@echo "make bench-kv-cache  time greedy decoding of 256 tokens with stage 7's KV cache against without it"
@@ -155,6 +156,9 @@ bench-grade: $(RUNTIME_STAMP)
 
 bench-batch: $(INSTRUCTOR_STAMP) $(NBGRADER_STAMP)
 	@$(PY) -m tests.benchmarks.bench_batch
+
+bench-profile: $(INSTRUCTOR_STAMP)
+	@$(PY) -m tests.benchmarks.bench_profile $(if $(STUDENT),--student $(STUDENT))
 
 bench-watch: $(RUNTIME_STAMP)
 	@$(PY) -m tests.benchmarks.bench_watch

@@ -36,7 +36,11 @@ PROVEN_ELSEWHERE = {
     "moodle-export": "tests/test_lms_export.py",
 }
 # Benchmarks print figures and take minutes: run by hand, never as tests (the pages quote them).
-BENCHMARKS = {"bench-batch": "tests.benchmarks.bench_batch", "bench-grade": "tests.benchmarks.bench_grade"}
+BENCHMARKS = {
+    "bench-batch": "tests.benchmarks.bench_batch",
+    "bench-grade": "tests.benchmarks.bench_grade",
+    "bench-profile": "tests.benchmarks.bench_profile",
+}
 # Where the real nbgrader CLI is run: the nbgrader tests, and the term they run through make nbgrader-demo.
 NBGRADER_RUNNERS = ["tests/test_nbgrader.py", "tests/test_nbgrader_exchange.py", "grader/authoring/nbgrader/demo.py"]
 MOODLE_PARTICIPANTS = {"Fay Lee": "101", "Gus Ng": "102"}

@@ -10,11 +10,20 @@ tests/hostile.py), then, in one run and on the same submissions:
      cell), on a sample of one student per kind: one student after another, each in a kernel of
      their own (grader/authoring/nbgrader/shared_kernel.py), against the batch grader on the same
      sample alone.
+  4. the floor (tests/benchmarks/bench_floor.py): the same class in one process with no sandbox, no
+     worker processes and no IPC, the real checks run in-process; a measurement mode, never offered for
+     grading. Timed as a fresh process, start-up included, as the batch is.
 Prints submissions per second and the ratios (targets: >= 5/s; >= 10x the baseline; >= 10x
-nbgrader on the class; nbgrader per student <= 3x the batch on the same students), and checks that
-both ways give every student the same score.
+nbgrader on the class; nbgrader per student <= 3x the batch on the same students; batch <= 2x the
+floor, with every defence on), and checks that both ways give every student the same score. Nothing
+here asserts a target: the figures are printed.
+
+BENCH_CLASS_SIZE=N (or --class-size N) grades a class of N in the same proportions (55% correct, 20%
+wrong, 15% stubs, 10% hostile); --floor-only leaves out the process-per-student baseline and nbgrader.
+make bench-profile (tests/benchmarks/bench_profile.py) says where one student's time goes.
 """
 
+import argparse
 import csv
 import json
 import os
@@ -36,16 +45,19 @@ from tests.grading import MUTANTS, learner_copy
 from tests.hostile import hostile_cases, write_hostile
 
 REPO = Path(__file__).resolve().parents[2]
-CLASS_SIZE = 100
+CLASS_SIZE = int(os.environ.get("BENCH_CLASS_SIZE", "100"))
 LANES = os.cpu_count() or 1
 BATCH_ROUNDS = 3
 
 
-def make_class(root: Path) -> Path:
+def make_class(root: Path, size: int = CLASS_SIZE) -> Path:
+    """A class of ``size``: in a class of 100, 55 correct, 20 wrong, 15 stubs and the 10 hostile cases; in
+    another, the same shares (the first hostile cases of the list, at least one)."""
     submissions = root / "class"
     hostile = hostile_cases(root / "outside")
-    wrong, stubs = 20, 15
-    correct = CLASS_SIZE - len(hostile) - wrong - stubs
+    hostile = hostile[: max(1, min(len(hostile), round(size * len(hostile) / 100)))]
+    wrong, stubs = round(size * 0.20), round(size * 0.15)
+    correct = size - len(hostile) - wrong - stubs
     for n in range(correct):
         learner_copy(submissions / f"correct-{n:02d}")
     for n in range(wrong):
@@ -69,6 +81,38 @@ def time_batch(submissions: Path, out: Path, tree: Path = REPO) -> float:
         stderr=subprocess.DEVNULL,
     )
     return time.perf_counter() - started
+
+
+def time_floor(submissions: Path, out: Path) -> tuple[float, dict]:
+    """Seconds the floor takes (bench_floor, a fresh process, start-up included), and what it found (its
+    grading seconds, the time in learner imports, calls and the wire format, scores)."""
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "tests.benchmarks.bench_floor", str(submissions), str(out)], cwd=REPO, check=True
+    )
+    return time.perf_counter() - started, json.loads(out.read_text())
+
+
+def print_floor(submissions: Path, root: Path, batch_seconds: float, batch_out: Path) -> None:
+    size = sum(1 for p in submissions.iterdir() if p.is_dir())
+    seconds, found = time_floor(submissions, root / "floor.json")
+    print(
+        f"floor (one process, no sandbox): {seconds:6.1f} s  {size / seconds:5.2f} submissions/s "
+        f"({found['grading_seconds']:.1f} s grading after start-up; {found['requests']} requests: learner imports "
+        f"{found['import_seconds']:.1f} s, calls {found['call_seconds']:.1f} s, wire format in memory "
+        f"{found['wire_seconds']:.1f} s)"
+    )
+    print(
+        f"ratio batch / floor:             {batch_seconds / seconds:.2f}x wall, {LANES} lanes against one process "
+        "(goal <= 2)"
+    )
+    batch_scores, floor_scores = scores(batch_out), found["scores"]
+    compared = [name for name in floor_scores if not name.startswith("hostile-")]
+    differ = sorted(name for name in compared if batch_scores.get(name) != floor_scores[name])
+    print(
+        f"same score in the floor as in the batch: {len(compared) - len(differ)}/{len(compared)} "
+        f"(hostile students left out: the floor grades their clean copy)" + (f" (differ: {differ})" if differ else "")
+    )
 
 
 def time_process_per_student(submissions: Path, out: Path) -> float:
@@ -118,19 +162,29 @@ def scores(out: Path) -> dict[str, float]:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m tests.benchmarks.bench_batch")
+    parser.add_argument("--class-size", type=int, default=CLASS_SIZE, help="submissions (BENCH_CLASS_SIZE)")
+    parser.add_argument("--floor-only", action="store_true", help="the batch and the floor; no baseline, no nbgrader")
+    args = parser.parse_args()
+    class_size = args.class_size
     root = Path(tempfile.mkdtemp(prefix="bench-batch-"))
     try:
-        submissions = make_class(root)
+        submissions = make_class(root, class_size)
         sandbox = confinement("auto")
-        print(f"{CLASS_SIZE} submissions, {LANES} lanes, sandbox: {sandbox.detail}")
+        print(f"{class_size} submissions, {LANES} lanes, sandbox: {sandbox.detail}")
         rounds = [time_batch(submissions, root / f"batch-{n}") for n in range(BATCH_ROUNDS)]
         batch_seconds = statistics.median(rounds)
-        baseline_seconds = time_process_per_student(submissions, root / "baseline")
-        batch_rate, baseline_rate = CLASS_SIZE / batch_seconds, CLASS_SIZE / baseline_seconds
+        median_round = rounds.index(batch_seconds)
+        batch_rate = class_size / batch_seconds
         print(
             f"python -m grader batch:          {batch_seconds:6.1f} s  {batch_rate:5.2f} submissions/s "
             f"(target >= 5; median of {', '.join(f'{r:.1f}' for r in rounds)} s)"
         )
+        print_floor(submissions, root, batch_seconds, root / f"batch-{median_round}")
+        if args.floor_only:
+            return
+        baseline_seconds = time_process_per_student(submissions, root / "baseline")
+        baseline_rate = class_size / baseline_seconds
         print(f"a process per submission:        {baseline_seconds:6.1f} s  {baseline_rate:5.2f} submissions/s")
         print(f"ratio batch / process-per-student: {batch_rate / baseline_rate:.1f}x (target >= 10)")
         sample = nbgrader_sample(submissions)
@@ -161,7 +215,7 @@ def main() -> None:
         )
         differ = {k for k, v in scores(root / "batch-0").items() if scores(root / "baseline").get(k) != v}
         print(
-            f"same score both ways: {CLASS_SIZE - len(differ)}/{CLASS_SIZE}"
+            f"same score both ways: {class_size - len(differ)}/{class_size}"
             + (f" (differ: {sorted(differ)})" if differ else "")
         )
     finally:
