@@ -103,8 +103,8 @@ def print_floor(submissions: Path, root: Path, batch_seconds: float, batch_out: 
         f"{found['wire_seconds']:.1f} s)"
     )
     print(
-        f"ratio batch / floor:             {batch_seconds / seconds:.2f}x wall, {LANES} lanes against one process "
-        "(goal <= 2)"
+        f"ratio batch / floor:             {batch_seconds / seconds:.2f}x wall, {LANES} lanes against one process; "
+        f"{batch_seconds * LANES / seconds:.2f}x per core (the batch's wall time times its lanes; goal <= 2)"
     )
     batch_scores, floor_scores = scores(batch_out), found["scores"]
     compared = [name for name in floor_scores if not name.startswith("hostile-")]
