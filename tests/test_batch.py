@@ -63,10 +63,10 @@ def test_every_student_gets_a_report_a_feedback_file_and_a_row(graded):
     rows = {row["student_id"]: row for row in gradebook(out)}
     assert list(rows) == ["ada", "bo", "cy", "di", "ed", "fay", "gus", "hal"]
     for student in rows:
-        report = report_model.read(out / f"{student}.json")
+        report = report_model.read(out / "students" / f"{student}.json")
         jsonschema.validate(report, SCHEMA)
         feedback = render_text(report, student, color=False, student_facing=True, folder="")
-        assert (out / f"{student}.txt").read_text() == feedback + "\n"
+        assert (out / "students" / f"{student}.txt").read_text() == feedback + "\n"
         assert f"open {student}/" not in feedback  # the id names no folder of the student's
         assert float(rows[student]["score"]) == report["score"]
         assert [float(rows[student][f"stage{n}"]) for n in range(1, 6)] == [s["score"] for s in report["stages"]]
@@ -76,15 +76,15 @@ def test_every_student_gets_a_report_a_feedback_file_and_a_row(graded):
     assert rows["gus"]["score"] == "0" and "unreadable" in rows["gus"]["flags"]
     assert "skipped README.txt" in result.stderr
     assert "8/8 graded" in result.stderr and "/s, ETA" in result.stderr  # plain progress lines in a log
-    assert not [p for p in out.iterdir() if p.name.startswith(".")], "temporary files left behind"
+    assert not list(out.rglob("*.partial")), "temporary files left behind"
 
 
 def test_the_gradebook_is_byte_identical_across_runs_and_lane_counts(graded, classroom, tmp_path):
     _, out = graded
     batch(classroom, tmp_path, "--workers", "1")
     assert (tmp_path / "grades.csv").read_bytes() == (out / "grades.csv").read_bytes()
-    for report in out.glob("*.json"):
-        assert graded_as(tmp_path / report.name) == graded_as(report), report.name
+    for report in (out / "students").glob("*.json"):
+        assert graded_as(tmp_path / "students" / report.name) == graded_as(report), report.name
 
 
 def test_a_killed_batch_resumes_without_losing_or_redoing_work(graded, classroom, tmp_path):
@@ -94,21 +94,25 @@ def test_a_killed_batch_resumes_without_losing_or_redoing_work(graded, classroom
         command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
     deadline = time.monotonic() + 300
-    while len(list(tmp_path.glob("*.json"))) < 3 and time.monotonic() < deadline and process.poll() is None:
+    while len(list(tmp_path.glob("students/*.json"))) < 3 and time.monotonic() < deadline and process.poll() is None:
         time.sleep(0.05)
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
     # written whole or not at all; when the judge graded each (the gradebook may add the grade of record later)
-    kept = {p.name: json.loads(p.read_text())["graded_at"] for p in tmp_path.glob("*.json")}
+    kept = {p.name: json.loads(p.read_text())["graded_at"] for p in tmp_path.glob("students/*.json")}
     assert 3 <= len(kept) < 8, kept
 
     result = batch(classroom, tmp_path, "--workers", "1")
     assert f"{8 - len(kept)} of 8 to grade ({8 - len(kept)} new); {len(kept)} unchanged" in result.stderr
-    assert {name: json.loads((tmp_path / name).read_text())["graded_at"] for name in kept} == kept  # not graded again
+    assert {
+        name: json.loads((tmp_path / "students" / name).read_text())["graded_at"] for name in kept
+    } == kept  # not graded again
     assert (tmp_path / "grades.csv").read_bytes() == (reference / "grades.csv").read_bytes()
 
     batch(classroom, tmp_path, "--workers", "1", "--force")
-    assert all(json.loads((tmp_path / name).read_text())["graded_at"] != then for name, then in kept.items())
+    assert all(
+        json.loads((tmp_path / "students" / name).read_text())["graded_at"] != then for name, then in kept.items()
+    )
 
 
 def test_two_submissions_for_one_student_grade_neither_as_theirs_and_the_class_goes_on(tmp_path):
@@ -128,18 +132,19 @@ def test_two_submissions_for_one_student_grade_neither_as_theirs_and_the_class_g
 
 def test_an_incomplete_report_is_graded_again_and_a_complete_one_is_not(graded, classroom, tmp_path):
     _, reference = graded
-    for report in reference.glob("*.json"):
-        shutil.copy(report, tmp_path / report.name)
-    disrupted = json.loads((tmp_path / "ada.json").read_text())
+    (tmp_path / "students").mkdir()
+    for report in (reference / "students").glob("*.json"):
+        shutil.copy(report, tmp_path / "students" / report.name)
+    disrupted = json.loads((tmp_path / "students" / "ada.json").read_text())
     disrupted.update(
         score=0, complete=False, flags=["incomplete: the process that runs the submitted code has stopped"]
     )
-    (tmp_path / "ada.json").write_text(json.dumps(disrupted))
-    kept = {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("*.json") if p.name != "ada.json"}
+    (tmp_path / "students" / "ada.json").write_text(json.dumps(disrupted))
+    kept = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "students").glob("*.json") if p.name != "ada.json"}
     result = batch(classroom, tmp_path, "--workers", "1")
     assert "1 of 8 to grade (1 incomplete); 7 unchanged" in result.stderr
-    assert {name: (tmp_path / name).stat().st_mtime_ns for name in kept} == kept
-    assert graded_as(tmp_path / "ada.json") == graded_as(reference / "ada.json")  # 100, complete
+    assert {name: (tmp_path / "students" / name).stat().st_mtime_ns for name in kept} == kept
+    assert graded_as(tmp_path / "students" / "ada.json") == graded_as(reference / "students" / "ada.json")  # complete
 
 
 def test_a_sandbox_that_dies_marks_its_student_incomplete_and_the_next_is_graded_in_a_fresh_one(tmp_path):
@@ -233,7 +238,7 @@ def test_a_gradebook_that_cannot_be_replaced_keeps_the_reports_and_says_to_close
         and "close grades.csv" in said
         and "run again" in said
     ), said
-    assert json.loads((tmp_path / "out" / "ada.json").read_text())["score"] == 20
+    assert json.loads((tmp_path / "out" / "students" / "ada.json").read_text())["score"] == 20
 
 
 @pytest.mark.parametrize("inside", [".", "grades", "ada"])

@@ -45,7 +45,7 @@ def hostile_class(tmp_path_factory):
         (crowded / f"stray{index:04}.txt").touch()
     learner_copy(submissions / "unwritable", stages=[1])
     out = root / "out"
-    (out / "unwritable.json").mkdir(parents=True)  # its report cannot be written: the batch goes on
+    (out / "students" / "unwritable.json").mkdir(parents=True)  # its report cannot be written: the batch goes on
     return submissions, out, batch(submissions, out, "--workers", "1")
 
 
@@ -57,15 +57,15 @@ def rows(hostile_class) -> dict[str, dict]:
 
 
 def report_of(out, student_id: str) -> dict:
-    return json.loads((out / f"{student_id}.json").read_text())
+    return json.loads((out / "students" / f"{student_id}.json").read_text())
 
 
 def test_a_name_too_long_for_a_report_file_gets_a_short_id_and_is_graded(hostile_class, rows):
     _, out, _ = hostile_class
     [long_id] = [student for student in rows if student.startswith("aaaa")]
     assert len(long_id.encode()) <= MAX_ID_BYTES and rows[long_id]["score"] == "20"
-    assert report_of(out, long_id)["complete"] and (out / f"{long_id}.txt").exists()
-    assert not [p for p in out.iterdir() if p.name.startswith(".")], "temporary files left behind"
+    assert report_of(out, long_id)["complete"] and (out / "students" / f"{long_id}.txt").exists()
+    assert not list(out.rglob("*.partial")), "temporary files left behind"
 
 
 def test_one_students_unwritable_report_leaves_only_them_ungraded(hostile_class, rows):
@@ -141,8 +141,8 @@ def test_a_submitter_id_that_is_a_path_writes_nothing_outside_its_own_report(tmp
     (cls / "submission_metadata.yml").write_text("".join(records))
     batch(cls, out)
     assert not (tmp_path / "escaped.json").exists() and not (tmp_path / "escaped.txt").exists()
-    assert json.loads((out / "bob.json").read_text())["stages"][0]["score"] == 20  # bob's own stage 1
-    assert "Grading bob " in (out / "bob.txt").read_text()
+    assert json.loads((out / "students" / "bob.json").read_text())["stages"][0]["score"] == 20  # bob's own stage 1
+    assert "Grading bob " in (out / "students" / "bob.txt").read_text()
     with (out / "grades.csv").open(newline="") as handle:
         ids = [row["student_id"] for row in csv.DictReader(handle)]
     assert len(ids) == 3 and all("/" not in i and not i.startswith(".") for i in ids)

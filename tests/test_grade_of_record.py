@@ -257,9 +257,9 @@ class Term(RuleBasedStateMachine):
         for student, handed in self.handed.items():
             if not handed:
                 continue
-            row, report = rows[student], json.loads((self.out / f"{student}.json").read_text())
+            row, report = rows[student], json.loads((self.out / "students" / f"{student}.json").read_text())
             final = float(row["final"])
-            shown = RECORDED.search((self.out / f"{student}.txt").read_text())
+            shown = RECORDED.search((self.out / "students" / f"{student}.txt").read_text())
             assert shown and float(shown.group(1)) == final, (row, shown)
             assert report["record"]["final"] == final and exported[student].points == final
             assert to_gradescope(report_model.from_json(report))["score"] == final  # results.json of the kept grading

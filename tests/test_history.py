@@ -1,4 +1,4 @@
-"""Every report a student is given is kept (OUT/history/<id>/), and course.toml's [gradebook] keep decides
+"""Every report a student is given is kept (OUT/.grader/history/<id>/), and course.toml's [gradebook] keep decides
 which the gradebook shows: the latest, or the best final score after each one's own late penalty."""
 
 import csv
@@ -21,9 +21,9 @@ def test_a_resubmission_keeps_the_earlier_report_and_best_keeps_the_higher_grade
     mutant = next(m for m in MUTANTS if m.get("hint") == "softmax-wrong-dim")
     learner_copy(submissions / "ada", mutant, stages=[1])  # ada hands in again, worse
     batch(submissions, out)
-    history = sorted(p.name for p in (out / "history" / "ada").iterdir())
-    assert history == ["001.json", "002.json"] and len(list((out / "history" / "bo").iterdir())) == 1
-    first, second = (json.loads((out / "history" / "ada" / name).read_text())["score"] for name in history)
+    history = sorted(p.name for p in (out / ".grader" / "history" / "ada").iterdir())
+    assert history == ["001.json", "002.json"] and len(list((out / ".grader" / "history" / "bo").iterdir())) == 1
+    first, second = (json.loads((out / ".grader" / "history" / "ada" / name).read_text())["score"] for name in history)
     assert first == 20 and second < 20
     latest = rows(out)["ada"]
     assert (latest["score"], latest["kept"]) == (str(second), "latest")
@@ -34,10 +34,10 @@ def test_a_resubmission_keeps_the_earlier_report_and_best_keeps_the_higher_grade
     best = rows(out)
     assert (best["ada"]["score"], best["ada"]["final"], best["ada"]["kept"]) == ("20", "20", "best of 2: grading 1")
     assert best["bo"]["kept"] == "best of 1: grading 1 (the latest)"
-    assert json.loads((out / "ada.json").read_text())["score"] == second  # the report stays the latest's
+    assert json.loads((out / "students" / "ada.json").read_text())["score"] == second  # the report stays the latest's
 
     # an earlier grading whose file cannot be read is left out of "best" by name, never silently
-    (out / "history" / "ada" / "001.json").write_text("{broken")
+    (out / ".grader" / "history" / "ada" / "001.json").write_text("{broken")
     batch(submissions, out, "--course", str(course))
     ada = rows(out)["ada"]
     assert ada["kept"] == "best of 2: grading 2 (the latest)" and ada["score"] == str(second)
@@ -64,4 +64,6 @@ def test_best_compares_final_scores_each_with_the_penalty_of_its_own_submission_
         "best of 2: grading 1",
         early["submitted"],
     )
-    assert json.loads((out / "ada.json").read_text())["late"]["penalty_points"] == 6  # the latest's own penalty
+    assert (
+        json.loads((out / "students" / "ada.json").read_text())["late"]["penalty_points"] == 6
+    )  # the latest's own penalty

@@ -744,10 +744,10 @@ def test_a_class_is_told_who_lacks_stage_files_whose_were_renamed_unreadable_or_
         "grader batch: 1 submission named as a second download of another, graded apart: ada (1) beside ada; "
         "check whether they are one student's" in result.stderr
     )
-    utf16 = json.loads((tmp_path / "out" / "cy.json").read_text())["stages"][0]["checks"][0]["message"]
+    utf16 = json.loads((tmp_path / "out" / "students" / "cy.json").read_text())["stages"][0]["checks"][0]["message"]
     assert utf16 == (
         "stage1_softmax.py was saved as UTF-16 text (it begins with UTF-16's byte order mark), which "
         "Python does not read: save it as UTF-8 text (in Notepad: Save As, Encoding UTF-8), then hand "
         "it in again"
     )
-    assert ":None" not in (tmp_path / "out" / "cy.txt").read_text()
+    assert ":None" not in (tmp_path / "out" / "students" / "cy.txt").read_text()

@@ -235,7 +235,7 @@ def _honest(folder: Path) -> Path:
 
 def _probe_report(out: Path, student: str) -> object:
     """What a probe raised at import, as the judge reported it."""
-    report = json.loads((out / f"{student}.json").read_text())
+    report = json.loads((out / "students" / f"{student}.json").read_text())
     message = report["stages"][0]["checks"][0]["message"]
     assert "REPORT" in message, message
     return json.JSONDecoder().raw_decode(message.split("REPORT", 1)[1])[0]
@@ -278,9 +278,9 @@ def test_honest_students_keep_full_marks_and_their_files_stay_theirs(hostile_cla
         *(f"f{index}-z-honest" for index in range(len(ATTACKS))),
     ]
     for honest in honest_students:
-        report = json.loads((out / f"{honest}.json").read_text())
+        report = json.loads((out / "students" / f"{honest}.json").read_text())
         assert report["score"] == 100 and report["complete"], (honest, report["flags"])
-    for other in out.rglob("*"):  # the history of each student too (OUT/history/<id>/)
+    for other in out.rglob("*"):  # the history of each student too (OUT/.grader/history/<id>/)
         if other.is_file() and not any("honest" in part for part in other.relative_to(out).parts):
             assert SECRET not in other.read_text(errors="replace"), other.name
 
@@ -306,7 +306,7 @@ def test_nothing_a_student_leaves_behind_reaches_the_next(hostile_class):
 @needs_x86_64_linux
 def test_a_frame_bomb_costs_its_check_not_the_judges_memory(hostile_class):
     out, _, before = hostile_class
-    report = json.loads((out / "c1-frame-bomb.json").read_text())
+    report = json.loads((out / "students" / "c1-frame-bomb.json").read_text())
     softmax = [c for c in report["stages"][0]["checks"] if "softmax_naive" in c["id"]]
     assert all(c["status"] != "passed" for c in softmax), softmax
     assert report["complete"]
@@ -319,7 +319,7 @@ def test_a_frame_bomb_costs_its_check_not_the_judges_memory(hostile_class):
 def test_hiding_from_the_grader_gains_nothing_in_a_class(hostile_class):
     out, _, _ = hostile_class
     for index, attack in enumerate(ATTACKS):
-        report = json.loads((out / f"f{index}-tampering.json").read_text())
+        report = json.loads((out / "students" / f"f{index}-tampering.json").read_text())
         checks = report["stages"][attack["stage"] - 1]["checks"]
         targeted = [c for c in checks if c["id"].endswith(attack["voided"])]
         assert targeted and all(c["score"] == 0 for c in targeted), (attack["what"], targeted)
@@ -328,9 +328,9 @@ def test_hiding_from_the_grader_gains_nothing_in_a_class(hostile_class):
 @needs_bubblewrap
 def test_huge_names_cost_kilobytes_in_the_report(hostile_class):
     out, _, _ = hostile_class
-    assert (out / "e1-huge-names.json").stat().st_size < 100_000
-    assert (out / "e1-huge-names.txt").stat().st_size < 100_000
-    report = json.loads((out / "e1-huge-names.json").read_text())
+    assert (out / "students" / "e1-huge-names.json").stat().st_size < 100_000
+    assert (out / "students" / "e1-huge-names.txt").stat().st_size < 100_000
+    report = json.loads((out / "students" / "e1-huge-names.json").read_text())
     assert "\\u200b" in report["stages"][0]["checks"][0]["message"]  # escaped, and cut
 
 
@@ -338,7 +338,7 @@ def test_huge_names_cost_kilobytes_in_the_report(hostile_class):
 @needs_x86_64_linux
 def test_a_slow_drip_is_cut_off_at_the_call_limit(hostile_class):
     out, seconds, _ = hostile_class
-    report = json.loads((out / "d1-slow-drip.json").read_text())
+    report = json.loads((out / "students" / "d1-slow-drip.json").read_text())
     stage1 = report["stages"][0]["checks"]
     assert {c["status"] for c in stage1 if "softmax_naive" in c["id"]} == {"timeout"}, stage1
     assert stage_scores(report)[2] == 20
@@ -402,10 +402,10 @@ def test_unsandboxed_workers_can_neither_read_nor_change_the_reference(tmp_path)
     out = tmp_path / "out"
     batch(tmp_path / "class", out, "--workers", "1", "--sandbox", "none")
     assert solutions.read_bytes() == before
-    attacked = json.loads((out / "a-attacker.json").read_text())
+    attacked = json.loads((out / "students" / "a-attacker.json").read_text())
     if "Landlock ABI" in attacked["sandbox"]:  # else the report says this user's files were reachable
         assert stage_scores(attacked)[1] == 0, attacked["stages"][0]
-    honest = json.loads((out / "b-honest.json").read_text())
+    honest = json.loads((out / "students" / "b-honest.json").read_text())
     assert honest["score"] == 100 and "unsandboxed" in honest["flags"]
     assert attacker.exists()
 
@@ -425,7 +425,7 @@ def test_a_class_is_not_graded_unsandboxed_unless_asked(tmp_path):
     )
     assert result.returncode == 2, result.stderr
     assert "refusing to grade a class without a sandbox" in result.stderr and "--sandbox none" in result.stderr
-    assert not (tmp_path / "out" / "one.json").exists()
+    assert not (tmp_path / "out" / "students" / "one.json").exists()
 
 
 @pytest.mark.parametrize("sandbox", ["auto", "none"])
@@ -592,7 +592,7 @@ def relay_class(tmp_path_factory):
 @needs_x86_64_linux
 def test_a_relay_on_the_channel_gains_nothing_and_costs_no_one_else(relay_class):
     students = ("a1-relay", "a2-honest", "b1-same-code-without-relay", "b2-honest")
-    reports = {student: json.loads((relay_class / f"{student}.json").read_text()) for student in students}
+    reports = {student: json.loads((relay_class / "students" / f"{student}.json").read_text()) for student in students}
     relay, alone = reports["a1-relay"], reports["b1-same-code-without-relay"]
     assert stage_scores(relay) == stage_scores(alone), (stage_scores(relay), stage_scores(alone))
     # torch's softmax and attention earn nothing, relay or not (a stage short of its maximum: under bonus stages as
@@ -601,7 +601,7 @@ def test_a_relay_on_the_channel_gains_nothing_and_costs_no_one_else(relay_class)
     for honest in ("a2-honest", "b2-honest"):
         assert all(stage["score"] == stage["max_score"] for stage in reports[honest]["stages"])
         assert reports[honest]["complete"]
-    assert SECRET not in (relay_class / "a1-relay.json").read_text()
+    assert SECRET not in (relay_class / "students" / "a1-relay.json").read_text()
 
 
 # Every product of two tensors takes 0.9 s, just under the call limit, with right answers.
@@ -622,8 +622,8 @@ def test_a_student_who_stalls_every_call_costs_the_class_their_budget(tmp_path):
     started = time.monotonic()
     batch(submissions, tmp_path / "out", "--workers", "1", "--budget", str(BUDGET))
     elapsed = time.monotonic() - started
-    slow = json.loads((tmp_path / "out" / "a1-slow.json").read_text())
-    honest = json.loads((tmp_path / "out" / "a2-honest.json").read_text())
+    slow = json.loads((tmp_path / "out" / "students" / "a1-slow.json").read_text())
+    honest = json.loads((tmp_path / "out" / "students" / "a2-honest.json").read_text())
     assert any(flag.startswith(f"out-of-time: your code used all of its {BUDGET:g} s") for flag in slow["flags"])
     assert slow["complete"] and slow["score"] < slow["max_score"]
     assert honest["score"] == honest["max_score"] and not any("out-of-time" in f for f in honest["flags"])
@@ -672,8 +672,8 @@ def test_a_lane_that_uses_up_its_uids_threads_leaves_the_other_lane_its_own(tmp_
         stage_file.write_text("import time\n" + text.replace(FORWARD, FORWARD + "        time.sleep(0.5)\n"))
     _threaded(submissions / "a2-threaded")
     batch(submissions, tmp_path / "out", "--workers", "2", "--budget", "10")
-    flood = json.loads((tmp_path / "out" / "a1-thread-flood.json").read_text())
-    threaded = json.loads((tmp_path / "out" / "a2-threaded.json").read_text())
+    flood = json.loads((tmp_path / "out" / "students" / "a1-thread-flood.json").read_text())
+    threaded = json.loads((tmp_path / "out" / "students" / "a2-threaded.json").read_text())
     assert flood["complete"]
     assert threaded["score"] == threaded["max_score"], [
         (c["id"], c["message"]) for s in threaded["stages"] for c in s["checks"] if c["status"] != "passed"

@@ -358,7 +358,7 @@ def test_a_class_graded_with_submission_times_gets_its_penalties_in_the_gradeboo
         "di": ("20", "", "0", "20", f"{rest}; {MARKED_LATE_WITHOUT_TIME}"),
         "ed": ("20", "2025-03-08T05:10:00+00:00", "0", "20", rest),
     }
-    report = json.loads((out / "bo.json").read_text())
+    report = json.loads((out / "students" / "bo.json").read_text())
     jsonschema.validate(report, SCHEMA)
     assert report["score"] == 20 and report["late"]["penalty_points"] == 4  # the raw score stays the raw score
     assert report["late"]["stages"][0] == {
@@ -371,16 +371,16 @@ def test_a_class_graded_with_submission_times_gets_its_penalties_in_the_gradeboo
     # the student reads it in their feedback; students on time read nothing of it
     assert (
         "late: handed in 2025-03-09T17:00:00+00:00 (UTC); penalty 4 points (stage1 36.02 h late, -4)"
-        in (out / "bo.txt").read_text()
+        in (out / "students" / "bo.txt").read_text()
     )
-    assert "late:" not in (out / "ed.txt").read_text()
+    assert "late:" not in (out / "students" / "ed.txt").read_text()
 
     # A due date moved after grading: no one is graded again, and every penalty follows the new date.
     course.write_text("[due]\nassignment = 2025-03-14T23:59:00-05:00\n\n[late_penalty]\npenalty = 10\n")
     result = batch_with_times(times, ["di"], tmp_path / "class", "--out", out, "--course", course)
     assert "0 of 5 to grade; 5 unchanged" in result.stderr
-    assert json.loads((out / "bo.json").read_text())["late"]["penalty_points"] == 0
-    assert "late:" not in (out / "bo.txt").read_text()  # the feedback follows the new date too
+    assert json.loads((out / "students" / "bo.json").read_text())["late"]["penalty_points"] == 0
+    assert "late:" not in (out / "students" / "bo.txt").read_text()  # the feedback follows the new date too
     assert "2025-03-09T17:00:00+00:00,2025-03-15T04:59:00+00:00,0,0,20,latest,,," in (out / "grades.csv").read_text()
 
 
@@ -405,8 +405,8 @@ def test_a_class_with_an_extension_and_slip_days_shows_each_students_due_time_an
         "bo": ("2025-03-16T04:59:00+00:00", "1", "4", "16"),  # one slip day: 1.5 days left, 2 started: 20 %
         "cy": ("2025-03-16T04:59:00+00:00", "1", "4", "16"),
     }
-    report = json.loads((out / "bo.json").read_text())
+    report = json.loads((out / "students" / "bo.json").read_text())
     jsonschema.validate(report, SCHEMA)
     assert report["late"]["slip_days_used"] == 1 and not report["late"]["extended"]
-    assert json.loads((out / "ada.json").read_text())["late"]["extended"]
-    assert "; 1 slip day used" in (out / "bo.txt").read_text()
+    assert json.loads((out / "students" / "ada.json").read_text())["late"]["extended"]
+    assert "; 1 slip day used" in (out / "students" / "bo.txt").read_text()

@@ -44,10 +44,10 @@ FEEDBACK = {"101": "stage 5 · 1 check failed: 0/5\n    hint [wrong-scaling]: x 
 
 def export(tmp_path: Path, fmt: str, roster_rows: list[list[str]], columns: list[str], out_name: str, capsys):
     out = tmp_path / "grades"
-    out.mkdir(exist_ok=True)
+    (out / "students").mkdir(parents=True, exist_ok=True)
     (out / "grades.csv").write_text(GRADES)
     for student_id, text in FEEDBACK.items():
-        (out / f"{student_id}.txt").write_text(text)
+        (out / "students" / f"{student_id}.txt").write_text(text)
     roster = tmp_path / "roster.csv"
     with roster.open("w", newline="", encoding="utf-8-sig") as handle:  # Moodle writes a byte order mark
         csv.writer(handle).writerows([columns, *roster_rows])

@@ -67,9 +67,9 @@ def test_names_stand_beside_ids_in_names_csv_the_class_report_and_the_feedback(m
     out = tmp_path / "out"
     said = batch(moodle, out).stderr
     assert "2 of 2 students named" in said
-    with (out / "names.csv").open(newline="") as handle:
+    with (out / ".grader" / "names.csv").open(newline="") as handle:
         assert list(csv.reader(handle)) == [["student_id", "name"], ["101", "Ada Lovelace"], ["102", "'=Grace Hopper"]]
-    assert (out / "101.txt").read_text().count("101 (Ada Lovelace)") == 1  # the header, once
+    assert (out / "students" / "101.txt").read_text().count("101 (Ada Lovelace)") == 1  # the header, once
     page = class_report(out)
     assert "101 (Ada Lovelace)" in page and "102 (=Grace Hopper)" in page
 
@@ -79,8 +79,8 @@ def test_a_roster_names_students_over_the_download(moodle, tmp_path):
     roster.write_text("student_id,name\n101,Augusta Ada King\n")
     out = tmp_path / "out"
     batch(moodle, out, "--roster", str(roster))
-    assert "101 (Augusta Ada King)" in (out / "101.txt").read_text()
-    assert "102 (=Grace Hopper)" in (out / "102.txt").read_text()
+    assert "101 (Augusta Ada King)" in (out / "students" / "101.txt").read_text()
+    assert "102 (=Grace Hopper)" in (out / "students" / "102.txt").read_text()
 
 
 def test_anonymous_grading_keeps_every_name_out_until_the_reveal(moodle, tmp_path):
@@ -93,11 +93,11 @@ def test_anonymous_grading_keeps_every_name_out_until_the_reveal(moodle, tmp_pat
     names = ("Ada", "Lovelace", "Grace", "Hopper")
     assert not [name for name in names if name in every_output(out)]
     batch(moodle, out)  # a later run without --anonymous stays anonymous
-    assert not (out / "names.csv").exists() and "Lovelace" not in (out / "101.txt").read_text()
-    graded_at = json.loads((out / "101.json").read_text())["graded_at"]
+    assert not (out / ".grader" / "names.csv").exists() and "Lovelace" not in (out / "students" / "101.txt").read_text()
+    graded_at = json.loads((out / "students" / "101.json").read_text())["graded_at"]
     batch(moodle, out, "--reveal")
-    assert json.loads((out / "101.json").read_text())["graded_at"] == graded_at  # no one graded again
-    assert "101 (Ada Lovelace)" in (out / "101.txt").read_text()
+    assert json.loads((out / "students" / "101.json").read_text())["graded_at"] == graded_at  # no one graded again
+    assert "101 (Ada Lovelace)" in (out / "students" / "101.txt").read_text()
     assert "101 (Ada Lovelace)" in class_report(out)
 
 

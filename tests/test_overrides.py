@@ -47,12 +47,15 @@ def test_overrides_apply_on_every_run_and_a_changed_automatic_score_is_flagged_f
     assert rows["ada"]["override_reason"] == "stage1: regraded by hand: the example in the docstring was copied"
     assert (rows["bo"]["final"], rows["bo"]["override"]) == ("90", "total 90 (automatic 20)")
     assert (rows["cy"]["final"], rows["cy"]["override"]) == ("20", "")
-    report = json.loads((out / "ada.json").read_text())
+    report = json.loads((out / "students" / "ada.json").read_text())
     jsonschema.validate(report, SCHEMA)
     assert report["score"] == 20 and report["overrides"][0]["points"] == 15
-    assert "your instructor set stage1 to 15 points (automatic: 20): regraded by hand" in (out / "ada.txt").read_text()
-    assert "your instructor set your final grade to 90 points" in (out / "bo.txt").read_text()
-    assert "instructor" not in (out / "cy.txt").read_text()
+    assert (
+        "your instructor set stage1 to 15 points (automatic: 20): regraded by hand"
+        in (out / "students" / "ada.txt").read_text()
+    )
+    assert "your instructor set your final grade to 90 points" in (out / "students" / "bo.txt").read_text()
+    assert "instructor" not in (out / "students" / "cy.txt").read_text()
 
     # ada hands in again with a mistake: graded again, the override still applies, and asks to be looked at
     mutant = next(m for m in MUTANTS if m.get("hint") == "softmax-wrong-dim")
@@ -69,34 +72,53 @@ def test_overrides_apply_on_every_run_and_a_changed_automatic_score_is_flagged_f
     batch(submissions, out)
     rows = gradebook(out)
     assert rows["ada"]["final"] == rows["ada"]["score"] and rows["ada"]["override"] == ""
-    assert "instructor" not in (out / "ada.txt").read_text()
+    assert "instructor" not in (out / "students" / "ada.txt").read_text()
 
 
-def test_a_student_whose_id_spells_the_grader_state_is_refused_and_the_override_memory_holds(tmp_path):
+def test_a_student_whose_id_spells_the_grader_state_is_graded_as_any_and_the_override_memory_holds(tmp_path):
     # issue 36: a folder named overrides-seen (a valid GitHub user name) wrote OUT/overrides-seen.json, where the
-    # grader remembers what each override replaced; the next run lost every override-review flag
+    # grader remembers what each override replaced; the next run lost every override-review flag. Students' files
+    # now live in OUT/students/ and the grader's state in OUT/.grader/: no id can name either
     submissions, out = tmp_path / "class", tmp_path / "out"
     learner_copy(submissions / "ada", stages=[1])
     batch(submissions, out)
     (out / "overrides.csv").write_text("student_id,stage,points,reason\nada,1,15,regraded by hand\n")
     batch(submissions, out)
-    seen = (out / "overrides-seen.json").read_bytes()
-    for attacker in ("overrides-seen", "Class-Report", "ＧＲＡＤＥＳ.csv"):  # any case, compatibility forms folded
-        learner_copy(submissions / attacker, stages=[1])
+    seen = (out / ".grader" / "overrides-seen.json").read_bytes()
+    namesakes = ("overrides-seen", "Class-Report", "grades", "history", "students", "class.toml", "names")
+    for namesake in namesakes:
+        learner_copy(submissions / namesake, stages=[1])
     mutant = next(m for m in MUTANTS if m.get("hint") == "softmax-wrong-dim")
     learner_copy(submissions / "ada", mutant, stages=[1])
     result = batch(submissions, out)
-    for attacker, taken in (
-        ("overrides-seen", "overrides-seen.json"),
-        ("Class-Report", "class-report.html"),
-        ("ＧＲＡＤＥＳ.csv", "grades.csv"),
-    ):
-        assert f"grader batch: refused {attacker} (its files would overwrite OUT/{taken}" in result.stderr
-        assert not (out / f"{attacker}.txt").exists()  # no feedback: never graded
-    assert json.loads((out / "overrides-seen.json").read_text()).keys() == json.loads(seen).keys()  # the grader's own
+    assert "refused" not in result.stderr
+    for namesake in namesakes:
+        assert json.loads((out / "students" / f"{namesake}.json").read_text())["stages"][0]["score"] == 20
+    assert json.loads((out / ".grader" / "overrides-seen.json").read_text()) == json.loads(seen)  # the grader's own
     rows = gradebook(out)
-    assert set(rows) == {"ada"}
+    assert set(rows) == {"ada", *namesakes}
     assert "override-review" in rows["ada"]["flags"]  # the victim's moved automatic score is still flagged
+
+
+def test_an_out_folder_of_the_earlier_layout_moves_into_its_folders_once(tmp_path):
+    """Reports, feedback and the grader's state at OUT's top (before OUT/students/ and OUT/.grader/) are moved
+    once, and the class graded on as if nothing had changed: nobody graded again, the override memory kept."""
+    submissions, out = tmp_path / "class", tmp_path / "out"
+    learner_copy(submissions / "ada", stages=[1])
+    batch(submissions, out)
+    (out / "overrides.csv").write_text("student_id,stage,points,reason\nada,1,15,regraded by hand\n")
+    batch(submissions, out)
+    graded_at = json.loads((out / "students" / "ada.json").read_text())["graded_at"]
+    for entry in [*(out / "students").iterdir(), *(out / ".grader").iterdir()]:  # as an earlier version wrote it
+        entry.rename(out / entry.name)
+    (out / "students").rmdir(), (out / ".grader").rmdir()
+    result = batch(submissions, out)
+    assert "moved 2 students' files into students/ and the grader's state into .grader/ (once)" in result.stderr
+    assert "1 unchanged" in result.stderr or "0 to grade" in result.stderr, result.stderr
+    assert json.loads((out / "students" / "ada.json").read_text())["graded_at"] == graded_at
+    assert sorted(p.name for p in (out / ".grader").iterdir()) == ["class.toml", "history", "overrides-seen.json"]
+    assert not (out / "ada.json").exists() and (out / "grades.csv").exists() and (out / "overrides.csv").exists()
+    assert "moved" not in batch(submissions, out).stderr  # once
 
 
 @pytest.mark.parametrize("broken", ["{not json", '{"ada 1": "fifteen"}', "[1, 2]"])
@@ -106,9 +128,9 @@ def test_a_state_file_that_fails_its_schema_is_named_and_never_replaced(tmp_path
     submissions, out = tmp_path / "class", tmp_path / "out"
     learner_copy(submissions / "ada", stages=[1])
     batch(submissions, out)
-    (out / "overrides-seen.json").write_text(broken)
+    (out / ".grader" / "overrides-seen.json").write_text(broken)
     result = batch_run(submissions, out)
     assert result.returncode == 2, result.stderr
     said = [line for line in result.stderr.splitlines() if "overrides-seen.json" in line]
     assert len(said) == 1 and "is not the grader's memory of overrides" in said[0] and "restore it" in said[0]
-    assert (out / "overrides-seen.json").read_text() == broken  # kept as it was
+    assert (out / ".grader" / "overrides-seen.json").read_text() == broken  # kept as it was

@@ -49,13 +49,13 @@ def rows(out) -> dict[str, dict]:
 
 
 def written(out) -> dict[str, int]:
-    return {name: (out / f"{name}.json").stat().st_mtime_ns for name in STUDENTS}
+    return {name: (out / "students" / f"{name}.json").stat().st_mtime_ns for name in STUDENTS}
 
 
 def test_every_report_records_its_fingerprint_and_when_it_was_graded(graded):
     root, result = graded
     assert "3 of 3 to grade (new: all 3)" in result.stderr
-    reports = {name: json.loads((root / "out" / f"{name}.json").read_text()) for name in STUDENTS}
+    reports = {name: json.loads((root / "out" / "students" / f"{name}.json").read_text()) for name in STUDENTS}
     for report in reports.values():
         jsonschema.validate(report, SCHEMA)
         assert report["graded_at"].endswith("+00:00") and "graded_at" not in report["fingerprint"]
@@ -181,20 +181,20 @@ def test_close_ids_put_the_likeliest_first(typed, meant):
 def test_a_report_edited_by_hand_or_left_by_an_older_grader_is_graded_again(term):
     submissions, out = term
     reference = rows(out)
-    edited = json.loads((out / "cy.json").read_text())
+    edited = json.loads((out / "students" / "cy.json").read_text())
     edited["score"] = edited["stages"][0]["score"] = 20  # a better score, under an old grader's fingerprint
     edited["fingerprint"]["grader"] = "sha256:" + "0" * 64
-    (out / "cy.json").write_text(json.dumps(edited))
-    older = json.loads((out / "bo.json").read_text())
+    (out / "students" / "cy.json").write_text(json.dumps(edited))
+    older = json.loads((out / "students" / "bo.json").read_text())
     del older["fingerprint"]
-    (out / "bo.json").write_text(json.dumps(older))
-    broken = json.loads((out / "ada.json").read_text())
+    (out / "students" / "bo.json").write_text(json.dumps(older))
+    broken = json.loads((out / "students" / "ada.json").read_text())
     broken["stages"] = "all passed"  # its fingerprint is current, but no row can be made of it
-    (out / "ada.json").write_text(json.dumps(broken))
+    (out / "students" / "ada.json").write_text(json.dumps(broken))
     result = batch(submissions, out, "--workers", "2")
     assert "3 of 3 to grade (1 report unreadable, 1 report without a fingerprint, 1 grader changed)" in result.stderr
     assert rows(out) == reference
-    assert json.loads((out / "cy.json").read_text())["fingerprint"]["grader"] == grader_hash()
+    assert json.loads((out / "students" / "cy.json").read_text())["fingerprint"]["grader"] == grader_hash()
 
 
 def test_a_report_of_another_device_or_options_or_an_incomplete_one_is_not_current():
@@ -260,7 +260,7 @@ def test_one_out_folder_holds_one_class_and_a_fresh_download_of_it_regrades_ther
         shutil.copy(path, canvas / f"smithjane_12345_67890_{path.name}")
     graded = batch(canvas, tmp_path / "out")
     assert "layout canvas, 1 student (" in graded.stderr and "1 student in" in graded.stderr
-    report = (tmp_path / "out" / "12345.json").read_bytes()
+    report = (tmp_path / "out" / "students" / "12345.json").read_bytes()
     gradescope = tmp_path / "gradescope"
     shutil.copytree(learner, gradescope / "submission_5001")
     (gradescope / "submission_metadata.yml").write_text("submission_5001:\n  :submitters:\n  - :sid: '12345'\n")
@@ -276,7 +276,7 @@ def test_one_out_folder_holds_one_class_and_a_fresh_download_of_it_regrades_ther
         f"grader batch: {tmp_path / 'out'} holds the reports of a canvas class (graded from "
         f"{canvas}), and {gradescope} is a gradescope class: give each class its own --out\n"
     )
-    assert (tmp_path / "out" / "12345.json").read_bytes() == report
+    assert (tmp_path / "out" / "students" / "12345.json").read_bytes() == report
     fresh = shutil.copytree(canvas, tmp_path / "canvas (2)")  # the same class, downloaded again
     again = batch(fresh, tmp_path / "out")
     assert "0 of 1 to grade; 1 unchanged" in again.stderr

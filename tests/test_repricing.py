@@ -25,7 +25,7 @@ def points_file(path, **changes: float):
 
 def scores(out) -> dict[str, list]:
     """Each student's report as grades compare: every check's status, score and points possible."""
-    reports = {name: json.loads((out / f"{name}.json").read_text()) for name in STUDENTS}
+    reports = {name: json.loads((out / "students" / f"{name}.json").read_text()) for name in STUDENTS}
     return {
         name: [(c["id"], c["status"], c["score"], c["max_score"]) for s in r["stages"] for c in s["checks"]]
         + [r["score"], r["max_score"], r["fingerprint"]]
@@ -52,9 +52,11 @@ def test_a_points_change_re_prices_without_grading_and_agrees_with_a_regrade(tmp
     batch(submissions, fresh, "--points", str(heavier))
     assert scores(repriced) == scores(fresh)  # what a regrade with the new points writes
     assert (repriced / "grades.csv").read_bytes() == (fresh / "grades.csv").read_bytes()
-    assert "Grade recorded: 21.5/101.5" in (repriced / "ada.txt").read_text()  # 20 - 2 + 5 - 2 + 0.5, of 100 + 1.5
+    assert (
+        "Grade recorded: 21.5/101.5" in (repriced / "students" / "ada.txt").read_text()
+    )  # 20 - 2 + 5 - 2 + 0.5, of 100 + 1.5
     for name in STUDENTS:  # and the feedback the student reads
-        assert (repriced / f"{name}.txt").read_text() == (fresh / f"{name}.txt").read_text()
+        assert (repriced / "students" / f"{name}.txt").read_text() == (fresh / "students" / f"{name}.txt").read_text()
 
     # a free note gets a price and a priced check becomes free: each report keeps what voiding rests on (the
     # checks' targets, and their own verdicts where voiding replaced them), so voiding is applied anew, no code
@@ -64,17 +66,21 @@ def test_a_points_change_re_prices_without_grading_and_agrees_with_a_regrade(tmp
     )
     result = batch(submissions, repriced, "--points", str(crossing))
     assert "4 reports re-priced for the new points table, no code run again" in result.stderr, result.stderr
-    voided = {c["id"] for c in json.loads((repriced / "dee.json").read_text())["stages"][0]["checks"] if "own" in c}
+    voided = {
+        c["id"]
+        for c in json.loads((repriced / "students" / "dee.json").read_text())["stages"][0]["checks"]
+        if "own" in c
+    }
     assert {"note.fixed_device"} <= voided and "property.inputs_kept" not in voided  # voided now, and no longer
     again = tmp_path / "again"
     batch(submissions, again, "--points", str(crossing))
     assert scores(repriced) == scores(again)
     assert (repriced / "grades.csv").read_bytes() == (again / "grades.csv").read_bytes()
     for name in STUDENTS:
-        assert (repriced / f"{name}.txt").read_text() == (again / f"{name}.txt").read_text()
+        assert (repriced / "students" / f"{name}.txt").read_text() == (again / "students" / f"{name}.txt").read_text()
         assert (
-            json.loads((repriced / f"{name}.json").read_text())["stages"]
-            == json.loads((again / f"{name}.json").read_text())["stages"]
+            json.loads((repriced / "students" / f"{name}.json").read_text())["stages"]
+            == json.loads((again / "students" / f"{name}.json").read_text())["stages"]
         )  # every verdict, voided or not, as the regrade judged it
 
 
@@ -84,11 +90,11 @@ def test_a_report_that_does_not_keep_what_voiding_rests_on_is_graded_again_acros
     submissions, out = tmp_path / "class", tmp_path / "out"
     learner_copy(submissions / "ada", stages=[1])
     batch(submissions, out)
-    report = json.loads((out / "ada.json").read_text())
+    report = json.loads((out / "students" / "ada.json").read_text())
     for stage in report["stages"]:
         for check in stage["checks"]:
             check.pop("target"), check.pop("own", None), check.pop("from_source", None)
-    (out / "ada.json").write_text(json.dumps(report))
+    (out / "students" / "ada.json").write_text(json.dumps(report))
     priced_note = points_file(tmp_path / "note.toml", **{"note.fixed_device": 1})
     result = batch(submissions, out, "--points", str(priced_note))
     assert "re-priced" not in result.stderr, result.stderr

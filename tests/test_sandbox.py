@@ -146,7 +146,7 @@ def hostile_class(tmp_path_factory):
 def test_a_hostile_submission_costs_only_what_it_touches(hostile_class, name):
     cases, out, _ = hostile_class
     case = next(c for c in cases if c.name == name)
-    report = json.loads((out / f"{name}.json").read_text())
+    report = json.loads((out / "students" / f"{name}.json").read_text())
     scores = stage_scores(report)
     assert {s: scores[s] for s in (2, 3, 4, 5)} == {2: 20, 3: 20, 4: 20, 5: 20}, scores
     stage1 = report["stages"][0]["checks"]
@@ -162,7 +162,9 @@ def test_a_hostile_submission_costs_only_what_it_touches(hostile_class, name):
 
 def test_hostile_classmates_change_no_one_elses_result(hostile_class, tmp_path):
     _, out, _ = hostile_class
-    first, last = (verdicts(json.loads((out / f"{name}.json").read_text())) for name in ("0-correct", "z-correct"))
+    first, last = (
+        verdicts(json.loads((out / "students" / f"{name}.json").read_text())) for name in ("0-correct", "z-correct")
+    )
     _, alone = grade(learner_copy(tmp_path / "alone"))
     assert first == last == alone
     assert first["score"] == 100
@@ -231,7 +233,7 @@ def test_unsandboxed_grading_says_so_in_every_report(tmp_path):
     out = tmp_path / "out"
     batch(folder.parent, out, "--sandbox", "none")
     assert "unsandboxed" in (out / "grades.csv").read_text().splitlines()[1]
-    assert "unsandboxed" in (out / "submission.txt").read_text()
+    assert "unsandboxed" in (out / "students" / "submission.txt").read_text()
 
 
 @needs_bubblewrap
@@ -286,7 +288,9 @@ def test_a_sandbox_for_a_class_forks_its_workers_from_huge_pages(tmp_path):
     (tmp_path / "class" / "probe").mkdir(parents=True)
     (tmp_path / "class" / "probe" / STAGE1).write_text(HUGE_PAGE_PROBE)
     batch(tmp_path / "class", tmp_path / "out")
-    message = json.loads((tmp_path / "out" / "probe.json").read_text())["stages"][0]["checks"][0]["message"]
+    message = json.loads((tmp_path / "out" / "students" / "probe.json").read_text())["stages"][0]["checks"][0][
+        "message"
+    ]
     # The zygote moves ~110 MB; a worker's own writes have split some of it by the time it looks.
     said = message.split("RuntimeError: ", 1)[1].rpartition(" (")[0]  # the learner's line where it raised, after
     assert json.loads(said)["huge_kib"] >= 16 * 1024

@@ -93,8 +93,8 @@ def term(tmp_path_factory):
 
 
 def automatic(out: Path, number: str, grading: int = -1) -> dict:
-    """A student's automatic report: the latest, or their ``grading``-th from OUT/history (1 = the first)."""
-    files = sorted((out / "history" / number).glob("*.json"))
+    """A student's automatic report: the latest, or their ``grading``-th from OUT/.grader/history (1 = the first)."""
+    files = sorted((out / ".grader" / "history" / number).glob("*.json"))
     return json.loads(files[grading if grading < 0 else grading - 1].read_text())
 
 

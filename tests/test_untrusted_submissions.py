@@ -179,7 +179,7 @@ def test_a_batch_flags_each_unreadable_student_and_grades_the_rest(graded_class)
     for student, (_, reason) in UNREADABLE.items():
         if student == "looped":  # a link in a class folder is skipped; given alone, it is refused
             continue
-        flags = json.loads((out / f"{student}.json").read_text())["flags"]
+        flags = json.loads((out / "students" / f"{student}.json").read_text())["flags"]
         unreadable = [flag for flag in flags if flag.startswith("unreadable: ")]
         assert rows[student]["score"] == "0" and len(unreadable) == 1 and reason in unreadable[0], flags
     assert rows["honest"]["score"] == rows["odd-names"]["score"] == "100"
@@ -188,7 +188,7 @@ def test_a_batch_flags_each_unreadable_student_and_grades_the_rest(graded_class)
 
 def test_names_from_a_class_folder_reach_the_gradebook_and_the_log_escaped(graded_class):
     result, out = graded_class
-    assert [p for p in out.glob("*.json") if p.stem.startswith("odd\\x1b[2Jid~")]  # escaped, so hashed
+    assert [p for p in (out / "students").glob("*.json") if p.stem.startswith("odd\\x1b[2Jid~")]  # escaped, so hashed
     assert "skipped stray\\u202etxt.exe" in result.stderr
     assert not raw_characters(result.stderr)
     gradebook = (out / "grades.csv").read_text(encoding="utf-8")
@@ -198,7 +198,7 @@ def test_names_from_a_class_folder_reach_the_gradebook_and_the_log_escaped(grade
 @pytest.mark.parametrize("student", ["liar", "odd-names"])
 def test_a_students_feedback_file_shows_their_text_escaped(graded_class, student):
     _, out = graded_class
-    feedback = (out / f"{student}.txt").read_bytes().decode("utf-8")
+    feedback = (out / "students" / f"{student}.txt").read_bytes().decode("utf-8")
     assert not raw_characters(feedback)
     assert all(shown in feedback for shown in (LIE_SHOWN if student == "liar" else [ODD_ENTRY_SHOWN]))
 
@@ -242,7 +242,7 @@ def test_only_the_graders_own_colour_codes_reach_a_colour_terminal(graded_class)
     from grader.views.terminal import COLOUR_CODES, render_text
 
     _, out = graded_class
-    coloured = render_text(report_model.read(out / "liar.json"), "liar", color=True)
+    coloured = render_text(report_model.read(out / "students" / "liar.json"), "liar", color=True)
     uncoloured = coloured
     for code in [*COLOUR_CODES.values(), "0"]:
         uncoloured = uncoloured.replace(f"\x1b[{code}m", "")

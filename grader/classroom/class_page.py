@@ -7,6 +7,7 @@ from urllib.parse import quote
 
 from grader.classroom.class_summary import ClassSummary, file_id
 from grader.classroom.names import with_name
+from grader.classroom.out_folder import STUDENTS
 from grader.classroom.similarity import REPORT_NAME as SIMILARITY_PAGE
 from grader.core.hints import catalog, sentence
 
@@ -143,9 +144,9 @@ def _table(title: str, header: list[str], rows: list[tuple], classes: tuple = ()
 
 
 def _student(student: str, names: dict[str, str]) -> str:
-    """A link to the feedback ``student`` reads, OUT/<id>.txt, beside this page, with their name where known."""
+    """A link to the feedback ``student`` reads, OUT/students/<id>.txt, from this page, with their name where known."""
     shown = with_name(student, names.get(file_id(student)))
-    return f"<a href='{html.escape(quote(file_id(student) + '.txt'))}'>{_text(shown)}</a>"
+    return f"<a href='{html.escape(STUDENTS + '/' + quote(file_id(student) + '.txt'))}'>{_text(shown)}</a>"
 
 
 def _hint(hint: str) -> str:

@@ -1,9 +1,10 @@
-"""OUT/class.toml: which class a folder of reports holds, and the input files it was graded with, so
+"""OUT/.grader/class.toml: which class a folder of reports holds, and the input files it was graded with, so
 that a run with another class, or one that forgets a file the last run gave, is refused in one line."""
 
 import json
 from pathlib import Path
 
+from grader.classroom.out_folder import state_file, written
 from grader.core.output_files import write_atomic
 from grader.core.toml_file import read_toml
 from grader.runner.escaping import printable
@@ -34,10 +35,10 @@ def check_class_record(out: Path, layout: str, submissions: Path, files: dict[st
     moves, a table changes). The folder ``out`` was last graded from, when that
     was another one (a fresh download of the same class is graded into the same ``out``: a regrade)."""
     _check_out(out, submissions)
-    if not (out / CLASS_RECORD).exists():
+    if not state_file(out, CLASS_RECORD).exists():
         return None  # a new OUT, or one graded before it held a record
     try:
-        record = read_toml(out / CLASS_RECORD)
+        record = read_toml(state_file(out, CLASS_RECORD))
     except ValueError as error:
         raise ValueError(
             f"{error}: delete it if {out} holds this class's reports, or give this class its own --out"
@@ -62,7 +63,7 @@ def check_class_record(out: Path, layout: str, submissions: Path, files: dict[st
 def recorded_anonymous(out: Path) -> bool:
     """Whether the last run into ``out`` graded anonymously: the next keeps names out too, until --reveal."""
     try:
-        return read_toml(out / CLASS_RECORD).get("anonymous") is True
+        return read_toml(state_file(out, CLASS_RECORD)).get("anonymous") is True
     except (OSError, ValueError):
         return False
 
@@ -91,7 +92,7 @@ def write_class_record(
         *(["anonymous = true"] if anonymous else []),
     ]
     write_atomic(
-        out / CLASS_RECORD,
+        written(state_file(out, CLASS_RECORD)),
         "# The class whose reports this folder holds: grader batch refuses another\n"
         + "".join(f"{line}\n" for line in lines),
     )

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.classroom.names import read_names
+from grader.classroom.out_folder import student_file
 from grader.classroom.outputs import GRADEBOOK
 from grader.classroom.overrides import OVERRIDE_REVIEW
 from grader.core import report as report_model
@@ -60,7 +61,7 @@ def summarise(out: Path) -> ClassSummary:
             continue
         summary.finals.append(float(row.get("final") or row["score"]))
         summary.final_max = max(summary.final_max, float(row["max_score"]))
-        report = report_model.read(out / f"{file_id(student)}.json")
+        report = report_model.read(student_file(out, file_id(student), ".json"))
         late = ((report.get("record") if report else None) or {}).get("late") or {}
         slip, extended = int(row.get("slip_days_used") or 0), bool(late.get("extended"))
         if float(row.get("late_penalty") or 0) > 0 or slip or extended:

@@ -1,5 +1,5 @@
 """Students' names beside their ids: from the class download (Canvas, Moodle and Gradescope name whose work
-each entry is) or a roster, kept in OUT/names.csv, which every output that names students reads (the class
+each entry is) or a roster, kept in OUT/.grader/names.csv, which every output that names students reads (the class
 report, similarity.csv, the header of each student's feedback). Anonymous grading writes no names.csv and
 puts no name anywhere; grading again with --reveal names everyone, without grading anyone again."""
 
@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from grader.classroom.lms_export import ROSTER_ID, read_roster
+from grader.classroom.out_folder import state_file, written
 from grader.core.output_files import FORMULA_STARTS, inert, write_atomic
 from grader.intake.students import Student, display_name
 
@@ -32,22 +33,22 @@ def named(students: list[Student], roster: dict[str, str], anonymous: bool) -> l
 
 
 def write_names(out: Path, students: list[Student]) -> None:
-    """OUT/names.csv of the students that have a name; none (an earlier one removed) where none has one."""
+    """OUT/.grader/names.csv of the students that have a name; none (an earlier one removed) where none has one."""
     rows = [[s.id, s.name] for s in students if s.name]
     if not rows:
-        (out / NAMES_FILE).unlink(missing_ok=True)
+        state_file(out, NAMES_FILE).unlink(missing_ok=True)
         return
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow([ROSTER_ID, "name"])
     writer.writerows(inert(row) for row in rows)  # a name can start as a formula does
-    write_atomic(out / NAMES_FILE, buffer.getvalue())
+    write_atomic(written(state_file(out, NAMES_FILE)), buffer.getvalue())
 
 
 def read_names(out: Path) -> dict[str, str]:
-    """OUT/names.csv by id: {} where there is none (anonymous grading, or a download that names no one)."""
+    """OUT/.grader/names.csv by id: {} where there is none (anonymous grading, or a download that names no one)."""
     try:
-        with (out / NAMES_FILE).open(newline="", encoding="utf-8") as handle:
+        with state_file(out, NAMES_FILE).open(newline="", encoding="utf-8") as handle:
             return {
                 _as_written(row[ROSTER_ID]): _as_written(row["name"])
                 for row in csv.DictReader(handle)

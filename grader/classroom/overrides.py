@@ -4,7 +4,7 @@ The file is the instructor's: the grader reads it and never writes it. Each row 
 ``student_id, stage, points, reason``, ``stage`` a stage number (``3`` or ``stage3``) or ``total``.
 A stage's override replaces that stage's automatic score before the late penalty; a total's replaces
 the final grade outright. Overrides survive regrades and points changes because the file does; the
-automatic score each one replaced is remembered (OUT/overrides-seen.json, the grader's), so that an
+automatic score each one replaced is remembered (OUT/.grader/overrides-seen.json, the grader's), so that an
 override whose stage scores otherwise than when it was written is flagged for review, never dropped.
 A row that cannot be used is named on one line and skipped; the rest are applied.
 """
@@ -15,6 +15,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from grader.classroom.out_folder import state_file, written
 from grader.core.output_files import write_atomic
 from grader.core.points import rounded
 from grader.runner.escaping import printable
@@ -119,7 +120,7 @@ def read_seen(out: Path) -> dict[str, float]:
     flag would be lost without a word."""
     import jsonschema  # an instructor's dependency, as this module is
 
-    path = out / SEEN_FILE
+    path = state_file(out, SEEN_FILE)
     if not path.exists():
         return {}
     try:
@@ -135,7 +136,7 @@ def read_seen(out: Path) -> dict[str, float]:
 
 
 def write_seen(out: Path, seen: dict[str, float]) -> None:
-    write_atomic(out / SEEN_FILE, json.dumps(seen, indent=1, sort_keys=True) + "\n")
+    write_atomic(written(state_file(out, SEEN_FILE)), json.dumps(seen, indent=1, sort_keys=True) + "\n")
 
 
 def _plain(text: str) -> str:

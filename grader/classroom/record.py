@@ -1,6 +1,6 @@
 """The grade of record: a student's final grade and how it was reached, computed here and nowhere else.
 
-grades.csv's row, the feedback the student reads (OUT/<id>.txt, which the LMS comments and feedback zips
+grades.csv's row, the feedback the student reads (OUT/students/<id>.txt, which the LMS comments and feedback zips
 carry), and the class report render what ``grade_of_record`` returns. It weighs every grading the course's
 ``keep`` rule compares (the latest alone, or every grading in the student's history, each priced by the
 points in force), each with the overrides and the late penalty of its own submission time, by one rule:

@@ -98,7 +98,7 @@ def offline_report(page: str) -> str:
 
 def pairs_csv(rows: list[list], names: dict[str, str] | None = None) -> str:
     """similarity.csv: the header, then ``rows`` with any text a spreadsheet would run quoted; with ``names``
-    (OUT/names.csv, grader/classroom/names.py: none under anonymous grading), each student's name at the end."""
+    (OUT/.grader/names.csv, grader/classroom/names.py: none under anonymous grading), each student's name at the end."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS + (NAME_COLUMNS if names else []))

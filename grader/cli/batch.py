@@ -2,7 +2,7 @@
 
 Grades a class: SUBMISSIONS_DIR as the LMS downloaded it (--layout, see grader/intake/layouts.py), or a
 sub-folder or .zip per student, named after it.
-Writes OUT_DIR/<student>.json (the report), OUT_DIR/<student>.txt (the feedback the student
+Writes OUT_DIR/students/<student>.json (the report), OUT_DIR/students/<student>.txt (the feedback the student
 reads) and OUT_DIR/grades.csv. Each file is written whole or not at all. OUT_DIR holds one class:
 OUT_DIR/class.toml names its layout and folder, and a class of another layout is refused. A re-run
 grades only the students whose fingerprint changed (grader.classroom.fingerprint): new or changed files,
@@ -26,7 +26,8 @@ from grader.classroom.fingerprint import RunFingerprint, grader_hash, points_has
 from grader.classroom.gradebook import file_summary_lines, late_summary, write_gradebook
 from grader.classroom.lanes import LaneError, grade_all
 from grader.classroom.names import NAMES_FILE, named, roster_names, write_names
-from grader.classroom.outputs import without_reserved_ids
+from grader.classroom.out_folder import state_file
+from grader.classroom.outputs import migrate_layout
 from grader.classroom.overrides import read_seen
 from grader.classroom.plan import (
     MAX_SUMMARY_IDS,
@@ -148,9 +149,10 @@ def main(argv: list[str]) -> int:
     args = parse(argv)
     out = args.out
     try:
+        for line in migrate_layout(out):  # an OUT of an earlier version: its files into their folders, once
+            print(f"grader batch: {line}", file=sys.stderr)
         layout = detect_layout(args.submissions) if args.layout == "auto" else args.layout
         students, skipped = list_students(args.submissions, layout)
-        students, refused = without_reserved_ids(students)
         if not students:  # a wrong folder or layout: a gradebook of no one would pass for a graded class
             passed_over = f" ({counted(skipped, 'name')} skipped)" if skipped else ""
             raise ValueError(
@@ -180,8 +182,6 @@ def main(argv: list[str]) -> int:
     )
     for name, why in skipped:
         print(f"grader batch: skipped {printable(name, keep_newlines=False)} ({why})", file=sys.stderr)
-    for id, why in refused:
-        print(f"grader batch: refused {printable(id, keep_newlines=False)} ({why})", file=sys.stderr)
     ids = [student.id for student in students]
     for pairs, named_as, why in (
         (second_copies(ids), "as a second download of another", ""),
@@ -281,8 +281,8 @@ def main(argv: list[str]) -> int:
 
 
 def _write_names(out: Path, students: list[Student], anonymous: bool, layout: str) -> str:
-    """OUT/names.csv, or none under anonymous grading; what the batch says of it (one line, or "")."""
-    had = (out / NAMES_FILE).exists()
+    """OUT/.grader/names.csv, or none under anonymous grading; what the batch says of it (one line, or "")."""
+    had = state_file(out, NAMES_FILE).exists()
     write_names(out, students)  # none has a name under anonymous grading: an earlier names.csv goes
     if anonymous:
         ids = (

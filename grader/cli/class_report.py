@@ -14,7 +14,7 @@ from pathlib import Path
 
 from grader.classroom.class_page import class_page
 from grader.classroom.class_summary import summarise
-from grader.classroom.outputs import CLASS_PAGE
+from grader.classroom.outputs import CLASS_PAGE, migrate_layout
 from grader.classroom.similarity import REPORT_NAME as SIMILARITY_PAGE
 from grader.core.course import CourseError, course_title, read_course
 from grader.core.output_files import write_atomic
@@ -30,6 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     try:
+        for line in migrate_layout(args.out):  # an OUT of an earlier version: its files into their folders, once
+            print(f"class_report: {line}", file=sys.stderr)
         summary = summarise(args.out)
         title = course_title(read_course(args.course), args.course) or args.out.resolve().name
     except (OSError, ValueError, CourseError) as error:

@@ -1,7 +1,7 @@
 """python -m grader.cli.lms_export FORMAT --grades OUT/grades.csv --roster ROSTER.csv --out FILE
                                [--assignment NAME] [--points-possible N] [--identifier COLUMN]
 
-Turns the class's grades.csv (and the feedback beside it, OUT/<id>.txt) into what an LMS imports:
+Turns the class's grades.csv (and the feedback beside it, OUT/students/<id>.txt) into what an LMS imports:
 canvas (Canvas's gradebook CSV), moodle (a CSV for Moodle's grade import), moodle-worksheet
 (Moodle's own grading worksheet, given as --roster, with Grade and Feedback comments filled in),
 moodle-feedback (a zip for Moodle's "Upload multiple feedback files in a zip"), canvas-comments
@@ -46,6 +46,8 @@ from grader.classroom.lms_export import (
     read_grades,
     read_roster,
 )
+from grader.classroom.out_folder import student_file
+from grader.classroom.outputs import migrate_layout
 from grader.core.output_files import write_atomic
 from grader.runner.escaping import printable
 
@@ -54,10 +56,10 @@ FEEDBACK_FILE = "feedback.txt"  # its name in each participant's folder of the M
 
 
 def feedback_texts(grades: Path, ids: set[str]) -> dict[str, str]:
-    """The feedback each student reads (OUT/<id>.txt beside grades.csv), for the ids graded."""
+    """The feedback each student reads (OUT/students/<id>.txt beside grades.csv), for the ids graded."""
     texts = {}
     for student_id in ids:
-        path = grades.parent / f"{student_id}.txt"
+        path = student_file(grades.parent, student_id, ".txt")
         if path.is_file():
             texts[student_id] = path.read_text(encoding="utf-8")
     return texts
@@ -98,6 +100,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     try:
+        for line in migrate_layout(args.grades.parent):  # an OUT of an earlier version, once
+            print(f"lms_export: {line}", file=sys.stderr)
         grades = read_grades(args.grades)
         columns, roster = read_roster(args.roster)
         feedback = feedback_texts(args.grades, set(grades))

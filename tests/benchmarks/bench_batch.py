@@ -120,7 +120,7 @@ def time_process_per_student(submissions: Path, out: Path) -> float:
 
     def grade_one(folder: Path) -> None:
         subprocess.run(
-            [sys.executable, "-m", "grader", str(folder), "--json", str(out / f"{folder.name}.json")],
+            [sys.executable, "-m", "grader", str(folder), "--json", str(out / "students" / f"{folder.name}.json")],
             cwd=REPO,
             check=True,
             stdout=subprocess.DEVNULL,
