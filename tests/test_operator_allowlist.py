@@ -65,6 +65,10 @@ ALLOWED_CALLS = {
     "views": "lambda: x.view(2, 6).transpose(0, 1).unsqueeze(0).reshape(-1)[::2]",
     "print": "lambda: repr(x * 1e6) + f'{x[0, 0].item():.4f}'",
     "einsum": "lambda: torch.einsum('ij,jk->ik', x, w)",
+    # another spelling of an allowed operator: in place, or Python's operator for it
+    "in_place": "lambda: x.detach().abs_().eq_(0).logical_not_()",
+    "and_in_place": "lambda: (lambda m: m.__iand__(m) | m)(torch.ones(2, dtype=torch.bool))",
+    "baddbmm_in_place": "lambda: torch.zeros(1, 4, 3).baddbmm_(x[None], w[None])",
 }
 REFUSED_CALLS = {
     "conv1d": "lambda: F.conv1d(x.T[None], w[:, :, None])",
@@ -92,8 +96,10 @@ def test_operators_outside_the_list_refuse_and_those_on_it_run():
     assert refused == {**dict.fromkeys(REFUSED_CALLS, "refused"), "encoder_layer": "ran"}, result.stdout + result.stderr
 
 
-def test_an_operators_backward_is_allowed_where_the_operator_is():
+def test_an_operators_backward_and_other_spellings_are_allowed_where_the_operator_is():
     assert is_allowed("select_backward") and is_allowed("_softmax_backward_data")
+    assert is_allowed("abs_") and is_allowed("__iand__") and is_allowed("__or__") and is_allowed("__ior__")
+    assert not is_allowed("linalg_svd_") and not is_allowed("__iconv__")
     assert not is_allowed("native_layer_norm_backward")
     assert not is_allowed("_scaled_dot_product_flash_attention_for_cpu_backward")
 

@@ -101,17 +101,32 @@ def _computes(key: str) -> bool:
 
 @functools.cache
 def _allowed(packet: str, names: frozenset[str], tags: frozenset[str], views: bool) -> bool:
-    """Whether aten's ``packet`` is allowed: by name, by one of its overloads' tags or views, or as the backward
-    of an allowed operator (select_backward of select, _softmax_backward_data of _softmax)."""
+    """Whether aten's ``packet`` is allowed: by name, by one of its overloads' tags or views, as the backward of an
+    allowed operator (select_backward of select, _softmax_backward_data of _softmax), or as another spelling of
+    one (abs_ of abs, __ior__ of bitwise_or)."""
     if packet in names:
         return True
     forward = packet.removesuffix("_data").removesuffix("_backward")
     if forward != packet and forward and _allowed(forward, names, tags, views):
         return True
+    if _variant_of(packet) and _allowed(_variant_of(packet), names, tags, views):
+        return True
     return any(
         _overload_tags(qualified) & tags or (views and _is_view(qualified))
         for qualified in _overloads().get(packet, ())
     )
+
+
+def _variant_of(packet: str) -> str:
+    """The operator ``packet`` is another spelling of: abs_ of abs (in place), __iand__ of __and__, __and__ of
+    bitwise_and (Python's operators); "" where it is none."""
+    if packet.startswith("__i") and packet.endswith("__"):
+        return f"__{packet[3:]}"
+    if packet.startswith("__") and packet.endswith("__"):
+        return f"bitwise_{packet[2:-2]}" if packet[2:-2] in ("and", "or", "xor") else ""
+    if packet.endswith("_") and not packet.startswith("_"):
+        return packet[:-1]
+    return ""
 
 
 @functools.cache
