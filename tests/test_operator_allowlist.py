@@ -69,6 +69,8 @@ ALLOWED_CALLS = {
     "in_place": "lambda: x.detach().abs_().eq_(0).logical_not_()",
     "and_in_place": "lambda: (lambda m: m.__iand__(m) | m)(torch.ones(2, dtype=torch.bool))",
     "baddbmm_in_place": "lambda: torch.zeros(1, 4, 3).baddbmm_(x[None], w[None])",
+    # facts about tensors, never their values
+    "dtype_facts": "lambda: (torch.promote_types(x.dtype, torch.float64), torch.can_cast(x.dtype, torch.half))",
 }
 REFUSED_CALLS = {
     "conv1d": "lambda: F.conv1d(x.T[None], w[:, :, None])",

@@ -2,8 +2,8 @@
 is forked (an allowlist at the dispatcher: grader/core/operators.toml says what it holds and why).
 
 An operator is allowed by its name (aten's, without the overload), or because torch tags it ``pointwise`` or
-``reduction``, or because its result is a view of an input (its schema says so), or as the backward of an allowed
-one. Every overload of every other
+``reduction``, or because its result is a view of an input or no tensor at all (its schema says so: a dtype, a
+size), or as the backward or another spelling of an allowed one. Every overload of every other
 operator of every namespace refuses, at every dispatch key that holds a kernel for it: aten's convolutions,
 recurrent cells, norms, losses, transforms, decompositions and fused kernels, and all of quantized::, prims::,
 mkldnn:: and the rest, forward or backward. A name switched off by a route (grader.runner.routes) refuses as that
@@ -111,10 +111,10 @@ def _allowed(packet: str, names: frozenset[str], tags: frozenset[str], views: bo
         return True
     if _variant_of(packet) and _allowed(_variant_of(packet), names, tags, views):
         return True
-    return any(
-        _overload_tags(qualified) & tags or (views and _is_view(qualified))
-        for qualified in _overloads().get(packet, ())
-    )
+    overloads = _overloads().get(packet, ())
+    if overloads and all(_makes_no_tensor(qualified) for qualified in overloads):
+        return True  # promote_types, is_floating_point, size: facts about tensors, never a tensor's values
+    return any(_overload_tags(qualified) & tags or (views and _is_view(qualified)) for qualified in overloads)
 
 
 def _variant_of(packet: str) -> str:
@@ -144,6 +144,13 @@ def _overloads() -> dict[str, list[tuple[str, str]]]:
 def _overload_tags(qualified: tuple[str, str]) -> set[str]:
     found = torch._C._get_operation_overload(*qualified)
     return set() if found is None else {str(tag).rpartition(".")[2] for tag in found[2]}
+
+
+def _makes_no_tensor(qualified: tuple[str, str]) -> bool:
+    """Whether the overload returns no tensor and writes none of its arguments (a dtype, a size, a flag)."""
+    schema = torch._C._get_schema(*qualified)
+    writes = any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)
+    return not writes and not any("Tensor" in str(r.type) for r in schema.returns)
 
 
 def _is_view(qualified: tuple[str, str]) -> bool:
