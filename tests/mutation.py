@@ -85,7 +85,8 @@ def grade_mutants(folder: Path, *options: str, mutants: list[dict] = MUTANTS) ->
         learner_copy(folder / "class" / f"mutant-{index:03d}", mutant)
     batch(folder / "class", folder / "out", "--timeout", "2", "--course", str(BONUS_ON), *options)
     return [
-        Verdict(m, json.loads((folder / "out" / f"mutant-{i:03d}.json").read_text())) for i, m in enumerate(mutants)
+        Verdict(m, json.loads((folder / "out" / "students" / f"mutant-{i:03d}.json").read_text()))
+        for i, m in enumerate(mutants)
     ]
 
 

@@ -338,7 +338,7 @@ def test_right_code_grades_in_the_release_as_in_the_repository(release, solved, 
             done = run([str(python), "-m", "grader", str(student), "--visible-only", "--json", str(out)], where, env)
             assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
             released = json.loads(out.read_text())
-            expected = json.loads((repository / f"{student.name}.json").read_text())
+            expected = json.loads((repository / "students" / f"{student.name}.json").read_text())
             assert grader_faults(released) == [] and grader_faults(expected) == [], student.name
             assert check_verdicts(released) == check_verdicts(expected), student.name
             assert {c["visibility"] for s in released["stages"] for c in s["checks"]} == {"visible"}

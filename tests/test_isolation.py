@@ -744,7 +744,7 @@ def test_a_student_who_fills_memory_is_stopped_at_their_lanes_bound_and_costs_no
     finally:
         stop.set()
         sampler.join()
-    reports = {p.stem: json.loads(p.read_text()) for p in (tmp_path / "out").glob("a*.json")}
+    reports = {p.stem: json.loads(p.read_text()) for p in (tmp_path / "out" / "students").glob("a*.json")}
     for name in ("a3-honest", "a4-honest"):
         assert reports[name]["score"] == reports[name]["max_score"], name
     hog = reports["a1-memory-hog"]

@@ -247,7 +247,9 @@ def test_right_answers_written_otherwise_score_full_marks(tmp_path):
     rows = (tmp_path / "out" / "grades.csv").read_text().splitlines()[1:]
     assert len(rows) == len(ALTERNATIVES) >= 10
     # every stage at its maximum (the bonus stages are extra credit here: the total passes the core's maximum)
-    reports = [json.loads(path.read_text()) for path in sorted((tmp_path / "out").glob("alternative-*.json"))]
+    reports = [
+        json.loads(path.read_text()) for path in sorted((tmp_path / "out" / "students").glob("alternative-*.json"))
+    ]
     assert len(reports) == len(rows)
     short = [
         (r["score"], [(s["id"], s["score"]) for s in r["stages"] if s["score"] != s["max_score"]]) for r in reports

@@ -57,8 +57,8 @@ def graded(tmp_path_factory) -> list[tuple[str, dict, dict[str, str]]]:
         graded.append(
             (
                 hint,
-                report_model.read(folder / "out" / f"{hint}.json"),
-                {"batch .txt": (folder / "out" / f"{hint}.txt").read_text()},
+                report_model.read(folder / "out" / "students" / f"{hint}.json"),
+                {"batch .txt": (folder / "out" / "students" / f"{hint}.txt").read_text()},
             )
         )
         outputs = {name: folder / f"{hint}.{name}" for name in ("json", "results.json", "classroom.json", "html")}

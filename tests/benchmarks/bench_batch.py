@@ -158,7 +158,7 @@ def time_nbgrader(sample: list[Path], course: Path) -> tuple[float, dict[str, fl
 
 
 def scores(out: Path) -> dict[str, float]:
-    return {p.stem: json.loads(p.read_text())["score"] for p in sorted(out.glob("*.json"))}
+    return {p.stem: json.loads(p.read_text())["score"] for p in sorted((out / "students").glob("*.json"))}
 
 
 def main() -> None:
