@@ -134,3 +134,20 @@ def test_a_state_file_that_fails_its_schema_is_named_and_never_replaced(tmp_path
     said = [line for line in result.stderr.splitlines() if "overrides-seen.json" in line]
     assert len(said) == 1 and "is not the grader's memory of overrides" in said[0] and "restore it" in said[0]
     assert (out / ".grader" / "overrides-seen.json").read_text() == broken  # kept as it was
+
+
+@pytest.mark.parametrize(
+    "broken", ['layout = "folders"\nfolder = 3\n', 'folder = "x"\n', 'layout = "folders"\nfolder = "x"\nextra = 1\n']
+)
+def test_a_class_record_that_fails_its_schema_is_named_and_never_replaced(tmp_path, broken):
+    """issue 36: OUT/.grader/class.toml is read against its schema (grader/core/schemas/class-record.schema.json):
+    one that is not what the grader writes stops the batch before anyone is graded, named, and is kept."""
+    submissions, out = tmp_path / "class", tmp_path / "out"
+    learner_copy(submissions / "ada", stages=[1])
+    batch(submissions, out)
+    (out / ".grader" / "class.toml").write_text(broken)
+    result = batch_run(submissions, out)
+    assert result.returncode == 2, result.stderr
+    said = [line for line in result.stderr.splitlines() if "class.toml" in line]
+    assert len(said) == 1 and "is not the grader's record of a class" in said[0], result.stderr
+    assert (out / ".grader" / "class.toml").read_text() == broken  # kept as it was

@@ -11,6 +11,7 @@ from grader.runner.escaping import printable
 
 # In OUT: which class its reports are of (a file no student's report or feedback can be named)
 CLASS_RECORD = "class.toml"
+RECORD_SCHEMA = Path(__file__).parents[1] / "core" / "schemas" / "class-record.schema.json"
 
 # The files of a run whose loss would change other students' rows: class.toml key -> the option that gives
 # it, and what a run without it would do
@@ -37,12 +38,7 @@ def check_class_record(out: Path, layout: str, submissions: Path, files: dict[st
     _check_out(out, submissions)
     if not state_file(out, CLASS_RECORD).exists():
         return None  # a new OUT, or one graded before it held a record
-    try:
-        record = read_toml(state_file(out, CLASS_RECORD))
-    except ValueError as error:
-        raise ValueError(
-            f"{error}: delete it if {out} holds this class's reports, or give this class its own --out"
-        ) from None
+    record = read_record(out)
     if record.get("layout") != layout:
         raise ValueError(
             f"{out} holds the reports of a {printable(str(record.get('layout')), keep_newlines=False)} "
@@ -60,10 +56,29 @@ def check_class_record(out: Path, layout: str, submissions: Path, files: dict[st
     return earlier if earlier != _path_text(submissions) else None
 
 
-def recorded_anonymous(out: Path) -> bool:
-    """Whether the last run into ``out`` graded anonymously: the next keeps names out too, until --reveal."""
+def read_record(out: Path) -> dict:
+    """``out``'s class record, checked against its schema; ValueError (one line) naming the file where it is not
+    what the grader writes: it is never replaced unread, or the next run could mix two classes in one folder."""
+    import jsonschema  # an instructor's dependency, as this module is
+
+    path = state_file(out, CLASS_RECORD)
     try:
-        return read_toml(state_file(out, CLASS_RECORD)).get("anonymous") is True
+        record = read_toml(path)
+        jsonschema.validate(record, json.loads(RECORD_SCHEMA.read_text(encoding="utf-8")))
+    except (ValueError, jsonschema.ValidationError) as error:
+        said = error.message if isinstance(error, jsonschema.ValidationError) else str(error)
+        raise ValueError(
+            f"{path} is not the grader's record of a class ({printable(said, keep_newlines=False)[:160]}): delete it "
+            f"if {out} holds this class's reports, or give this class its own --out"
+        ) from None
+    return record
+
+
+def recorded_anonymous(out: Path) -> bool:
+    """Whether the last run into ``out`` graded anonymously: the next keeps names out too, until --reveal (a
+    record that cannot be read says no here; check_class_record names it before anyone is graded)."""
+    try:
+        return read_record(out).get("anonymous") is True
     except (OSError, ValueError):
         return False
 
