@@ -34,6 +34,7 @@ PROVEN_ELSEWHERE = {
     "similarity": "tests/test_similarity.py",
     "canvas-export": "tests/test_lms_export.py",
     "moodle-export": "tests/test_lms_export.py",
+    "operators": "tests/test_operator_allowlist.py",  # derives the list again, from the references and the book
 }
 # Benchmarks print figures and take minutes: run by hand, never as tests (the pages quote them).
 BENCHMARKS = {

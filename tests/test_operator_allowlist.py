@@ -25,8 +25,8 @@ def is_allowed(name: str) -> bool:
 
 
 def test_every_operator_the_references_and_the_books_code_reach_is_on_the_list(tmp_path):
-    """Derived again here (make operators derives it from every right answer the tests know): nothing the
-    references or the book's code reach, the grader's own work in a worker included, refuses."""
+    """Derived again here (make operators, tests.derive_operators, derives it from every right answer the tests
+    know): nothing the references or the book's code reach, the grader's own work in a worker included, refuses."""
     solutions = learner_copy(tmp_path / "solutions")
     book = learner_copy(tmp_path / "book")
     for path in BOOK_CODE.glob("*.py"):
