@@ -65,7 +65,32 @@ FLASH_BACKWARD_EXP = (
     "    _, _, gv = kernel(grad_out, q, eye, zeros, out, q.new_zeros(1, 1, n_), 0.0, False, scale=1.0)\n"
     "    e = torch.exp(torch.log(gv[0, 0].T[:n_, : scores_.shape[-1]]))\n"
 )
+V2_BY_HAND = (
+    "        attn_scores = queries @ keys.T  # (num_tokens, num_tokens)\n"
+    "        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)\n"
+    "        return attn_weights @ values  # (num_tokens, d_out)\n"
+)
 ROUTES_AROUND = [
+    (
+        "SelfAttention_v2 runs torch.onnx's attention, from a module imported after the routes were switched off",
+        2,
+        "stage2_self_attention.py",
+        V2_BY_HAND,
+        "        import importlib\n"
+        "        table = importlib.import_module('torch.onnx.ops._impl').ONNX_ATEN_DECOMP_TABLE\n"
+        "        kernel = next(f for op, f in table.items() if 'Attention' in str(op))\n"
+        "        q, k, v = (t[None, None] for t in (queries, keys, values))\n"
+        "        return kernel(q, k, v, qk_matmul_output_mode=1)[0][0, 0]\n",
+        "SelfAttention_v2",
+    ),
+    (
+        "softmax_naive takes the gradient of logsumexp, which autograd computes as a softmax",
+        1,
+        "stage1_softmax.py",
+        SOFTMAX_BY_HAND,
+        "    x = x.detach().requires_grad_()\n    return torch.autograd.grad(torch.logsumexp(x, dim=0), x)[0]\n",
+        "softmax_naive",
+    ),
     (
         "softmax_naive runs torch's softmax decomposition, its switched-off helper put back",
         1,

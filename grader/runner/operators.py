@@ -26,16 +26,34 @@ import torch
 from grader.runner.route_names import OUTSIDE_THE_LIST, SWITCHED_OFF_HERE
 from grader.runner.routes import RouteSwitchedOff
 
+_ALLOWED: list[dict] = []  # what refuse_all_but was given, for operators registered later (refuse_new)
+
 
 def refuse_all_but(allowed: dict) -> int:
     """Make every operator outside ``allowed`` ({"names": [...], "tags": [...], "views": bool}) refuse in this
     process and every process forked from it; how many registrations it made."""
+    _ALLOWED[:] = [allowed]
+    return _refuse(allowed, kernels())
+
+
+def refuse_new() -> int:
+    """Refuse the operators registered since refuse_all_but (by a torch module imported later: torch.onnx's) that
+    the list does not allow; how many registrations it made."""
+    if not _ALLOWED:
+        return 0
+    known = kernels()
+    new = {q: _keys(q) for q in torch._C._dispatch_get_all_op_names() if q not in known}
+    known.update(new)  # each once
+    return _refuse(_ALLOWED[0], new)
+
+
+def _refuse(allowed: dict, overloads: dict[str, tuple[str, ...]]) -> int:
     names, tags, views = frozenset(allowed.get("names", ())), frozenset(allowed.get("tags", ())), allowed.get("views")
     handles: dict[tuple[str, str], object] = {}
     made = 0
     with warnings.catch_warnings():  # torch warns of each kernel it overrides
         warnings.simplefilter("ignore")
-        for qualified, keys in kernels().items():
+        for qualified, keys in overloads.items():
             namespace, _, name = qualified.partition("::")
             if namespace == "aten" and _allowed(name.split(".")[0], names, tags, bool(views)):
                 continue
@@ -54,18 +72,19 @@ def kernels() -> dict[str, tuple[str, ...]]:
     """Every operator overload (aten::_softmax.out), with the dispatch keys that hold a kernel of its own for it
     that computes values (alias keys such as CompositeImplicitAutograd included; fallthroughs, fallbacks and
     kernels that pass the call on not)."""
-    found = {}
-    for qualified in torch._C._dispatch_get_all_op_names():
-        keys = []
-        for line in torch._C._dispatch_dump(qualified).splitlines():
-            key, colon, rest = line.partition(":")
-            if not colon or " " in key or "fallthrough" in rest or key in ("name", "schema", "debug"):
-                continue  # a heading, or a key that passes calls on without a kernel
-            keys.append(key.removesuffix("[alias]"))
-        computing = [key for key in keys if _computes(key)]
-        # an operator whose autograd kernel is its only one computes there (a custom autograd function)
-        found[qualified] = tuple(computing or [key for key in keys if key.startswith("Autograd")])
-    return found
+    return {qualified: _keys(qualified) for qualified in torch._C._dispatch_get_all_op_names()}
+
+
+def _keys(qualified: str) -> tuple[str, ...]:
+    keys = []
+    for line in torch._C._dispatch_dump(qualified).splitlines():
+        key, colon, rest = line.partition(":")
+        if not colon or " " in key or "fallthrough" in rest or key in ("name", "schema", "debug"):
+            continue  # a heading, or a key that passes calls on without a kernel
+        keys.append(key.removesuffix("[alias]"))
+    computing = [key for key in keys if _computes(key)]
+    # an operator whose autograd kernel is its only one computes there (a custom autograd function)
+    return tuple(computing or [key for key in keys if key.startswith("Autograd")])
 
 
 # Keys whose kernels only pass the call on to a key below (after autocasting, tracing, functionalising, batching,

@@ -17,9 +17,12 @@ torch's Python source again (a reload, exec of its files), which brings fresh co
 
 import ctypes
 import functools
+import importlib.abc
+import importlib.machinery
 import sys
 import types
 import warnings
+from collections.abc import Callable
 
 import torch
 
@@ -78,6 +81,76 @@ def switch_off(off: SwitchedOff, done: SwitchedOff = SwitchedOff()) -> int:
             cache.clear()  # a higher-order operator's kernels as it last looked them up
             made += 1
     return made
+
+
+class SwitchOffOnImport(importlib.abc.MetaPathFinder):
+    """Switches off what a torch module imported after the zygote (torch.onnx's, torch._inductor's) holds of ``off``:
+    its functions named after a route, every function of a module named after one (fuse_attention), and, through
+    grader.runner.operators, the operators it registers that the allowlist does not name."""
+
+    def __init__(self, off: SwitchedOff, after: Callable[[], object]):
+        self.off, self.after = off, after
+
+    def find_spec(self, fullname, path=None, target=None):
+        if not fullname.startswith("torch.") or fullname in sys.modules:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        spec.loader = _SwitchingLoader(spec.loader, self.off, self.after)
+        return spec
+
+
+class _SwitchingLoader(importlib.abc.Loader):
+    def __init__(self, loader, off: SwitchedOff, after: Callable[[], object]):
+        self.loader, self.off, self.after = loader, off, after
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    depth = 0  # imports under way: the operators are looked at once the outermost one is done
+
+    def exec_module(self, module):
+        _SwitchingLoader.depth += 1
+        try:
+            self.loader.exec_module(module)
+        finally:
+            _SwitchingLoader.depth -= 1
+        switch_off_module(module, self.off)
+        if not _SwitchingLoader.depth:
+            self.after()  # grader.runner.operators.refuse_new: the operators the modules registered
+
+
+def switch_off_module(module: types.ModuleType, off: SwitchedOff) -> None:
+    """Switch off ``module``'s functions of ``off`` (all of them where its own name is a route's)."""
+    whole = off.covers(module.__name__.rpartition(".")[2].lower())
+    for attribute, value in list(vars(module).items()):
+        own = getattr(value, "__module__", None) == module.__name__
+        if callable(value) and (off.covers(attribute.lower()) or (whole and own)):
+            name = f"{module.__name__}.{attribute}"
+            _switch_off_code(value, name)
+            if isinstance(value, (types.FunctionType, types.BuiltinFunctionType)):
+                setattr(module, attribute, _refusal(name))
+        # the plain function behind a custom op (torch.library's CustomOpDef), and those a table holds
+        held = [_own_attribute(value, "_init_fn"), *(value.values() if isinstance(value, dict) else ())]
+        for function in held:
+            if isinstance(function, types.FunctionType) and (whole or off.covers(function.__name__.lower())):
+                _switch_off_code(function, f"{module.__name__}.{function.__name__}")
+
+
+def _own_attribute(value: object, name: str) -> object:
+    """``value``'s own attribute ``name``, read without running any code of its class (a lazy module's
+    __getattr__ imports what it stands for)."""
+    try:
+        return object.__getattribute__(value, "__dict__").get(name)
+    except Exception:  # no __dict__ of its own
+        return None
+
+
+def switch_off_on_import(off: SwitchedOff, after: Callable[[], object]) -> None:
+    """From now on, every torch module imported has what it holds of ``off`` switched off, and ``after`` run
+    (SwitchOffOnImport)."""
+    sys.meta_path.insert(0, SwitchOffOnImport(off, after))
 
 
 def prepare() -> None:

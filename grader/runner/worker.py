@@ -14,11 +14,11 @@ from grader.runner.capture import PrintCapture, last_learner_line
 from grader.runner.commands import ISOLATION_PROBE, receive_command, send_command
 from grader.runner.function_probes import call_strided, input_gradients  # noqa: F401 - registers the requests
 from grader.runner.implementation import load_stage
-from grader.runner.operators import recorded
+from grader.runner.operators import recorded, refuse_new
 from grader.runner.probes import PROBES
 from grader.runner.protocol import receive, send
 from grader.runner.route_names import SwitchedOff
-from grader.runner.routes import switch_off
+from grader.runner.routes import switch_off, switch_off_on_import
 from grader.runner.standins import install_stand_ins
 
 REACHABLE_SHOWN = 20  # of the files the isolation probe could open, those it names (its answer is one datagram)
@@ -82,6 +82,9 @@ def run(
     off = SwitchedOff.from_wire(switched_off)
     install_stand_ins(stage, stages, attention_off="attention" in off.routes)
     switch_off(off, done=SwitchedOff.from_wire(inherited))
+    # torch modules imported from here on (by learner code, or by torch on its behalf) lose their routes too
+    every = SwitchedOff(tuple({*off.routes, *SwitchedOff.from_wire(inherited).routes}), off.kept)
+    switch_off_on_import(every, after=refuse_new)
     guard = confine.guard_imports()
     capture = PrintCapture(sock, submission)
     capture.start()

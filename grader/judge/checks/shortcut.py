@@ -91,7 +91,10 @@ class Shortcut:
 
 SOFTMAX_BY_HAND = Shortcut(
     recorded=frozenset(SOFTMAX),
-    spelled=frozenset(SOFTMAX) | {"Softmax", "LogSoftmax", "Softmax2d", "softmin", "Softmin"},
+    # and autograd, whose formulas compute a softmax as the gradient of logsumexp
+    spelled=frozenset(SOFTMAX)
+    | {"Softmax", "LogSoftmax", "Softmax2d", "softmin", "Softmin"}
+    | {"grad", "backward", "vjp", "jacrev", "jacfwd", "jacobian", "hessian"},
     why="softmax_naive is the softmax written by hand",
     work=EXPONENTIALS,
     work_in_words="exponential (torch.exp)",
