@@ -231,7 +231,7 @@ def test_make_submit_gives_what_the_batch_grader_takes(release, tmp_path):
         assert sorted(bundle.namelist()) == sorted(f"{STAGE_MODULES[n]}.py" for n in STAGES)
     result = batch(class_folder, tmp_path / "grades")
     assert result.returncode == 0, result.stderr
-    assert json.loads((tmp_path / "grades" / "ada.json").read_text())["score"] == 100
+    assert json.loads((tmp_path / "grades" / "students" / "ada.json").read_text())["score"] == 100
     missing = f"{STAGE_MODULES[5]}.py"
     (solved / "exercises" / missing).unlink()
     partial = make(solved, "submit", "STUDENT=bo")
