@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from grader.intake.submission import read_submission
+from grader.runner.zygote import TORCH_LAZY_IMPORTS
 from grader.sandbox import confinement as confinement_module
 from grader.sandbox import zygote as sandbox_module
 from grader.sandbox.workers import LearnerFailure, LearnerWorkers
@@ -76,6 +77,18 @@ def test_the_sandbox_hides_the_grader_and_confines_writes(tmp_path, sandbox):
     assert int(seen["processes"]) <= 4, seen  # bubblewrap's init, the zygote, this worker
     assert not (REPO / "written.txt").exists() and not (tmp_path / "written.txt").exists()
     assert sandbox.alive
+
+
+def test_a_first_call_pays_no_import_torch_makes_lazily(tmp_path, sandbox):
+    """torch.broadcast_shapes imports sympy on its first call (0.5 s), torch.testing.assert_close
+    torch.distributed.tensor: a right answer's first call must not pay that against its time limit."""
+    (tmp_path / STAGE1).write_text(
+        "import json, sys\n"
+        "import torch\n"
+        f"missing = [name for name in {TORCH_LAZY_IMPORTS!r} if name not in sys.modules]\n"
+        "raise RuntimeError(json.dumps({'missing': missing}))\n"
+    )
+    assert TORCH_LAZY_IMPORTS and import_report(sandbox, tmp_path) == {"missing": []}
 
 
 def test_workers_refuse_new_processes_even_unsandboxed(tmp_path):

@@ -26,6 +26,7 @@ operation itself, so forks stay safe, and never imports learner code.
 """
 
 import ctypes
+import importlib
 import json
 import os
 import signal
@@ -44,6 +45,10 @@ SHARED_MEMORY = Path("/dev/shm")
 # Files in a student's scratch or /dev/shm (a few are ever used): each costs 1 KiB of the kernel's memory,
 # which their extended attributes share, so 4096 bound both to 4 MiB a folder.
 SCRATCH_INODES = 4096
+# What torch imports on the first call of a function right code may use, imported once here so that no learner's
+# first call pays it against its time limit (1 s, less on a loaded machine): torch.broadcast_shapes and symbolic
+# shapes import sympy (0.5 s), torch.testing.assert_close imports torch.distributed.tensor (0.3 s more).
+TORCH_LAZY_IMPORTS = ("torch.fx.experimental.symbolic_shapes", "torch.distributed.tensor")
 _libc = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
 
 
@@ -60,6 +65,8 @@ def main() -> None:
 
     from grader.runner import hugepages, operators, routes, worker
 
+    for name in TORCH_LAZY_IMPORTS:  # before the operators and routes, which then cover what these register
+        importlib.import_module(name)
     zygote.worker = worker
     routes.prepare()  # once here, not in every worker with routes switched off
     if options["operators"] is not None:  # before the routes, whose refusals then say which route it was
