@@ -4,8 +4,9 @@ graded as a class, with the mutation suite's figures.
     python -m tests.heldout FOLDER [--visible-only] [--verbose]
 
 FOLDER holds manifest.json (a list of {"id", "stage", "file", "kind": "mistake" | "correct", "what"}), a folder per
-id holding that stage's file, and labels.json ({id: [hint ids true of that mistake]}, written before the set is
-graded; a mistake without a label counts as not nameable). Each student's other stages are the solutions.
+id holding that stage's file, and labels.json ({id: [hint ids that name that mistake]}, or {id: {"names": [...],
+"also_true": [...]}} for hints true of the file that name no mistake, such as a note on the book's style; written
+before the set is graded; a mistake without a label counts as not nameable). Each student's other stages are the solutions.
 Mistakes are measured as mutants are (tests.mutation: caught, named, misnamed); a correct one must score full marks
 in every stage.
 """
@@ -30,12 +31,20 @@ def read_set(folder: Path) -> tuple[list[dict], list[dict]]:
             "file": entry["file"],
             "source": str((folder / entry["id"] / entry["file"]).resolve()),
             "what": f"{entry['id']}: {entry['what']}",
-            "truthful": labels.get(entry["id"], []),
+            "truthful": _label(labels, entry["id"]).get("names", []),
+            "also_true": _label(labels, entry["id"]).get("also_true", []),
             "kind": entry["kind"],
         }
         for entry in manifest
     ]
     return [e for e in entries if e["kind"] == "mistake"], [e for e in entries if e["kind"] == "correct"]
+
+
+def _label(labels: dict, identifier: str) -> dict:
+    """{"names": hints that name the mistake, "also_true": hints true of the file that name no mistake of its own}:
+    a label is a list (its names) or that dict."""
+    label = labels.get(identifier, [])
+    return label if isinstance(label, dict) else {"names": label}
 
 
 def main() -> None:

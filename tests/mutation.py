@@ -20,6 +20,12 @@ from tests.grading import ALTERNATIVES, BONUS_ON, MUTANTS, batch, learner_copy  
 ABOUT_THE_REPORT = {"results-first"}
 
 
+def also_true(mutant: dict) -> set[str]:
+    """Hints true of ``mutant`` that name no mistake of its own (a note on a learner's whole file, written in the
+    book's style): never misnamed, never naming it."""
+    return set(mutant.get("also_true", []))
+
+
 def truthful(mutant: dict) -> set[str]:
     """The hint ids true of ``mutant``: listed, or (older entries) the one hint it must carry."""
     return set(mutant.get("truthful", [mutant["hint"]] if "hint" in mutant else []))
@@ -71,7 +77,8 @@ class Verdict:
             for c in s["checks"]
             if c["status"] != "passed" and c["hint"]
         }
-        return (self.hints - truthful(self.mutant) - ABOUT_THE_REPORT) | (others - ABOUT_THE_REPORT)
+        true = truthful(self.mutant) | also_true(self.mutant) | ABOUT_THE_REPORT
+        return (self.hints - true) | (others - ABOUT_THE_REPORT)
 
     @property
     def named(self) -> bool:

@@ -30,6 +30,8 @@ class CheckFailed(AssertionError):
         self.compared: tuple[torch.Tensor, torch.Tensor] | None = None
         # some of the check's cases came out right, if not every one: a right result on those inputs (voiding)
         self.some_right = False
+        # the function or class whose result failed, where the check judges several (the shape probe's target)
+        self.called: str | None = None
 
 
 def attention_evidence(title: str, expected: torch.Tensor, actual: torch.Tensor, note: str = "") -> dict:

@@ -52,14 +52,14 @@ def pytest_runtest_call(item: pytest.Item):
 
 def _diagnosis(workers, stage: int, target: str, check: str, failure: Exception) -> tuple[str, str | None] | None:
     """(the runs in words, or where they are listed; the cause they prove) for ``check``'s ``failure``, where it
-    fails as the probe's base run did; None elsewhere. A stage's module or function is probed once per student,
+    fails as one of the probe's runs did; None elsewhere. A stage's module or function is probed once per student,
     whichever of its checks fails first."""
     facts = student_facts(workers)
     if ("shape probe", stage, target) not in facts:
         facts[("shape probe", stage, target)] = shape_probe.diagnose(workers, stage, target)
     found = facts[("shape probe", stage, target)]
-    if found is None or found[2] != shape_probe.signature(failure):
-        return None  # the check failed some other way than the probe's own run: the runs do not tell its cause
+    if found is None or shape_probe.signature(failure) not in found[2]:
+        return None  # the check failed some other way than any of the probe's runs: they do not tell its cause
     first = facts.setdefault(("runs shown in", stage, target), check)  # the check whose message lists the runs
     return (found[0] if first == check else shape_probe.RUNS_LISTED_UNDER.format(check=first)), found[1]
 
@@ -72,7 +72,7 @@ def _shapes_diagnosed(item: pytest.Item, failure: Exception) -> CheckFailed | No
     check = cast(pytest.Mark, item.get_closest_marker("check")).kwargs
     workers, stage = cast(pytest.Function, item).funcargs.get("learner"), stage_of(item)
     # a check of several functions (inputs kept, a device note): the one the failed request called
-    target = check.get("target") or (failure.called if isinstance(failure, LearnerFailure) else None) or ""
+    target = check.get("target") or getattr(failure, "called", None) or ""
     if workers is None or not shape_probe.probed(target) or target not in registry()[stage].names:
         return None
     if not shape_probe.qualifies(failure):

@@ -84,7 +84,7 @@ def qualifies(failure: BaseException) -> bool:
 
 
 def signature(failure: BaseException) -> tuple:
-    """How a failure shows itself, to tell whether a check failed as the probe's base run did: an exception by its
+    """How a failure shows itself, to tell whether a check failed as one of the probe's runs did: an exception by its
     type and the learner's line, else a result of another shape (or weights of other shapes)."""
     if isinstance(failure, LearnerFailure):
         return ("raised", failure.type, failure.where)
@@ -95,10 +95,12 @@ def probed(target: str) -> bool:
     return target in PROBED or target in FUNCTIONS
 
 
-def diagnose(learner: LearnerWorkers, stage: int, target: str) -> tuple[str, str | None, tuple] | None:
-    """(the runs in words, the cause they prove or None, how the base run failed) for the module or function
-    ``target``; None where the base run succeeds, so the failure lies in what the check alone does. A check's
-    failure is told by these runs only where it fails as the base run does (signature)."""
+def diagnose(learner: LearnerWorkers, stage: int, target: str) -> tuple[str, str | None, frozenset] | None:
+    """(the runs in words, the cause they prove or None, how the runs that failed failed) for the module or
+    function ``target``; None where the base run succeeds, so the failure lies in what the check alone does. A
+    check's failure is told by these runs only where it fails as one of them does (signature): a check on sizes of
+    its own may fail as the doubled sizes do (an index past the example's 6 tokens) where the base run returned
+    another shape."""
     if target in FUNCTIONS:
         cases = [("", FUNCTIONS[target].base)] + [
             (name, vary(FUNCTIONS[target].base)) for name, vary in FUNCTIONS[target].variations.items()
@@ -151,14 +153,16 @@ def diagnose(learner: LearnerWorkers, stage: int, target: str) -> tuple[str, str
     # no run proves a size: the error's own words may still say why (an attribute missing, a refused argument)
     told = hint_for_exception(first.outcome) if cause is None and first.failure[:1] == ("raised",) else None
     words = [RUNS_HEADING, *(run.line() for run in runs)]
+    # a proven cause tells every run that failed; an error's own words (told) tell only the base run's
+    failures = frozenset(run.failure for run in runs if not run.ok) if cause or folded else frozenset({first.failure})
     if folded:
         words.append(TOKENS_FOLDED_CLAIM)
-        return "\n".join(words), "heads-merged-wrong", first.failure
+        return "\n".join(words), "heads-merged-wrong", failures
     if cause is not None and own_check and rule and cause != "input-length-refused":
         words.append(OWN_CHECK_CLAIM.format(runs="; ".join(sorted(rule[1]))))
     elif cause is not None:
         words.append(RULE_CLAIMS.get((cause, rule[1]), CLAIMS[cause]) if rule else CLAIMS[cause])
-    return "\n".join(words), cause or told, first.failure
+    return "\n".join(words), cause or told, failures
 
 
 # torch's words for a product of mismatched matrices: "mat1 and mat2 shapes cannot be multiplied (3x30 and 6x6)"
@@ -174,7 +178,7 @@ def _tokens_folded(runs: list[Run], sizes: list[Sizes]) -> bool:
     )
 
 
-def _edge_diagnosis(first: Run, run: Callable, target: str, base: object) -> tuple[str, str | None, tuple] | None:
+def _edge_diagnosis(first: Run, run: Callable, target: str, base: object) -> tuple[str, str | None, frozenset] | None:
     """Where the base run succeeds: the edges (sizes below the judge's own) run too, and one that fails alone
     proves its cause, for a check that failed as it did; None where every edge runs (or several fail)."""
     if target in FUNCTIONS:
@@ -190,7 +194,7 @@ def _edge_diagnosis(first: Run, run: Callable, target: str, base: object) -> tup
         return None  # an index past a single token (inputs[1]) is no lost axis: what it is, no run proves
     cause, claim = EDGE_CAUSES[failed[0].name]
     words = [RUNS_HEADING, first.line(), *(r.line() for r in runs), claim]
-    return "\n".join(words), cause, failed[0].failure
+    return "\n".join(words), cause, frozenset({failed[0].failure})
 
 
 def _uses_transposed(learner: LearnerWorkers, stage: int, cls: str) -> bool:

@@ -66,9 +66,10 @@ RULES: list[tuple[str, frozenset[str], frozenset[str]]] = [
         frozenset({FULL_MASK_RUN}),
         frozenset({"no mask", NO_LEADING_RUN, SQUARE_MATRIX_RUN, ONE_LEADING_RUN}),
     ),
-    # the query and key lengths paired (an L x L mask, a (..., L) flag without keepdim): only L == S runs
-    ("queries-for-keys", frozenset({"as many queries as keys"}), WORKED | {SQUARE_MATRIX_RUN}),
-    ("queries-for-keys", frozenset({SQUARE_MATRIX_RUN}), WORKED),
+    # the query and key lengths paired (an L x L mask, a (..., L) flag without keepdim): only L == S runs, and a
+    # call without a mask where the pairing is the mask's (a flag of fully masked rows)
+    ("queries-for-keys", frozenset({"as many queries as keys"}), WORKED | {SQUARE_MATRIX_RUN, "no mask"}),
+    ("queries-for-keys", frozenset({SQUARE_MATRIX_RUN}), WORKED | {"no mask"}),
     # an output shaped from the queries (out.view(query.shape)): it runs where the values are as wide
     ("value-width", frozenset({VALUE_WIDTH_RUN}), frozenset()),
     (

@@ -176,7 +176,9 @@ def test_output_shapes(learner):
     for name, (result, shape) in results.items():
         if not isinstance(result, torch.Tensor) or tuple(result.shape) != shape:
             got = tuple(result.shape) if isinstance(result, torch.Tensor) else type(result).__name__
-            raise CheckFailed(f"{name} with a single token: expected shape {shape}, got {got}", "wrong-shape")
+            failed = CheckFailed(f"{name} with a single token: expected shape {shape}, got {got}", "wrong-shape")
+            failed.called = name  # the shape probe tells why, from runs of this function alone
+            raise failed
 
 
 # A note: the book makes its scores with torch.empty(n), on the CPU whatever the inputs' device; what we know

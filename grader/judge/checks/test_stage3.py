@@ -11,6 +11,7 @@ import torch
 from grader.judge.checks import documented
 from grader.judge.checks.shortcut import TRANSFER_BY_COPY, expect_not_spelled, expect_work_recorded, switched_off_reply
 from grader.judge.checks.support import CheckFailed, check, expect_close
+from grader.judge.diagnosis import WORKED_EXAMPLE_D_OUT
 from grader.judge.document_values import document_values
 from grader.judge.exception_hints import hint_for_exception
 from grader.judge.tensor_diff import describe_value
@@ -113,7 +114,34 @@ def expect_transferred(v1: dict, d_in: int, d_out: int, seed: int, what: str, re
                 "weight was added to them (+=), not copied over them",
                 "weight-not-copied",
             )
+        expect_whole_copied(v1[name], built, v2[name].T, f"{what}: sa_v1.{name}")
     expect_transposed(v1, v2, what)
+
+
+def expect_whole_copied(held: torch.Tensor, built: torch.Tensor, expected: torch.Tensor, what: str) -> None:
+    """A weight that holds ``expected`` in a top-left block only and what it was ``built`` with elsewhere was copied
+    in part: by loops over the worked example's d_in x d_out (sizes-hard-coded), or over other ranges."""
+    if held.shape != expected.shape or held.shape != built.shape or held.dim() != 2:
+        return
+    right = torch.isclose(held, expected) & ~torch.isclose(built, expected)
+    if not right.any() or not bool((right | torch.isclose(held, built)).all()):
+        return
+    rows, cols = (int(index.max()) + 1 for index in right.nonzero(as_tuple=True))
+    block = torch.zeros_like(right)
+    block[:rows, :cols] = True
+    kept = ~torch.isclose(built, expected)  # where a copy shows at all
+    if (rows, cols) == tuple(held.shape) or not torch.equal(right, block & kept):
+        return
+    worked = (min(WORKED_D_IN, held.shape[0]), min(WORKED_EXAMPLE_D_OUT, held.shape[1]))
+    said = f"{what} holds sa_v2's weights in [:{rows}, :{cols}] only, and what sa_v1 was built with elsewhere"
+    if (rows, cols) == worked:
+        raise CheckFailed(
+            f"{said}: {rows} x {cols} is the worked example's d_in x d_out, a loop over range({WORKED_D_IN}) and "
+            f"range({WORKED_EXAMPLE_D_OUT}) where the weight's own sizes belong (or no loop: copy_ the whole of "
+            "weight.T)",
+            "sizes-hard-coded",
+        )
+    raise CheckFailed(f"{said}: the whole {tuple(held.shape)} weight must be copied", "weight-not-copied")
 
 
 def expect_transposed(v1: dict, v2: dict, what: str) -> None:
@@ -182,7 +210,10 @@ def test_outputs_agree_after_transfer(learner):
         expected = documented.attention(x, {f"{name}.weight": w for name, w in handed.items()}, transposed=True)
         computed = documented.attention(x, reply["v1"])
         if not agrees(computed, expected):
-            expect_transposed(reply["v1"], handed, f"d_in={d_in}, d_out={d_out}")  # the weights say which went where
+            # the weights say which went where
+            expect_transferred(
+                reply["v1"], d_in, d_out, 3000 + index, f"d_in={d_in}, d_out={d_out}", reply.get("returned_weights")
+            )
         expect_close(computed, expected, f"sa_v1(x) after the transfer against sa_v2(x), d_in={d_in}, d_out={d_out}")
 
 
