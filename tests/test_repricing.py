@@ -8,7 +8,7 @@ import sys
 from tests.conftest import REPO
 from tests.grading import MUTANTS, batch, learner_copy
 
-STUDENTS = ("ada", "bo", "cy", "dee")
+STUDENTS = ("ada", "bo", "cy", "dee", "eve")
 
 
 def points_file(path, **changes: float):
@@ -43,12 +43,18 @@ def test_a_points_change_re_prices_without_grading_and_agrees_with_a_regrade(tmp
     for right in ("inputs @ query  #", "exp_x / exp_x.sum(dim=0)", "attn_weights @ inputs  #"):
         wrong = wrong.replace(right, right.replace(right.split()[0], "1.5 * " + right.split()[0], 1))
     (submissions / "dee" / "stage1_softmax.py").write_text(wrong)
+    # eve's softmax is wrong on two scores alone: its random check fails with some cases right, which keeps the
+    # checks of how it computes (voiding reads that from the report when re-pricing)
+    some = (learner_copy(submissions / "eve", stages=[1]) / "stage1_softmax.py").read_text()
+    right = "    return exp_x / exp_x.sum(dim=0)"
+    some = some.replace(right, f"    if x.shape[0] == 2:\n        return exp_x / (exp_x.sum(dim=0) + 1.0)\n{right}")
+    (submissions / "eve" / "stage1_softmax.py").write_text(some)
     repriced, fresh = tmp_path / "repriced", tmp_path / "fresh"
     batch(submissions, repriced)
     heavier = points_file(tmp_path / "points.toml", **{"document.softmax_naive": 5, "random.softmax_naive": 0.5})
     result = batch(submissions, repriced, "--points", str(heavier))
-    assert "4 reports re-priced for the new points table, no code run again" in result.stderr
-    assert "0 of 4 to grade; 4 unchanged" in result.stderr
+    assert "5 reports re-priced for the new points table, no code run again" in result.stderr
+    assert "0 of 5 to grade; 5 unchanged" in result.stderr
     batch(submissions, fresh, "--points", str(heavier))
     assert scores(repriced) == scores(fresh)  # what a regrade with the new points writes
     assert (repriced / "grades.csv").read_bytes() == (fresh / "grades.csv").read_bytes()
@@ -65,7 +71,7 @@ def test_a_points_change_re_prices_without_grading_and_agrees_with_a_regrade(tmp
         tmp_path / "note.toml", **{"note.fixed_device": 1, "property.inputs_kept": 0, "random.softmax_naive": 3.5}
     )
     result = batch(submissions, repriced, "--points", str(crossing))
-    assert "4 reports re-priced for the new points table, no code run again" in result.stderr, result.stderr
+    assert "5 reports re-priced for the new points table, no code run again" in result.stderr, result.stderr
     voided = {
         c["id"]
         for c in json.loads((repriced / "students" / "dee.json").read_text())["stages"][0]["checks"]

@@ -58,12 +58,12 @@ def repriced(report: Report, points: Points, points_fingerprint: str) -> Report 
     """``report`` with every check, stage and total priced by ``points`` (and its fingerprint's points part
     ``points_fingerprint``); None where only a regrade can say what the new points give.
 
-    A report that keeps what voiding rests on (each check's target, and its own verdict where voiding replaced
-    it) is voided again by the judge's own rules (grader.judge.voiding) under the new prices, so a check that
-    goes from free to priced, or back, is judged as a regrade would; an older report is re-priced only where no
-    price crosses zero."""
+    A report that keeps what voiding rests on (each check's target, whether a failed result had some cases right,
+    and its own verdict where voiding replaced it) is voided again by the judge's own rules (grader.judge.voiding)
+    under the new prices, so a check that goes from free to priced, or back, is judged as a regrade would; an older
+    report is re-priced only where no price crosses zero."""
     try:
-        if all("target" in check for stage in report["stages"] for check in stage["checks"]):
+        if all("target" in c and "some_right" in c for stage in report["stages"] for c in stage["checks"]):
             stages = [_voided_again(stage, points) for stage in report["stages"]]
         else:
             stages = [_priced(stage, points) for stage in report["stages"]]
@@ -112,6 +112,7 @@ def _voided_again(stage: StageReport, points: Points) -> StageReport:
                 printed=check["printed"],
                 warned=check.get("warned", ""),
                 from_source=check.get("from_source", False),
+                some_right=check["some_right"],
             )
         )
     void_shortcut_targets(results)

@@ -78,6 +78,7 @@ class CheckReport(TypedDict):
     warned: NotRequired[str]  # the warnings it raised during the check, a line each, where it raised any
     target: NotRequired[str | None]
     from_source: NotRequired[bool]
+    some_right: NotRequired[bool]
     own: NotRequired[dict]
     visible_verdict: NotRequired[
         VisibleVerdict
@@ -246,6 +247,7 @@ def check_report(c: CheckResult) -> CheckReport:
         check["visible_verdict"] = c.visible_verdict
     # what voiding rests on, kept so that re-pricing voids as grading did (grader.classroom.repricing)
     check["target"] = c.target
+    check["some_right"] = c.some_right
     if c.from_source:
         check["from_source"] = True
     if c.own is not None:
