@@ -55,6 +55,7 @@ def test_the_summary_counts_what_the_reports_hold(graded_class):
     assert [student for student, _ in summary.late] == ["bo"]
     assert sorted(student for student, _ in summary.missing) == sorted(["fay", HTML_NAME])
     assert dict(summary.missing)["fay"] == "left as the stub: stage3" and HTML_NAME in dict(summary.missing)
+    assert "stub" not in dict(summary.missing)[HTML_NAME]  # never handed in: missing, not left as the stub
     assert summary.overrides == [("ada", "total 99 (automatic 100)", "total: a mark for the write-up", "")]
     assert summary.final_max == 100 and sorted(summary.finals)[-1] == 100
     assert len(summary.stage_scores["stage1"]) == 7 and summary.stage_max["stage1"] == 20

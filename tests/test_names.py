@@ -66,7 +66,7 @@ def moodle(tmp_path_factory) -> Path:
 def test_names_stand_beside_ids_in_names_csv_the_class_report_and_the_feedback(moodle, tmp_path):
     out = tmp_path / "out"
     said = batch(moodle, out).stderr
-    assert "2 of 2 students named" in said
+    assert f"2 of 2 students named in {out / '.grader' / 'names.csv'}" in said  # where the file is
     with (out / ".grader" / "names.csv").open(newline="") as handle:
         assert list(csv.reader(handle)) == [["student_id", "name"], ["101", "Ada Lovelace"], ["102", "'=Grace Hopper"]]
     assert (out / "students" / "101.txt").read_text().count("101 (Ada Lovelace)") == 1  # the header, once

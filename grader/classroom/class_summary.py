@@ -13,7 +13,7 @@ from grader.classroom.overrides import OVERRIDE_REVIEW
 from grader.core import report as report_model
 from grader.core.output_files import FORMULA_STARTS
 from grader.core.report import Flag, FlagKind, Report, Status
-from grader.core.stages import is_note
+from grader.core.stages import STAGE_MODULES, is_note
 
 SIMILARITY_FILE = "similarity.csv"
 # Flags that say a student handed in less than the stages graded
@@ -73,11 +73,17 @@ def summarise(out: Path) -> ClassSummary:
         if report is None:
             continue
         summary.graded.append(student)
-        # a chapter stage handed in as the stub (every check waits for code) is missing too; a bonus one is not
+        # a chapter stage handed in as the stub (every check waits for code) is missing too; a bonus one is not;
+        # a stage whose file was never handed in (the flags say so) is missing, not the stub
+        flagged = [Flag.read(flag.strip()) for flag in flags.split(";") if flag.strip()]
+        unsent = " ".join(f.detail or "" for f in flagged if f.kind == FlagKind.MISSING)
         stubs = [
             stage["id"]
             for stage in report["stages"]
-            if stage.get("track") == "core" and all(c["status"] == Status.NOT_IMPLEMENTED for c in stage["checks"])
+            if stage.get("track") == "core"
+            and all(c["status"] == Status.NOT_IMPLEMENTED for c in stage["checks"])
+            and not kinds & {FlagKind.NO_STAGE_FILES.value, FlagKind.UNREADABLE.value}
+            and f"{STAGE_MODULES[int(stage['id'].removeprefix('stage'))]}.py" not in unsent
         ]
         if stubs:
             left = f"left as the stub: {', '.join(stubs)}"

@@ -295,7 +295,11 @@ def _write_names(out: Path, students: list[Student], anonymous: bool, layout: st
             f"--reveal names them{ids}"
         )
     named_students = sum(bool(s.name) for s in students)
-    return f"{named_students} of {counted(students, 'student')} named in {out / NAMES_FILE}" if named_students else ""
+    return (
+        f"{named_students} of {counted(students, 'student')} named in {state_file(out, NAMES_FILE)}"
+        if named_students
+        else ""
+    )
 
 
 def _input_files(args: argparse.Namespace) -> dict[str, Path | None]:
