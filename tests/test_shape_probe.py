@@ -44,7 +44,10 @@ def cause(ran: set[str]) -> str | None:
         # L paired with S: a (..., L) flag without keepdim runs on square matrices alone, an L x L mask wherever L == S
         ({SQUARE_MATRIX_RUN}, "queries-for-keys"),
         ({"as many queries as keys", SQUARE_MATRIX_RUN}, "queries-for-keys"),
-        ({SQUARE_MATRIX_RUN, "no mask"}, None),
+        # the flag computed only where a mask is given (the fully masked rows): the unmasked run succeeds too
+        ({SQUARE_MATRIX_RUN, "no mask"}, "queries-for-keys"),
+        ({"as many queries as keys", SQUARE_MATRIX_RUN, "no mask"}, "queries-for-keys"),
+        ({SQUARE_MATRIX_RUN, "no mask", NO_LEADING_RUN}, "leading-dims"),  # matrices of any L and S run
         # a group index divided by num_kv_groups also runs where every group is one head
         ({"num_heads = num_kv_groups²", "one head", "as many key/value groups as heads"}, "kv-repeat-count"),
         ({ONE_FEATURE, EXAMPLE_RUN, DOUBLED_RUN}, "heads-width-wrong"),  # heads merged one feature each

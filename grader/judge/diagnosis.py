@@ -13,10 +13,16 @@ import torch
 HIDDEN = {
     "the future": lambda ones: torch.triu(ones, diagonal=1),  # the right one
     "the future and the diagonal": lambda ones: torch.triu(ones),
+    "the future, the diagonal and the token before": lambda ones: torch.triu(ones, diagonal=-1),
     "the past": lambda ones: torch.tril(ones, diagonal=-1),
     "the past and the diagonal": lambda ones: torch.tril(ones),
     "the past, the diagonal and the next token": lambda ones: torch.tril(ones, diagonal=1),
 }
+# torch.triu(..., diagonal=-1): the mask reaches below the diagonal, so the first two rows hide every key
+DIAGONAL_AND_BEFORE = (
+    "mask-includes-diagonal:the mask hides the diagonal and the token just before it too (torch.triu(..., "
+    "diagonal=-1)); torch.triu(..., diagonal=1) hides the future alone"
+)
 # The key size of the book's single-head worked examples (d_out 2): the number a learner writes in place of
 # the key size they should read (``/ 2 ** 0.5``).
 WORKED_EXAMPLE_D_OUT = 2
@@ -112,6 +118,9 @@ def weight_variants(
         ] = attention_weights(queries, keys, divisor=d_k**0.5) * torch.tril(torch.ones(n, n))
         variants["mask-includes-diagonal"] = attention_weights(
             queries, keys, **right, hidden="the future and the diagonal"
+        )
+        variants[DIAGONAL_AND_BEFORE] = attention_weights(
+            queries, keys, **right, hidden="the future, the diagonal and the token before"
         )
         # torch.tril's triangles: each hides the last token's every key, so its row is NaN (a softmax of -inf only)
         for hidden in ("the past", "the past and the diagonal", "the past, the diagonal and the next token"):
@@ -230,6 +239,7 @@ def causal_softmax_variants(scores: torch.Tensor, d_k: int) -> dict[str, torch.T
         **{f"wrong-scaling:{label}": softmax(future, divisor) for label, divisor in slipped_divisors(d_k).items()},
         "mask-zero-instead-of-inf": softmax(future, d_k**0.5, fill=0.0),
         "mask-includes-diagonal": softmax(hides["the future and the diagonal"], d_k**0.5),
+        DIAGONAL_AND_BEFORE: softmax(hides["the future, the diagonal and the token before"], d_k**0.5),
         "mask-wrong-triangle:torch.tril hides the past and the diagonal": softmax(
             hides["the past and the diagonal"], d_k**0.5
         ),
@@ -270,6 +280,17 @@ def multihead_variants(x: torch.Tensor, state: dict[str, torch.Tensor], num_head
         for name, weights in weight_variants(split(q), split(k), causal=True, d_in=d_in).items()
     }
     variants["missing-out-proj"] = merge(attend(split(q), split(k), split(v), **right))
+    # one projection used in another's place (a copy-paste slip: keys = self.W_query(x))
+    slips = {
+        "keys from queries": (q, q, v),
+        "values from keys": (q, k, k),
+        "queries from keys": (k, k, v),
+        "values from queries": (q, k, q),
+    }
+    for label, (queries, keys, values) in slips.items():
+        variants[f"weights-swapped:{label}"] = project(
+            merge(attend(split(queries), split(keys), split(values), **right))
+        )
     # Two mistakes real code makes together: masked_fill's result thrown away, and out_proj left out.
     variants["mask-not-causal:the scores are not masked, and out_proj is not applied either"] = merge(
         attend(split(q), split(k), split(v), divisor=head_dim**0.5, causal=False)

@@ -6,7 +6,7 @@ import pytest
 
 from grader.core.hints import shown_by_weights
 from grader.core.stages import registry
-from grader.judge.checks import shape_probe
+from grader.judge.checks import argument_probe, shape_probe
 from grader.judge.checks.attention_probe import measured_evidence
 from grader.judge.checks.examples import WEIGHT_FUNCTIONS, function_example_failure
 from grader.judge.checks.student_facts import student_facts
@@ -46,8 +46,19 @@ def pytest_runtest_call(item: pytest.Item):
                 failed.evidence = measured_evidence(learner, stage_of(item), target)
         if failed.hint is None and target in READ_STRAIGHT and (failed.evidence or {}).get("attends_later"):
             failed.hint = "mask-not-causal"  # its own weights, read on one-hot tokens, fall on later tokens
+        if failed.hint is None and learner is not None and check["name"].split(".")[0] in RESULT_KINDS:
+            if (ignored := _ignored_argument(learner, stage_of(item), target)) is not None:
+                failed.message, failed.hint = f"{failed.message}\n{ignored}", "argument-ignored"
         _picture_of_the_cause(failed)
         raise
+
+
+def _ignored_argument(workers, stage: int, target: str) -> str | None:
+    """The claim that ``target`` ignores an argument (argument_probe), found once per student and function."""
+    facts = student_facts(workers)
+    if ("argument probe", stage, target) not in facts:
+        facts[("argument probe", stage, target)] = argument_probe.ignored_argument(workers, stage, target)
+    return facts[("argument probe", stage, target)]
 
 
 def _diagnosis(workers, stage: int, target: str, check: str, failure: Exception) -> tuple[str, str | None] | None:

@@ -57,6 +57,7 @@ RUNS_LISTED_UNDER = "(the runs that tell why are listed under {check})"  # a lat
 SAID_BY_TORCH = ("view size is not compatible with input tensor's size and stride",)
 EXPANDED = "The expanded size of the tensor"  # torch's words for an expand of an axis that is not of size 1
 TUPLE_RETURNED = "returned a tuple"  # how a run that returned a tuple begins its outcome
+NONE_RETURNED = "returned None,"  # how a run that returned nothing begins its outcome
 # How much of a learner's error a run's line quotes.
 ERROR_CHARS = 160
 
@@ -144,6 +145,8 @@ def diagnose(learner: LearnerWorkers, stage: int, target: str) -> tuple[str, str
         cause = OWN_CHECK_CAUSES.get(cause or "")  # the learner's own raise or assert stops the runs
     if cause is None and any(run.outcome.startswith(TUPLE_RETURNED) for run in runs):
         cause = "returns-tuple"  # a fact of its own, whatever else fails: one tensor is documented
+    if cause is None and all(run.outcome.startswith(NONE_RETURNED) for run in runs):
+        cause = "returns-none"  # every size: nothing is returned at all
     if own_check and rule and rule[0] == "heads-width-wrong" and target == "MultiHeadAttentionWrapper":
         cause = "wrapper-head-size"  # a check of its own asks num_heads to divide d_out, as the heads' split does
     if cause == "heads-width-wrong" and target == "MultiHeadAttentionWrapper":

@@ -107,6 +107,8 @@ CLAIMS = {
     "to one another as the example's do: a size is written as a number instead of being read from the input or "
     "the constructor's arguments.",
     "returns-tuple": "It returns a tuple where one tensor is documented.",
+    "returns-none": "Every run returned None, whatever the sizes: the function computes its result but never returns "
+    "it (a missing return statement, or print where return belongs).",
     "kv-projection-size": "It runs only where num_kv_groups == num_heads // num_kv_groups, and W_key gives other than "
     "num_kv_groups * head_dim features: the keys and values are projected to the wrong width.",
     "leading-dims": "It runs on (L, E) matrices alone, not with leading dimensions in front: a dimension is "
