@@ -24,6 +24,7 @@ class Sizes:
     context: int = 7
     heads: int = 3
     kv_groups: int = 1
+    batched: bool = False  # a single-sequence module (stage 2's) given a leading batch dimension
 
     def args(self, cls: str) -> list:
         """The constructor's arguments, as the book calls it (dropout 0: the probe is about shapes)."""
@@ -36,11 +37,11 @@ class Sizes:
         return [self.d_in, self.d_out, self.context, 0.0, self.heads]
 
     def x_shape(self, cls: str) -> tuple[int, ...]:
-        return (self.batch, self.tokens, self.d_in) if cls in BATCHED else (self.tokens, self.d_in)
+        return (self.batch, self.tokens, self.d_in) if cls in BATCHED or self.batched else (self.tokens, self.d_in)
 
     def out_shape(self, cls: str) -> tuple[int, ...]:
         width = self.heads * self.d_out if cls == "MultiHeadAttentionWrapper" else self.d_out
-        return (self.batch, self.tokens, width) if cls in BATCHED else (self.tokens, width)
+        return (self.batch, self.tokens, width) if cls in BATCHED or self.batched else (self.tokens, width)
 
 
 # Every size apart from every other; GQA's groups: 6 heads in 2 groups, so that a repeat count of
@@ -76,8 +77,12 @@ ONE_LEADING_RUN = "one leading dimension, (H, L, E)"  # scaled dot-product atten
 SQUARE_INPUTS = "as many tokens as features (num_tokens = d_in)"  # stage 1: an axis of one met with the other
 # stage 2: the token axis of the queries, keys or values met with their feature axis (queries.T @ keys)
 TOKENS_AS_OUTPUTS = "as many tokens as output features (num_tokens = d_out)"
+# stage 2's modules take one sequence, (num_tokens, d_in): code that unpacks x as (b, num_tokens, d_in) runs on a
+# batch alone
+BATCH_ADDED = "a leading batch dimension, (b, num_tokens, d_in)"
 # (name, what it changes): one size made equal to another, or every size the worked example's.
 VARIATIONS = {
+    BATCH_ADDED: lambda s, cls: replace(s, batched=True) if cls not in BATCHED else None,
     "d_in = d_out": lambda s, cls: replace(s, d_in=s.d_out),
     "d_in a multiple of num_heads": lambda s, cls: replace(s, d_in=3 * s.heads) if cls in HEADED else None,
     "tokens = context_length": lambda s, cls: replace(s, tokens=s.context) if cls in BATCHED else None,

@@ -4,6 +4,7 @@ Kept apart from shape_probe.py, which runs the probe: these are data, one rule p
 """
 
 from grader.judge.checks.probe_sizes import (
+    BATCH_ADDED,
     BATCHED_RUN,
     DOUBLED_RUN,
     EXAMPLE_RUN,
@@ -43,6 +44,7 @@ RULES: list[tuple[str, frozenset[str], frozenset[str]]] = [
     # a transpose missing after the split, or on other axes: only a (b, heads, tokens, head_dim) of equal axes runs
     ("heads-split-wrong", frozenset({SQUARE_HEADS}), frozenset({"one head"})),
     ("batch-fixed", frozenset({"a batch of one"}), WORKED),
+    ("batch-required", frozenset({BATCH_ADDED}), frozenset()),
     ("tokens-for-features", frozenset({SQUARE_INPUTS}), WORKED),
     ("tokens-for-features", frozenset({TOKENS_AS_OUTPUTS}), WORKED),
     ("sizes-hard-coded", frozenset({EXAMPLE_RUN}), frozenset()),
@@ -103,6 +105,8 @@ CLAIMS = {
     "d_out features as documented: their outputs are combined otherwise than concatenated along the last "
     "dimension (summed, averaged, or joined along another axis), where num_heads * d_out features belong.",
     "batch-fixed": "It runs only on a batch of one: a batch size is fixed (or squeezed away) somewhere.",
+    "batch-required": "It runs only on a batch, (b, num_tokens, d_in), not on the documented single sequence "
+    "(num_tokens, d_in): the code unpacks or indexes x as if it always had a batch dimension.",
     "sizes-hard-coded": "It runs on the worked example's sizes and not on the same sizes doubled, which relate "
     "to one another as the example's do: a size is written as a number instead of being read from the input or "
     "the constructor's arguments.",
