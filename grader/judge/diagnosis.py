@@ -194,6 +194,9 @@ def renormalize_variants(weights: torch.Tensor) -> dict[str, torch.Tensor]:
         "mask-not-renormalized": past,
         "mask-includes-diagonal": _kept_renormalized(weights, torch.tril(ones, diagonal=-1)),
         "mask-not-causal": weights,
+        # the -inf trick of the scores used on weights: the row sums are -inf, the weights -0 and NaN
+        "mask-inf-in-weights": (filled := weights.masked_fill(torch.triu(ones, diagonal=1).bool(), -torch.inf))
+        / filled.sum(-1, keepdim=True),
         "mask-wrong-triangle:torch.triu keeps the diagonal and the future": _kept_renormalized(
             weights, torch.triu(ones)
         ),
