@@ -597,6 +597,19 @@ def test_a_broken_notebook_or_zip_inside_a_submission_costs_only_itself_in_one_l
     assert all("\n" not in line for line in result.ignored)
 
 
+def test_a_submission_that_is_only_damaged_zips_is_unreadable_not_empty(tmp_path):
+    """An LMS that stores the hand-in as a zip of its own (Canvas, Moodle): a damaged one is what the student handed
+    in, unreadable as a .zip given alone is, not a hand-in that holds no stage file."""
+    (tmp_path / "damaged.zip").write_bytes(b"PK\x03\x04 not really a zip")
+    (tmp_path / "notes.txt").write_text("my notes")
+    alone = read_submission((SubmittedPart("submission.zip", tmp_path / "damaged.zip"),))
+    assert alone.files == {} and (alone.problem or "").startswith("submission.zip (truncated or damaged zip")
+    beside = read_submission(
+        (SubmittedPart("submission.zip", tmp_path / "damaged.zip"), SubmittedPart("notes.txt", tmp_path / "notes.txt"))
+    )
+    assert beside.problem is None and "notes.txt" in beside.ignored  # something else was handed in: no stage file
+
+
 def test_the_zips_inside_a_submission_are_bounded_in_number_and_in_files_in_all(tmp_path):
     work = tmp_path / "work"
     for index, count in enumerate([6_000, 6_000, 1, 1, 1]):

@@ -89,11 +89,14 @@ def read_submission(source: Source) -> SubmissionFiles:
     staged = SubmissionFiles()
     ignored: list[str] = []
     renamed: list[str] = []
+    damaged: list[str] = []
     try:
         with ExitStack() as opened:  # the zips whose members are listed, open until they are read
-            files = _take(_source_entries(source, opened), ignored, renamed, opened)
+            files = _take(_source_entries(source, opened), ignored, renamed, opened, damaged)
     except Exception as error:  # parsing untrusted bytes can fail in more ways than any list names
         raise SubmissionError(printable(_reason(error), keep_newlines=False)) from None
+    if not files and damaged and damaged == ignored:  # all there was is zips that cannot be read, as a zip alone
+        staged.problem = printable("; ".join(damaged), keep_newlines=False)
     staged.ignored = [printable(name, keep_newlines=False) for name in ignored]
     staged.renamed = [printable(name, keep_newlines=False) for name in renamed]
     staged.files = dict(sorted(files.items()))
@@ -156,11 +159,13 @@ def _order(entry: Entry) -> tuple[int, int, str]:
     return entry.name.count("/"), {".ipynb": 1, ".zip": 2}.get(suffix, 0), entry.name
 
 
-def _take(entries: list[Entry], ignored: list[str], renamed: list[str], opened: ExitStack) -> dict[str, bytes]:
+def _take(
+    entries: list[Entry], ignored: list[str], renamed: list[str], opened: ExitStack, damaged: list[str]
+) -> dict[str, bytes]:
     """The stage files among ``entries`` by name, each entry visited in _order (a zip's members
     join the queue when it is opened); every other entry's name goes to ``ignored``. A stage file
     found under no name of its own but under a near one (see stage_file_meant) is taken from the
-    first such entry, and said in ``renamed``."""
+    first such entry, and said in ``renamed``; a zip among them that cannot be opened goes to ``damaged`` too."""
     files: dict[str, bytes] = {}
     near: dict[str, Entry] = {}  # stage file -> the first entry named near it
     decided: set[str] = set()  # stage files taken, or whose shallowest copy could not be
@@ -200,6 +205,7 @@ def _take(entries: list[Entry], ignored: list[str], renamed: list[str], opened: 
                 )
             except Exception as error:  # a zip found inside costs only itself
                 ignored.append(f"{entry.name} ({_reason(error)})")
+                damaged.append(ignored[-1])
                 continue
             if len(members) > budget["entries"]:  # what any one zip holds is bounded, and so is what they all do
                 ignored.append(f"{entry.name} (not opened: over {MAX_ENTRIES} files in the submission)")
