@@ -26,6 +26,7 @@ from grader.sandbox import zygote as sandbox
 from tests import without_landlock
 from tests.conftest import REPO
 from tests.grading import learner_copy
+from tests.test_repricing import points_file
 
 SCHEMA = json.loads((REPO / "grader" / "core" / "schemas" / "gradescope.schema.json").read_text())
 BUBBLEWRAP = sandbox.confinement("auto")
@@ -184,6 +185,21 @@ def test_the_zip_holds_what_grading_needs_and_nothing_else(autograder_zip):
     assert "torch==2.13.0\n" in requirements
     for script in ("setup.sh", "run_autograder"):
         subprocess.run(["bash", "-n", str(REPO / "grader" / "authoring" / "gradescope" / script)], check=True)
+
+
+def test_a_points_table_in_the_zip_prices_every_submission_as_the_batch_does(tmp_path):
+    """make gradescope POINTS=...: the zip holds the table and run_autograder grades with --points."""
+    table = points_file(tmp_path / "my-points.toml", **{"document.softmax_naive": 5})
+    folder = tmp_path / "autograder"
+    folder.mkdir(mode=0o755)
+    root = install(build(tmp_path / "autograder.zip", points=table), folder)
+    learner_copy(root / "submission", stages=[1])
+    results, _ = run_autograder(root)
+    priced = next(t for t in results["tests"] if t["name"] == "stage 1: document.softmax_naive")
+    assert priced["max_score"] == priced["score"] == 5  # the registry's 2, priced by the table
+    (tmp_path / "refused.toml").write_text("[stage99]\n")
+    with pytest.raises(ValueError, match="no stage"):  # a table the grader would refuse stops the build
+        build(tmp_path / "refused.zip", points=tmp_path / "refused.toml")
 
 
 def test_the_zip_holds_what_grading_imports(autograder_zip, tmp_path):

@@ -1,6 +1,7 @@
 """make gradescope: the autograder zip to upload to a Gradescope programming assignment.
 
-    python -m grader.authoring.gradescope [OUT_ZIP] [--course FILE]   (default dist/gradescope-autograder.zip)
+    python -m grader.authoring.gradescope [OUT_ZIP] [--course FILE] [--points FILE]
+                                                          (default dist/gradescope-autograder.zip)
 
 Gradescope unpacks the zip into /autograder/source, runs setup.sh once to build its image and
 run_autograder for every submission, which grades /autograder/submission with --sandbox isolated
@@ -9,7 +10,8 @@ zip holds what run_autograder runs and imports, the checks pytest collects and t
 hidden checks compare against them; neither students nor their code ever read the zip), each with
 every module it imports and the data files they read (grader.authoring.shipping), a requirements.txt made from
 pyproject.toml, so the versions are the repository's; and a course.toml saying whether the bonus
-stages are graded, from the course file (default: course.toml at the repository's root). Entries
+stages are graded, from the course file (default: course.toml at the repository's root), and a points table
+(points.toml) where one is given, so that Gradescope prices checks as the batch does with --points. Entries
 carry a fixed date: the same sources give the same zip.
 """
 
@@ -23,6 +25,7 @@ from pathlib import Path
 from grader.authoring.layers import GRADING_LAYERS
 from grader.authoring.shipping import layer_modules, script_modules, shipment
 from grader.core.course import built_course_text, course_stages
+from grader.core.points import read_points_file
 from grader.core.stages import STAGE_MODULES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,6 +34,7 @@ CHECKS = REPO / "grader" / "judge" / "checks"
 # authoring tools, a class's tools and tests are for the repository, not for grading one submission
 NEVER_SHIPPED = ("grader.authoring", "grader.classroom", "tests")
 FIXED_DATE = (2026, 1, 1, 0, 0, 0)
+POINTS_FILE = "points.toml"  # run_autograder passes it as --points where the zip holds one
 
 
 def requirements() -> str:
@@ -54,11 +58,15 @@ def entry_points() -> list[str]:
     ]
 
 
-def contents(course: Path | None = None) -> dict[str, tuple[bytes, bool]]:
-    """Zip entry name -> (bytes, executable), for the course file at ``course`` (None: the repository's)."""
+def contents(course: Path | None = None, points: Path | None = None) -> dict[str, tuple[bytes, bool]]:
+    """Zip entry name -> (bytes, executable), for the course file at ``course`` (None: the repository's) and the
+    points table at ``points`` (None: the registry's prices)."""
     entries = {name: ((SCRIPTS / name).read_bytes(), True) for name in ("setup.sh", "run_autograder")}
     entries["requirements.txt"] = (requirements().encode(), False)
     entries["course.toml"] = (built_course_text(course_stages(course), course).encode(), False)
+    if points is not None:
+        read_points_file(points)  # a table the grader would refuse is refused now, not on every submission
+        entries[POINTS_FILE] = (points.read_bytes(), False)
     entries.update(
         {
             name: (data, False)
@@ -68,8 +76,8 @@ def contents(course: Path | None = None) -> dict[str, tuple[bytes, bool]]:
     return entries
 
 
-def build(out: Path, course: Path | None = None) -> Path:
-    entries = contents(course)
+def build(out: Path, course: Path | None = None, points: Path | None = None) -> Path:
+    entries = contents(course, points)
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, (data, executable) in sorted(entries.items()):
@@ -89,10 +97,16 @@ def main(argv: list[str] | None = None) -> int:
         metavar="FILE",
         help="the course settings (default: course.toml at the repository's root, if any)",
     )
+    parser.add_argument(
+        "--points",
+        type=Path,
+        metavar="FILE",
+        help="a points table (python -m grader.cli.points writes one) that every submission is priced by",
+    )
     args = parser.parse_args(argv)
     try:
-        target = build(args.out, args.course)
-    except ValueError as error:  # CourseError: one line
+        target = build(args.out, args.course, args.points)
+    except (ValueError, OSError) as error:  # CourseError, a points table refused or unreadable: one line
         print(f"gradescope: {error}", file=sys.stderr)
         return 2
     print(

@@ -87,13 +87,6 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "--times-zone", metavar="ZONE", help="the zone of a Moodle worksheet's times, e.g. Europe/London"
     )
     parser.add_argument(
-        "--points",
-        type=Path,
-        metavar="FILE",
-        help="grade with this points table instead of the registry's (grader/core/stages.toml): "
-        "[stage<N>] tables, each pricing exactly that stage's checks",
-    )
-    parser.add_argument(
         "--student-timeout",
         type=float,
         default=300.0,

@@ -71,8 +71,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     try:
-        options = grading_options(args, args.course, args.stage)
-    except CourseError as error:
+        options = grading_options(args, args.course, args.stage, points_file=args.points)
+    except (CourseError, ValueError) as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
     try:

@@ -28,6 +28,13 @@ def add_grading_options(parser: argparse.ArgumentParser) -> None:
         "correct submission takes a few): each call's limit shrinks to what is left, and later calls are not run",
     )
     parser.add_argument(
+        "--points",
+        type=Path,
+        metavar="FILE",
+        help="grade with this points table instead of the registry's (grader/core/stages.toml): "
+        "[stage<N>] tables, each pricing exactly that stage's checks (python -m grader.cli.points writes one)",
+    )
+    parser.add_argument(
         "--sandbox",
         choices=SANDBOX_MODES,
         default="auto",
