@@ -8,6 +8,7 @@ import json
 import jsonschema
 import pytest
 
+from grader.classroom.gradebook import override_cell
 from tests.conftest import REPO
 from tests.grading import MUTANTS, batch, batch_run, learner_copy
 
@@ -17,6 +18,18 @@ SCHEMA = json.loads((REPO / "grader" / "core" / "schemas" / "report.schema.json"
 def gradebook(out) -> dict[str, dict]:
     with open(out / "grades.csv", newline="") as handle:
         return {row["student_id"]: row for row in csv.DictReader(handle)}
+
+
+def test_a_total_override_of_a_late_hand_in_names_the_automatic_final_it_replaced():
+    """A total replaces the final grade, after the late penalty: 90 for a late 90 is 18.3 points given back."""
+    total = {"stage": "total", "points": 90, "automatic": 90}
+    assert override_cell([total], 18.3) == "total 90 (automatic 90, 71.7 after the late penalty)"
+    assert override_cell([total], 0) == "total 90 (automatic 90)"
+    stage = {"stage": "stage1", "points": 15, "automatic": 20}  # a stage's is replaced before the penalty
+    assert (
+        override_cell([stage, total], 5)
+        == "stage1 15 (automatic 20); total 90 (automatic 90, 85 after the late penalty)"
+    )
 
 
 def test_overrides_apply_on_every_run_and_a_changed_automatic_score_is_flagged_for_review(tmp_path):

@@ -14,7 +14,7 @@ from grader.classroom.plan import MAX_SUMMARY_IDS, counted
 from grader.classroom.record import LEFT_OUT, feedback_report, grade_of_record, late_of_current
 from grader.core.late_policy import MARKED_LATE_WITHOUT_TIME, NO_SUBMISSION_TIME, LatePolicy, utc_text
 from grader.core.output_files import inert, write_atomic
-from grader.core.points import Points
+from grader.core.points import Points, rounded
 from grader.core.report import Flag, FlagKind, Report, StageReport, totals
 from grader.core.stages import registry
 from grader.intake.students import Student
@@ -164,7 +164,7 @@ def write_gradebook(
             late_penalty=kept.late["penalty_points"],
             final=kept.final,
             kept=record.kept_words,
-            override="; ".join(f"{r['stage']} {r['points']:g} (automatic {r['automatic']:g})" for r in kept.records),
+            override=override_cell(kept.records, kept.late["penalty_points"]),
             override_reason="; ".join(f"{r['stage']}: {r['reason']}" for r in kept.records),
             flags="; ".join([*kept.report["flags"], *kept.late["flags"], *review, *left_out]),
         )
@@ -172,6 +172,19 @@ def write_gradebook(
     if seen:
         write_seen(out, seen)
     return flagged
+
+
+def override_cell(records: list[dict], late_penalty: float) -> str:
+    """Each override as grades.csv says it: the points set and the automatic score it replaced. A total's replaces
+    the final grade, after the late penalty: where there was one, the cell says that automatic final too."""
+
+    def said(record: dict) -> str:
+        automatic = f"automatic {record['automatic']:g}"
+        if record["stage"] == TOTAL and late_penalty > 0:
+            automatic += f", {rounded(max(record['automatic'] - late_penalty, 0)):g} after the late penalty"
+        return f"{record['stage']} {record['points']:g} ({automatic})"
+
+    return "; ".join(said(r) for r in records)
 
 
 def _row_reason(reason: str | None) -> str:
