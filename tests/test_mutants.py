@@ -25,6 +25,12 @@ def release(tmp_path_factory):
     return grade_mutants(tmp_path_factory.mktemp("release"), "--visible-only")
 
 
+# Each class of mutants is graded once, in the first test that needs it: a batch of several hundred students,
+# longer than pytest-timeout's default on a busy 2-core machine.
+CLASS_GRADING = pytest.mark.timeout(1500)
+
+
+@CLASS_GRADING
 @pytest.mark.parametrize("index", range(len(MUTANTS)), ids=[_id(m) for m in MUTANTS])
 def test_a_mutant_loses_points_in_its_stage_only_and_is_never_misnamed(full, index):
     verdict = full[index]
@@ -35,11 +41,13 @@ def test_a_mutant_loses_points_in_its_stage_only_and_is_never_misnamed(full, ind
         assert verdict.mutant["hint"] in verdict.hints
 
 
+@CLASS_GRADING
 def test_the_release_view_never_misnames(release):
     wrong = {_id(v.mutant): v.wrong_hints for v in release if v.wrong_hints}
     assert wrong == {}
 
 
+@CLASS_GRADING
 def test_the_suite_meets_its_targets(full, release):
     whole, visible = figures(full), figures(release)
     print(whole.line("full grader"), visible.line("release view"), sep="\n")
