@@ -10,6 +10,7 @@ to by name, so that a function answers for the helpers it calls and for nothing 
 """
 
 import ast
+import bisect
 import builtins
 import dis
 import functools
@@ -320,8 +321,14 @@ class _Spellings(ast.NodeVisitor):
 def _read_bytecode(module: types.CodeType, statements: list[_Statement], where: dict[int, str], depth: int) -> None:
     """Global names read and bound, and every string constant, each given to the statement it belongs to."""
 
+    # top-level statements other than imports never overlap: the one that holds a position is the last to start
+    # at or before it (a bisection, so a file of thousands of statements costs what it holds, not its square)
+    spans = sorted((s for s in statements if not s.is_import), key=lambda s: s.start)
+    starts = [s.start for s in spans]
+
     def statement_at(line: int, column: int) -> _Statement | None:
-        return next((s for s in statements if not s.is_import and s.holds((line, column))), None)
+        index = bisect.bisect_right(starts, (line, column)) - 1
+        return spans[index] if index >= 0 and spans[index].holds((line, column)) else None
 
     def read(code: types.CodeType, owner: _Statement | None) -> None:
         """``owner``: the statement all of ``code`` belongs to; None for the module's own code."""
