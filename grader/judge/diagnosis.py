@@ -148,6 +148,7 @@ def single_head_variants(
     variants["weights-swapped:keys from queries"] = attend(queries, queries, values, **right)
     variants["weights-swapped:queries from keys"] = attend(keys, keys, values, **right)
     variants["weights-swapped:values from queries"] = attend(queries, keys, queries, **right)
+    variants["weights-swapped:keys and values from queries"] = attend(queries, queries, queries, **right)
     return variants
 
 
@@ -289,6 +290,7 @@ def multihead_variants(x: torch.Tensor, state: dict[str, torch.Tensor], num_head
         "values from keys": (q, k, k),
         "queries from keys": (k, k, v),
         "values from queries": (q, k, q),
+        "keys and values from queries": (q, q, q),
     }
     for label, (queries, keys, values) in slips.items():
         variants[f"weights-swapped:{label}"] = project(
