@@ -154,9 +154,10 @@ import ctypes, json, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
 found = []
 for root in (".", "/grading", "/dev/shm", "/tmp", "/var/tmp"):
-    for base, _dirs, files in os.walk(root):
+    for base, dirs, files in os.walk(root):
         if base.startswith(sys.prefix) or base.startswith(sys.base_prefix):
-            continue  # a Python installation that happens to live under /tmp
+            dirs[:] = []  # a Python installation that happens to live under /tmp (a CI clone's .venv): not walked,
+            continue  # which would take this import past its 1 s
         for name in files:
             path = os.path.join(base, name)
             try:
