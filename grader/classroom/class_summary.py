@@ -51,7 +51,8 @@ def summarise(out: Path) -> ClassSummary:
     for row in rows:
         student = row["student_id"]
         flags = row.get("flags") or ""
-        kinds = {Flag.read(flag.strip()).kind for flag in flags.split(";") if flag.strip()}
+        flagged = [Flag.read(flag.strip()) for flag in flags.split(";") if flag.strip()]
+        kinds = {flag.kind for flag in flagged}
         if kinds & set(NOT_HANDED_IN) or not row["score"]:
             summary.missing.append((student, flags or "not graded"))
         if row.get("override"):
@@ -75,7 +76,6 @@ def summarise(out: Path) -> ClassSummary:
         summary.graded.append(student)
         # a chapter stage handed in as the stub (every check waits for code) is missing too; a bonus one is not;
         # a stage whose file was never handed in (the flags say so) is missing, not the stub
-        flagged = [Flag.read(flag.strip()) for flag in flags.split(";") if flag.strip()]
         unsent = " ".join(f.detail or "" for f in flagged if f.kind == FlagKind.MISSING)
         stubs = [
             stage["id"]

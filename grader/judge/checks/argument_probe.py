@@ -6,12 +6,10 @@ same, that give one identical result prove the code never reads it (a variable s
 as query = inputs[1], or a result built from a shape alone).
 """
 
-from typing import cast
-
 import torch
 
 from grader.judge.checks.probe_sizes import FUNCTIONS
-from grader.judge.checks.support import ORDINALS
+from grader.judge.checks.support import ORDINALS, call
 from grader.judge.tensor_diff import described_call
 from grader.sandbox.workers import LearnerFailure, LearnerWorkers
 
@@ -47,7 +45,7 @@ def ignored_argument(learner: LearnerWorkers, stage: int, function: str) -> str 
 
 def _result(learner: LearnerWorkers, stage: int, function: str, args: list) -> torch.Tensor | None:
     try:
-        result = cast(dict, learner.request(stage, "call", function=function, args=args))["result"]
+        result = call(learner, stage, function, *args)
     except LearnerFailure:
         return None
     return result if isinstance(result, torch.Tensor) else None

@@ -123,13 +123,13 @@ def expect_whole_copied(held: torch.Tensor, built: torch.Tensor, expected: torch
     in part: by loops over the worked example's d_in x d_out (sizes-hard-coded), or over other ranges."""
     if held.shape != expected.shape or held.shape != built.shape or held.dim() != 2:
         return
-    right = torch.isclose(held, expected) & ~torch.isclose(built, expected)
+    kept = ~torch.isclose(built, expected)  # where a copy shows at all
+    right = torch.isclose(held, expected) & kept
     if not right.any() or not bool((right | torch.isclose(held, built)).all()):
         return
     rows, cols = (int(index.max()) + 1 for index in right.nonzero(as_tuple=True))
     block = torch.zeros_like(right)
     block[:rows, :cols] = True
-    kept = ~torch.isclose(built, expected)  # where a copy shows at all
     if (rows, cols) == tuple(held.shape) or not torch.equal(right, block & kept):
         return
     worked = (min(WORKED_D_IN, held.shape[0]), min(WORKED_EXAMPLE_D_OUT, held.shape[1]))
