@@ -58,7 +58,7 @@ def main() -> None:
         options = ["--visible-only"] if args.visible_only else []
         verdicts = grade_mutants(Path(scratch), *options, mutants=mistakes + correct)
     for verdict in verdicts[: len(mistakes)]:
-        if args.verbose or not (verdict.caught and verdict.named) or verdict.wrong_hints:
+        if args.verbose or not (verdict.caught and verdict.named) or verdict.wrong_hints or verdict.faults:
             print(describe(verdict))
     short = [v for v in verdicts[len(mistakes) :] if any(s["score"] < s["max_score"] for s in v.report["stages"])]
     for verdict in short:

@@ -13,6 +13,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.judge.plugin import grader_faults
 from tests.grading import ALTERNATIVES, BONUS_ON, MUTANTS, batch, learner_copy  # noqa: F401 - for test_mutants
 
 # Hints that name no mistake but say what the report itself shows (results-first: every result check of the
@@ -84,6 +85,11 @@ class Verdict:
     def named(self) -> bool:
         return bool(self.hints & truthful(self.mutant))
 
+    @property
+    def faults(self) -> list[str]:
+        """The checks that erred, or lost their evidence, through the grader's own fault."""
+        return grader_faults(self.report)
+
 
 def grade_mutants(folder: Path, *options: str, mutants: list[dict] = MUTANTS) -> list[Verdict]:
     """Every mutant as one student of a class, graded in one batch (the bonus stages too when a mutant is in
@@ -104,6 +110,7 @@ class Figures:
     caught: int
     named: int
     misnamed: int
+    faults: int
 
     def line(self, view: str) -> str:
         def share(n: int, of: int) -> str:
@@ -111,7 +118,7 @@ class Figures:
 
         return (
             f"{view}: caught {share(self.caught, self.mutants)}, named {share(self.named, self.nameable)} of "
-            f"nameable, misnamed {share(self.misnamed, self.mutants)}"
+            f"nameable, misnamed {share(self.misnamed, self.mutants)}, grader faults {self.faults}"
         )
 
 
@@ -122,6 +129,7 @@ def figures(verdicts: list[Verdict]) -> Figures:
         caught=sum(v.caught for v in verdicts),
         named=sum(v.named for v in verdicts if nameable(v.mutant)),
         misnamed=sum(bool(v.wrong_hints) for v in verdicts),
+        faults=sum(bool(v.faults) for v in verdicts),
     )
 
 
@@ -131,6 +139,7 @@ def describe(verdict: Verdict) -> str:
     return (
         f"stage {m['stage']} {what!r}: caught={verdict.caught} hints={sorted(verdict.hints)} "
         f"truthful={sorted(truthful(m))} wrong={sorted(verdict.wrong_hints)} leaked={verdict.leaked}"
+        + (f" GRADER FAULTS={verdict.faults}" if verdict.faults else "")
     )
 
 

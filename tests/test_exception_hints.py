@@ -19,6 +19,14 @@ from grader.judge.exception_hints import hint_for_exception
         ("forward() takes 2 positional arguments but 3 were given", None),
         ("Expected all tensors to be on the same device, but found at least two devices", "device-mismatch"),
         ("mat1 and mat2 shapes cannot be multiplied (6x3 and 2x3)", None),
+        ("name 'qkv_bias' is not defined", "name-undefined"),
+        # one of torch.nn's layers where a tensor belongs: transposed, multiplied, indexed, handed to a tensor function
+        ("'Linear' object has no attribute 'transpose'", "layer-not-called"),
+        ("unsupported operand type(s) for @: 'Tensor' and 'Linear'", "layer-not-called"),
+        ("'Dropout' object is not subscriptable", "layer-not-called"),
+        ("softmax(): argument 'input' (position 1) must be Tensor, not Linear", "layer-not-called"),
+        ("'Linear' object has no attribute 'wieght'", "attribute-missing"),  # a layer's misspelt attribute
+        ("unsupported operand type(s) for @: 'Tensor' and 'NoneType'", None),
     ],
 )
 def test_an_exception_names_the_cause_its_words_prove(message, hint):

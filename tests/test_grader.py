@@ -200,3 +200,24 @@ def test_each_check_draws_the_same_numbers_whatever_was_drawn_before_it():
         runs.append(draws.first)
     assert len(runs[0]) > 5 and runs[0] == runs[1]
     assert len(set(runs[0].values())) == len(runs[0])  # each check its own numbers
+
+
+def test_a_check_whose_evidence_fails_keeps_its_verdict_and_says_the_picture_was_lost():
+    from types import SimpleNamespace
+
+    from grader.judge.plugin import EVIDENCE_FAULT, _classify, grader_faults
+    from grader.judge.verdict import CheckFailed
+
+    try:
+        try:
+            raise CheckFailed("3 of 6 values differ", "mask-not-causal")
+        except CheckFailed:
+            [][1]  # the picture's own bug, met while the verdict was in hand
+    except IndexError as error:
+        status, message, hint = _classify(SimpleNamespace(value=error))
+    assert (status, hint) == ("failed", "mask-not-causal")
+    assert message.startswith("3 of 6 values differ") and EVIDENCE_FAULT in message
+    report = {"stages": [{"checks": [{"id": "x", "status": status, "message": message}]}]}
+    assert grader_faults(report) == [f"x: {message}"]  # the tests still see it
+    status, message, hint = _classify(SimpleNamespace(value=IndexError("no verdict")))
+    assert status == "error" and hint is None  # a fault before any verdict is the grader's error, as before

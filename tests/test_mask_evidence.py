@@ -77,3 +77,11 @@ def test_the_tril_buffer_is_named_and_its_attention_drawn_with_the_nan_row_marke
     assert all(c["status"] == "failed" and c["evidence"] == evidence for c in results), [c["id"] for c in results]
     # the functions the class does not use stay right: one mistake, one function's checks
     assert checks["document.causal_softmax"]["status"] == checks["random.mask_and_renormalize"]["status"] == "passed"
+
+
+def test_a_causal_map_with_more_queries_than_keys_is_described_row_by_row():
+    # is_causal's top-left corner: query i sees keys 0..i, and a query past the last key sees them all
+    scores = torch.randn(7, 5, generator=torch.Generator().manual_seed(4))
+    weights = torch.softmax(scores.masked_fill(~torch.ones(7, 5, dtype=torch.bool).tril(), float("-inf")), dim=-1)
+    assert "attends only to itself and earlier tokens" in describe_weights(weights, None, causal=True)
+    assert "attends to later tokens" in describe_weights(torch.softmax(scores, dim=-1), None, causal=True)

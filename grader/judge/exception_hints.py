@@ -3,6 +3,8 @@ Python's for a constructor that refuses the documented arguments or an attribute
 
 import re
 
+import torch
+
 from grader.runner.book_calls import SIGNATURE_REFUSED
 from grader.runner.route_names import OUTSIDE_THE_LIST, SWITCHED_OFF_HERE
 
@@ -14,6 +16,21 @@ def refused_call(message: str, why: str) -> str:
     if reason.startswith(OUTSIDE_THE_LIST):
         return f"calls {called}, an operator outside those these exercises need (see grader/core/operators.toml)"
     return f"calls torch's own {called}, which {why}"
+
+
+def _layer_as_tensor(message: str) -> bool:
+    """Python's or torch's words for one of torch.nn's layers used where a tensor belongs: transposed, multiplied,
+    indexed or handed to a tensor function (self.W_key.T for self.W_key(x)). A class of the learner's own that
+    lacks an attribute proves no such thing, nor does a torch.nn layer asked for an attribute tensors lack too."""
+    if found := MISSING_ATTRIBUTE.search(message):
+        return _is_layer(found.group(1)) and hasattr(torch.Tensor, found.group(2))
+    named = (name for pattern in NOT_A_TENSOR for found in pattern.finditer(message) for name in found.groups())
+    return any(_is_layer(name) for name in named)
+
+
+def _is_layer(name: str | None) -> bool:
+    layer = getattr(torch.nn, name or "", None)
+    return isinstance(layer, type) and issubclass(layer, torch.nn.Module)
 
 
 def hint_for_exception(message: str) -> str | None:
@@ -28,6 +45,10 @@ def hint_for_exception(message: str) -> str | None:
         return "view-not-contiguous"
     if SIGNATURE_REFUSED in message or CONSTRUCTOR_REFUSED.search(message):  # the documented call refused
         return "signature"
+    if UNDEFINED_NAME.search(message):
+        return "name-undefined"
+    if _layer_as_tensor(message):
+        return "layer-not-called"
     # a class's object without an attribute read from it (a stand-in holds the documented attributes alone); a
     # builtin's ('NoneType', 'int', 'tuple') is a value of another kind where a module or tensor belongs
     if (found := MISSING_ATTRIBUTE.search(message)) and found.group(1)[0].isupper() and found.group(1) != "NoneType":
@@ -41,6 +62,14 @@ def hint_for_exception(message: str) -> str | None:
 CONSTRUCTOR_REFUSED = re.compile(
     r"\.__init__\(\) (got an unexpected keyword argument|takes \d+ positional argument|missing \d+ required)"
 )
-MISSING_ATTRIBUTE = re.compile(r"'(\w+)' object has no attribute '\w+'")
+MISSING_ATTRIBUTE = re.compile(r"'(\w+)' object has no attribute '(\w+)'")
+# Python's words for a name no scope defines where it is read (an argument the function does not take)
+UNDEFINED_NAME = re.compile(r"\bname '\w+' is not defined")
+# Python's and torch's words for an object where a tensor belongs: an operand, an index, an argument
+NOT_A_TENSOR = (
+    re.compile(r"unsupported operand type\(s\) for [^:]+: '(\w+)' and '(\w+)'"),
+    re.compile(r"'(\w+)' object is not subscriptable"),
+    re.compile(r"must be Tensor, not (\w+)"),
+)
 # How a worker ends the message of an attribute missing from a learner's class that derives from a stand-in.
 STAND_IN_BASE = "which holds the documented attributes alone)"

@@ -212,6 +212,7 @@ class GradingPlugin:
 # How a check that erred through the grader's fault, never the learner's, begins its message: the artefact
 # tests assert that correct code shows none, wherever it is graded.
 GRADER_FAULTS = ("not graded: the grader failed", "the grader could not finish this check")
+EVIDENCE_FAULT = "the grader could not draw this check's evidence"  # a verdict kept, its picture lost
 
 
 def run_checks(plugin: GradingPlugin, *extra_args: str, plugins: tuple | list = ()) -> tuple[int, str]:
@@ -289,7 +290,18 @@ def _classify(excinfo) -> tuple[Status, str, str | None]:
         return Status.TIMEOUT, "the check ran past its time limit", "timeout"
     if isinstance(error, AssertionError):
         return Status.FAILED, str(error), None
+    if (verdict := _verdict_under(error)) is not None:  # the picture failed, after the check had failed
+        return Status.FAILED, f"{verdict.message}\n({EVIDENCE_FAULT}: {type(error).__name__}: {error})", verdict.hint
     return Status.ERROR, f"{GRADER_FAULTS[1]} ({type(error).__name__}: {error})", None
+
+
+def _verdict_under(error: BaseException) -> CheckFailed | None:
+    """The CheckFailed that ``error`` was raised while handling (the check's verdict, reached before the grader
+    failed to draw its evidence), if any: the verdict stands without its picture."""
+    seen = error.__context__
+    while seen is not None and not isinstance(seen, CheckFailed):
+        seen = seen.__context__
+    return seen
 
 
 def grader_faults(report: dict) -> list[str]:
@@ -298,5 +310,5 @@ def grader_faults(report: dict) -> list[str]:
         f"{c['id']}: {c['message']}"
         for s in report["stages"]
         for c in s["checks"]
-        if c["status"] == Status.ERROR and c["message"].startswith(GRADER_FAULTS)
+        if (c["status"] == Status.ERROR and c["message"].startswith(GRADER_FAULTS)) or EVIDENCE_FAULT in c["message"]
     ]

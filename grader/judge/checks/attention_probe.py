@@ -364,7 +364,8 @@ def describe_weights(weights: torch.Tensor, scores: torch.Tensor | None, causal:
     scores = None if scores is None else scores[finite]
     if causal and len(rows):
         later = bool((weights * (torch.arange(n) > rows.view(-1, 1))).abs().max() > 1e-6)
-        itself = bool((weights[torch.arange(len(rows)), rows] != 0).all())
+        square = rows < n  # a query past the last key (L > S, is_causal's top-left corner) has no key of its own
+        itself = bool((weights[torch.arange(len(rows))[square], rows[square]] != 0).all())
         parts.append(
             "attends to later tokens"
             if later
