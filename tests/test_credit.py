@@ -105,7 +105,7 @@ def test_a_random_check_right_on_some_of_its_inputs_is_a_right_result_for_the_wo
 
 
 def test_expect_all_close_says_whether_some_case_came_out_right():
-    right, wrong = torch.ones(2), torch.zeros(2)
+    right, wrong = torch.tensor([0.2, 0.8]), torch.zeros(2)
     for cases, some in (
         ([(right, right, "a", None), (wrong, right, "b", None)], True),
         ([(wrong, right, "b", None)], False),
@@ -115,15 +115,37 @@ def test_expect_all_close_says_whether_some_case_came_out_right():
         assert failed.value.some_right is some
 
 
+@pytest.mark.parametrize(
+    ("expected", "computed"),
+    [
+        (torch.ones(1), False),  # a softmax of one score
+        (torch.full((4,), 0.25), False),  # of four equal scores
+        (torch.tensor([[0.3, 0.7]]), False),  # one query: its row needs no weight told apart
+        (torch.tensor([[0.3, 0.7], [0.3, 0.7]]), False),  # every query attends to one key: its value, passed through
+        (torch.tensor([[[0.3, 0.7]], [[0.1, 0.2]]]), False),  # one token in each of two batches
+        (torch.tensor([0.2, 0.8]), True),
+        (torch.tensor([[0.3, 0.7], [0.2, 0.7]]), True),
+    ],
+)
+def test_a_case_whose_answer_needs_nothing_computed_is_no_right_result(expected, computed):
+    """Red team round 6: a table that also answered one score with 1 and one key with its value kept 4 points
+    in stage 1 and 6 in stage 6 through some_right."""
+    wrong = torch.full_like(expected, 9.0)
+    with pytest.raises(CheckFailed) as failed:
+        expect_all_close([(expected.clone(), expected, "one", None), (wrong, torch.rand(3, 2), "other", None)])
+    assert failed.value.some_right is computed
+
+
 def test_a_stage_wide_check_goes_with_the_stages_results():
     stage_wide = result("property.inputs_kept", Status.PASSED, target=None)
     void_without_results([result("random.f", Status.FAILED), result("random.g", Status.FAILED, target="g"), stage_wide])
     assert stage_wide.score == 0 and "this stage's code" in stage_wide.message
 
 
-def lookup_table_stage1() -> str:
+def lookup_table_stage1(degenerate: bool = False) -> str:
     """Stage 1 as a table of the book's values: each function answers the worked example's inputs with the
-    printed result, and anything else with zeros. It computes nothing."""
+    printed result, and anything else with zeros. It computes nothing. ``degenerate``: it also answers what
+    needs nothing computed, a softmax of one score (1) and the attention of one token (the token itself)."""
     import torch
 
     from grader.runner.document_examples import journey
@@ -152,7 +174,13 @@ def lookup_table_stage1() -> str:
     return (
         "import torch\n\nTABLE = [\n" + entries + ",\n]\n\n\n"
         "def _look_up(name, args, shape):\n"
-        "    for function, known, out in TABLE:\n"
+        + (
+            "    if name == 'softmax_naive' and args[0].numel() == 1:\n        return torch.ones(1)\n"
+            "    if name == 'simple_self_attention' and len(args[0]) == 1:\n        return args[0].clone()\n"
+            if degenerate
+            else ""
+        )
+        + "    for function, known, out in TABLE:\n"
         "        if function == name and all(torch.is_tensor(a) and a.shape == torch.Size(torch.tensor(k).shape)\n"
         "                                    and torch.allclose(a, torch.tensor(k), atol=1e-4) for a, k in zip(args, known)):\n"
         "            return torch.tensor(out)\n"
@@ -160,10 +188,13 @@ def lookup_table_stage1() -> str:
     )
 
 
-def test_a_table_of_the_books_values_earns_nothing_in_the_record_and_students_read_what_it_answered(tmp_path):
+@pytest.mark.parametrize("degenerate", [False, True], ids=["table", "table-and-one-token-answers"])
+def test_a_table_of_the_books_values_earns_nothing_in_the_record_and_students_read_what_it_answered(
+    tmp_path, degenerate
+):
     submission = tmp_path / "table"
     submission.mkdir()
-    (submission / "stage1_softmax.py").write_text(lookup_table_stage1())
+    (submission / "stage1_softmax.py").write_text(lookup_table_stage1(degenerate))
     _, report = grade(submission, "--stage", "1")
     checks = report["stages"][0]["checks"]
     assert [(c["id"], c["score"]) for c in checks if c["score"]] == []  # issue 36: points rest on the judge's inputs

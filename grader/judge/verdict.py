@@ -121,7 +121,7 @@ def expect_all_close(cases: Sequence[tuple[object, torch.Tensor, str, Variants]]
         try:
             expect_close(actual, expected, what, variants)
         except CheckFailed as failed:
-            failed.some_right = any(agrees(other, right) for other, right, *_ in cases)
+            failed.some_right = some_right(cases)
             if failed.hint is None or failed.hint == "wrong-shape":
                 raise
             for other_actual, other_expected, _, other_variants in cases:
@@ -135,6 +135,27 @@ def expect_all_close(cases: Sequence[tuple[object, torch.Tensor, str, Variants]]
                         plain.some_right = failed.some_right
                         raise
             raise
+
+
+def some_right(cases: Sequence[tuple[object, torch.Tensor, str, Variants]]) -> bool:
+    """Whether a case of ``cases`` that tells right from wrong came out right: a failed result check with one
+    keeps the credit of the property checks resting on it (grader.judge.voiding). A case whose answer needs no
+    attention computed tells nothing (a table or a stand-in gets it right by construction, and earns nothing by
+    it): see _computed."""
+    return any(agrees(actual, expected) and _computed(expected) for actual, expected, *_ in cases)
+
+
+def _computed(expected: torch.Tensor) -> bool:
+    """Whether ``expected`` shows something computed: not one number, nor a row of equal numbers (a softmax of
+    one score is 1; of equal scores, uniform), nor (two or more dimensions) rows that are all alike, as where
+    every query attends to one key (attention over one key, or one token's, is its value passed through)."""
+    expected = expected.detach().to("cpu", torch.float64)
+    if expected.numel() <= 1:
+        return False
+    if expected.dim() == 1:  # (n,): the numbers themselves must differ
+        return not agrees(expected, expected[:1].expand_as(expected))
+    rows = expected.reshape(-1, *expected.shape[-2:])  # (batches, tokens, features)
+    return not agrees(rows, rows[:, :1].expand_as(rows))  # each token's row against the first's
 
 
 def _resolve(variants: Variants) -> Mapping[str, torch.Tensor]:

@@ -24,7 +24,7 @@ from grader.judge.checks.naming import (  # noqa: F401 - re-exported for the che
 from grader.judge.class_source import init_signature
 from grader.judge.document_values import document_values
 from grader.judge.tensor_diff import described_call
-from grader.judge.verdict import CheckFailed, Variants, agrees, expect_all_close, expect_close  # noqa: F401 - re-exported for the checks
+from grader.judge.verdict import CheckFailed, Variants, agrees, expect_all_close, expect_close, some_right  # noqa: F401 - re-exported for the checks
 from grader.runner.book_calls import BOOK_SIGNATURES
 from grader.runner.seeding import manual_seed
 from grader.sandbox.workers import LearnerFailure, LearnerWorkers
