@@ -46,9 +46,12 @@ def learner_file(name: str, mutant: dict | None = None) -> str:
     text = (REPO / "solutions" / name).read_text()
     if mutant and mutant["file"] == name and "source" in mutant:
         text = (SUBMISSIONS / mutant["source"]).read_text()
-    elif mutant and mutant["file"] == name:
-        assert text.count(mutant["find"]) == 1, f"{mutant.get('hint') or mutant['what']} no longer fits {name}"
-        text = text.replace(mutant["find"], mutant["replace"])
+    elif mutant and mutant["file"] == name:  # one find/replace, or lists of them for edits in several places
+        finds, replaces = mutant["find"], mutant["replace"]
+        pairs = zip(finds, replaces, strict=True) if isinstance(finds, list) else [(finds, replaces)]
+        for find, replace in pairs:
+            assert text.count(find) == 1, f"{mutant.get('hint') or mutant['what']} no longer fits {name}"
+            text = text.replace(find, replace)
     return learner_imports(text)
 
 

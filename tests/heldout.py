@@ -5,8 +5,9 @@ graded as a class, with the mutation suite's figures.
 
 FOLDER holds manifest.json (a list of {"id", "stage", "file", "kind": "mistake" | "correct", "what"}), a folder per
 id holding that stage's file, and labels.json ({id: [hint ids that name that mistake]}, or {id: {"names": [...],
-"also_true": [...]}} for hints true of the file that name no mistake, such as a note on the book's style; written
-before the set is graded; a mistake without a label counts as not nameable). Each student's other stages are the solutions.
+"also_true": [...], "note": true}} for hints true of the file that name no mistake, such as a note on the book's style,
+and for a difference the grader prices as a note (0 points: caught where a note speaks); written before the set is
+graded; a mistake without a label counts as not nameable). Each student's other stages are the solutions.
 Mistakes are measured as mutants are (tests.mutation: caught, named, misnamed); a correct one must score full marks
 in every stage.
 """
@@ -33,6 +34,7 @@ def read_set(folder: Path) -> tuple[list[dict], list[dict]]:
             "what": f"{entry['id']}: {entry['what']}",
             "truthful": _label(labels, entry["id"]).get("names", []),
             "also_true": _label(labels, entry["id"]).get("also_true", []),
+            "note": _label(labels, entry["id"]).get("note", False),
             "kind": entry["kind"],
         }
         for entry in manifest

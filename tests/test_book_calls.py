@@ -69,6 +69,19 @@ def test_a_missing_default_is_the_books():
     assert book_constructor(NoDefault, "SelfAttention_v2")(3, 2).got == (3, 2, False)
 
 
+class BiasedByDefault(nn.Module):  # real corpus 4: qkv_bias defaults to True, and dropout to 0.2
+    def __init__(self, d_in, d_out, context_length, dropout=0.2, qkv_bias=True):
+        super().__init__()
+        self.got = (d_in, d_out, context_length, dropout, qkv_bias)
+
+
+def test_another_default_gets_the_books_when_the_book_leaves_it_out():
+    build = book_constructor(BiasedByDefault, "CausalAttention")
+    assert build(3, 2, 6, 0.0).got == (3, 2, 6, 0.0, False)  # the book's call means no bias
+    assert build(3, 2, 6, 0.0, qkv_bias=True).got == (3, 2, 6, 0.0, True)
+    assert build(3, 2, 6, dropout=0.1).got == (3, 2, 6, 0.1, False)
+
+
 def test_other_parameter_names_are_called_in_the_books_order():
     assert book_constructor(OtherNames, "SelfAttention_v1")(4, 5).got == (4, 5)
     assert book_constructor(OtherNames, "SelfAttention_v2")(4, 5).got == (4, 5)

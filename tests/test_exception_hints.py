@@ -31,3 +31,11 @@ from grader.judge.exception_hints import hint_for_exception
 )
 def test_an_exception_names_the_cause_its_words_prove(message, hint):
     assert hint_for_exception(message) == hint
+
+
+def test_a_documented_function_that_refuses_the_documented_call_has_another_signature():
+    # real corpus 4: a stage 6 without scale, dropout_p and enable_gqa
+    refused = "scaled_dot_product_attention() got an unexpected keyword argument 'scale'"
+    assert hint_for_exception(refused, at_call=True) == "signature"
+    assert hint_for_exception(refused) is None  # raised inside the learner's code: its own call of the function
+    assert hint_for_exception("softmax() got an unexpected keyword argument 'dimm'", at_call=True) is None

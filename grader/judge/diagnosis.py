@@ -149,6 +149,7 @@ def single_head_variants(
     variants["weights-swapped:queries from keys"] = attend(keys, keys, values, **right)
     variants["weights-swapped:values from queries"] = attend(queries, keys, queries, **right)
     variants["weights-swapped:keys and values from queries"] = attend(queries, queries, queries, **right)
+    variants["values-returned"] = values  # the context vectors computed, and the values returned in their place
     return variants
 
 
@@ -284,6 +285,7 @@ def multihead_variants(x: torch.Tensor, state: dict[str, torch.Tensor], num_head
         for name, weights in weight_variants(split(q), split(k), causal=True, d_in=d_in).items()
     }
     variants["missing-out-proj"] = merge(attend(split(q), split(k), split(v), **right))
+    variants["values-returned"] = project(v)  # the values (projected) where the heads' context vectors belong
     # one projection used in another's place (a copy-paste slip: keys = self.W_query(x))
     slips = {
         "keys from queries": (q, q, v),

@@ -5,6 +5,7 @@ import re
 
 import torch
 
+from grader.core.stages import registry
 from grader.runner.book_calls import SIGNATURE_REFUSED
 from grader.runner.route_names import OUTSIDE_THE_LIST, SWITCHED_OFF_HERE
 
@@ -28,13 +29,20 @@ def _layer_as_tensor(message: str) -> bool:
     return any(_is_layer(name) for name in named)
 
 
+def _documented_functions() -> frozenset[str]:
+    """The stages' public functions (stages.toml's names that are not classes)."""
+    return frozenset(n for stage in registry().values() for n in stage.names if n[0].islower())
+
+
 def _is_layer(name: str | None) -> bool:
     layer = getattr(torch.nn, name or "", None)
     return isinstance(layer, type) and issubclass(layer, torch.nn.Module)
 
 
-def hint_for_exception(message: str) -> str | None:
-    """A cause an exception's own words prove. A shape error proves none: many mistakes raise one."""
+def hint_for_exception(message: str, at_call: bool = False) -> str | None:
+    """A cause an exception's own words prove. A shape error proves none: many mistakes raise one. ``at_call``:
+    the exception came from calling the learner's function itself, before any line of it ran (a signature that
+    refuses the documented call; the same words from inside it are the learner's own call of another)."""
     if SWITCHED_OFF_HERE in message:  # a route, or an operator off the list, refused the call (self-harm if forged)
         return "banned-api"
     if "Expected all tensors to be on the same device" in message:
@@ -45,6 +53,8 @@ def hint_for_exception(message: str) -> str | None:
         return "view-not-contiguous"
     if SIGNATURE_REFUSED in message or CONSTRUCTOR_REFUSED.search(message):  # the documented call refused
         return "signature"
+    if at_call and (found := FUNCTION_REFUSED.search(message)) and found.group(1) in _documented_functions():
+        return "signature"  # the judge calls a stage's function as documented: its signature refused the call
     if UNDEFINED_NAME.search(message):
         return "name-undefined"
     if _layer_as_tensor(message):
@@ -61,6 +71,9 @@ def hint_for_exception(message: str) -> str | None:
 # and for an attribute an object lacks: "'SelfAttention_v2' object has no attribute 'W'".
 CONSTRUCTOR_REFUSED = re.compile(
     r"\.__init__\(\) (got an unexpected keyword argument|takes \d+ positional argument|missing \d+ required)"
+)
+FUNCTION_REFUSED = re.compile(
+    r"\b(\w+)\(\) (got an unexpected keyword argument|takes \d+ positional argument|missing \d+ required)"
 )
 MISSING_ATTRIBUTE = re.compile(r"'(\w+)' object has no attribute '(\w+)'")
 # Python's words for a name no scope defines where it is read (an argument the function does not take)

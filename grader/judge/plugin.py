@@ -283,7 +283,7 @@ def _classify(excinfo) -> tuple[Status, str, str | None]:
             return status, str(error), hint
         if error.where is None and error.message.startswith(BOOK_CODE_WORDS):
             return Status.ERROR, error.message, hint_for_exception(error.message)
-        return Status.ERROR, error.raised_words(), hint_for_exception(error.message)
+        return Status.ERROR, error.raised_words(), hint_for_exception(error.message, at_call=error.where is None)
     if isinstance(error, SandboxError):  # the grader's failure, never the learner's: graded again later
         return Status.ERROR, f"{GRADER_FAULTS[0]} while running your code ({error})", None
     if "Timeout" in type(error).__name__ or "Timeout >" in str(error):

@@ -60,11 +60,13 @@ def book_constructor(cls: object, name: str) -> object:
             if n in named or takes_any or v is not book.parameters[n].default and v != book.parameters[n].default
         }
         if takes_any or set(kept) <= named:
-            for n, p in learner.parameters.items():  # what the learner requires and the book leaves to a default
+            # what the learner requires and the book leaves to a default, or defaults otherwise (qkv_bias=True):
+            # the book's call means the book's default
+            for n, p in learner.parameters.items():
                 if (
                     n not in kept
                     and n in book.parameters
-                    and p.default is p.empty
+                    and not _same(p.default, book.parameters[n].default)
                     and p.kind in _KEYWORD_KINDS
                     and book.parameters[n].default is not inspect.Parameter.empty
                 ):
@@ -91,6 +93,14 @@ def book_constructor(cls: object, name: str) -> object:
     construct.__name__ = construct.__qualname__ = name
     construct.__wrapped__ = cls  # type: ignore[attr-defined]
     return construct
+
+
+def _same(default: object, book_default: object) -> bool:
+    """Whether a learner's default is the book's: the same value of the same type (False is not 0)."""
+    try:
+        return default is book_default or (type(default) is type(book_default) and bool(default == book_default))
+    except Exception:  # a default whose == raises or is no truth value (a tensor): not the book's
+        return False
 
 
 def _owners(shapes: dict[str, tuple]) -> dict[str, dict[str, tuple]]:

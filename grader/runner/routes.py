@@ -80,7 +80,30 @@ def switch_off(off: SwitchedOff, done: SwitchedOff = SwitchedOff()) -> int:
             table[key] = _refusal(op)
             cache.clear()  # a higher-order operator's kernels as it last looked them up
             made += 1
+    if wanted("softmax"):
+        made += _switch_off_differentiation()
     return made
+
+
+def _switch_off_differentiation() -> int:
+    """Autograd off, for good, in a worker where softmax is: the gradient of a log-sum-exp is a softmax (of a sum
+    of exp(), and of its tangent too), computed by torch's engine from plain operations. Grad mode and forward
+    gradients go off, and the only setters of either (everything torch has, torch.enable_grad and torch.func's
+    transforms included, goes through these two) may switch them off again but never on."""
+    for name in ("_set_grad_enabled", "_set_fwd_grad_enabled"):
+        setter = getattr(torch._C, name)
+        setter(False)
+        setattr(torch._C, name, _kept_off(setter, f"torch.{name.lstrip('_')}(True), autograd,"))
+    return 2
+
+
+def _kept_off(setter: Callable[[bool], None], name: str) -> Callable[[bool], None]:
+    def set_enabled(mode: bool) -> None:
+        if mode:
+            raise _refused(name)
+        setter(False)
+
+    return set_enabled
 
 
 class SwitchOffOnImport(importlib.abc.MetaPathFinder):

@@ -118,15 +118,32 @@ def in_documented_names(state: dict, pairing: dict[str, str] | None) -> dict:
     return {by_owner(key, back): value for key, value in state.items()}
 
 
-def missing_weights_hint(rejected: list[str]) -> str | None:
+def missing_weights_hint(rejected: list[str], held: list | None = None, state: dict | None = None) -> str | None:
     """The hint a module's missing documented weights prove: out_proj's bias alone, out_proj whole, or the
-    projections' biases alone (qkv_bias=True asked for them)."""
+    projections' biases alone (qkv_bias=True asked for them). ``held``: the module's [name, shape] parameters,
+    ``state`` the documented weights: an output projection of out_proj's shape under another name, without a
+    bias, is out_proj without its bias, not a missing one."""
     if rejected == ["out_proj.bias"]:
         return "out-proj-bias"
     if sorted(rejected) == ["out_proj.bias", "out_proj.weight"]:
+        if held is not None and state is not None and _unbiased_owner_of(held, tuple(state["out_proj.weight"].shape)):
+            return "out-proj-bias"
         return "missing-out-proj"
     biases = [name for name in rejected if name.endswith(".bias") and name.split(".")[0] in PROJECTION_NAMES]
     return "qkv-bias-ignored" if rejected and biases == rejected else None
+
+
+def _unbiased_owner_of(held: list, shape: tuple) -> bool:
+    """Whether ``held`` ([name, shape] parameters) has a layer other than the projections with a weight of
+    ``shape`` and no bias."""
+    names = {name for name, _ in held}
+    return any(
+        name.endswith(".weight")
+        and tuple(size) == shape
+        and documented_owner(name) not in PROJECTION_NAMES
+        and f"{documented_owner(name)}.bias" not in names
+        for name, size in held
+    )
 
 
 def expect_documented_names(cls: str, held: list, documented: list) -> None:

@@ -218,3 +218,7 @@ MODULE_EDGES = {SINGLE_TOKEN: lambda s, cls: replace(s, tokens=1)}
 FUNCTION_EDGES = {SINGLE_TOKEN: lambda c: replace(c, tokens=1)}
 FEATURE_EDGES = {FEWER_FEATURES: lambda c: replace(c, dim=2)}  # stage 1's functions: inputs (num_tokens, d_in)
 FEATURED = {"attention_scores", "context_vector", "simple_self_attention"}
+# Functions of a number of tokens (stages 1 and 4): one more than the worked example's 6 meets a size fixed at 6.
+MORE_TOKENS = f"{EXAMPLE_TOKENS + 1} tokens, one more than the worked example's {EXAMPLE_TOKENS}"
+TOKEN_EDGES = {MORE_TOKENS: lambda c: replace(c, tokens=EXAMPLE_TOKENS + 1)}
+COUNTED = FEATURED | {"softmax_naive", "mask_and_renormalize", "causal_softmax"}

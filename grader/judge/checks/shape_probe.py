@@ -20,6 +20,7 @@ import torch
 from grader.judge.checks.attention_probe import computes_transposed
 from grader.judge.checks.probe_sizes import (
     BASE,
+    COUNTED,
     FEATURE_EDGES,
     FEATURED,
     FUNCTION_EDGES,
@@ -28,6 +29,7 @@ from grader.judge.checks.probe_sizes import (
     PROBED,
     SINGLE_TOKEN,
     SPLIT,
+    TOKEN_EDGES,
     VARIATIONS,
     Call,
     Sizes,
@@ -185,7 +187,9 @@ def _edge_diagnosis(first: Run, run: Callable, target: str, base: object) -> tup
     """Where the base run succeeds: the edges (sizes below the judge's own) run too, and one that fails alone
     proves its cause, for a check that failed as it did; None where every edge runs (or several fail)."""
     if target in FUNCTIONS:
-        edges = FUNCTION_EDGES | (FEATURE_EDGES if target in FEATURED else {})
+        edges = (
+            FUNCTION_EDGES | (FEATURE_EDGES if target in FEATURED else {}) | (TOKEN_EDGES if target in COUNTED else {})
+        )
         varied = [(name, vary(base)) for name, vary in edges.items()]
     else:
         varied = [(name, vary(base, target)) for name, vary in MODULE_EDGES.items()]

@@ -10,6 +10,7 @@ from grader.judge.checks.probe_sizes import (
     EXAMPLE_RUN,
     FEWER_FEATURES,
     FULL_MASK_RUN,
+    MORE_TOKENS,
     NO_LEADING_RUN,
     ONE_FEATURE,
     ONE_LEADING_RUN,
@@ -192,6 +193,11 @@ EDGE_CAUSES = {
         "size-one-squeezed",
         "It runs on the judge's sizes and fails on a single token: an axis of size 1 is lost on the way (squeeze() "
         "without a dim, or an index where a slice belongs), and the rest no longer finds the token axis.",
+    ),
+    MORE_TOKENS: (
+        "sizes-hard-coded",
+        "It runs on the judge's 5 tokens and fails on 7, one more than the worked example's 6: a size is fixed at "
+        "the example's (torch.empty(6, 6), range(6)) where the input's own, inputs.shape[0], belongs.",
     ),
     FEWER_FEATURES: (
         "sizes-hard-coded",

@@ -205,7 +205,7 @@ def build_with_weights(learner: LearnerWorkers, stage: int, cls: str, args: list
         held = [f"{name} {tuple(size)}" for name, size in reply["structure"]["parameters"]]
         raise CheckFailed(
             f"{cls} does not hold the documented weights {reply['rejected']}; it holds {held}",
-            missing_weights_hint(reply["rejected"]),
+            missing_weights_hint(reply["rejected"], reply["structure"]["parameters"], state),
         )
     return reply
 

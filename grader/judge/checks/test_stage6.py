@@ -343,7 +343,8 @@ def test_signature(learner):
         if not isinstance(plain, torch.Tensor) or not agrees(other, plain):
             raise CheckFailed(
                 f"{FUNCTION} called {how} gives another result than called {judged_against}: "
-                f"keep the signature {SIGNATURE}"
+                f"keep the signature {SIGNATURE}",
+                "signature",
             )
 
 
@@ -353,7 +354,9 @@ def _called(learner: LearnerWorkers, args: list, kwargs: dict, how: str) -> obje
     except LearnerFailure as failure:
         if failure.kind != "exception" or failure.type != "TypeError":
             raise
-        raise CheckFailed(f"{FUNCTION} called {how} raised {failure}: keep the signature {SIGNATURE}") from None
+        raise CheckFailed(
+            f"{FUNCTION} called {how} raised {failure}: keep the signature {SIGNATURE}", "signature"
+        ) from None
 
 
 @check(f"shortcut.{FUNCTION}", target=FUNCTION)
