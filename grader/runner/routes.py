@@ -85,25 +85,69 @@ def switch_off(off: SwitchedOff, done: SwitchedOff = SwitchedOff()) -> int:
     return made
 
 
+# torch's only switches of autograd's recording and of forward gradients: torch.enable_grad, set_grad_enabled,
+# inference_mode's exit and torch.func's transforms all call these two.
+GRAD_SETTERS = ("_set_grad_enabled", "_set_fwd_grad_enabled")
+
+
 def _switch_off_differentiation() -> int:
-    """Autograd off, for good, in a worker where softmax is: the gradient of a log-sum-exp is a softmax (of a sum
-    of exp(), and of its tangent too), computed by torch's engine from plain operations. Grad mode and forward
-    gradients go off, and the only setters of either (everything torch has, torch.enable_grad and torch.func's
-    transforms included, goes through these two) may switch them off again but never on."""
-    for name in ("_set_grad_enabled", "_set_fwd_grad_enabled"):
-        setter = getattr(torch._C, name)
-        setter(False)
-        setattr(torch._C, name, _kept_off(setter, f"torch.{name.lstrip('_')}(True), autograd,"))
-    return 2
+    """Autograd off, for good, in a worker where softmax is: the gradient of a log-sum-exp is a softmax (and its
+    tangent too), computed by torch's engine from plain operations. Grad mode and forward gradients go off, and
+    every reference to their setters becomes one that may switch them off but never on (the originals, left
+    referenced by nothing, are freed); inference mode, whose exit is the other way on, refuses. A new thread would
+    start with autograd on: none may start."""
+    made = 0
+    for name in GRAD_SETTERS:
+        original = getattr(torch._C, name)
+        original(False)
+        kept_off = _kept_off(f"torch.{name.lstrip('_')}(True), autograd (of a log-sum-exp: the softmax)")
+        for holder in _holders(name):
+            made += _replace_in(holder, original, kept_off)
+        del original
+    # inference_mode(False) switches both on again, as a guard of C++'s: its class refuses to be made at all (a class
+    # is reachable from object.__subclasses__(), so its own __init__ refuses; none of this worker's code needs it)
+    torch._C._InferenceMode.__init__ = _refusal("torch.inference_mode (inference_mode(False) switches autograd on)")
+    sys.addaudithook(_no_new_threads)
+    return made + 1
 
 
-def _kept_off(setter: Callable[[bool], None], name: str) -> Callable[[bool], None]:
+@functools.cache
+def _holders(name: str) -> tuple[dict | list | set, ...]:
+    """The containers that reference torch._C's ``name``: its module's namespace, and torch.fx's tables of
+    side-effectful functions. Found once, in the process workers are forked from (prepare)."""
+    import gc
+
+    return tuple(r for r in gc.get_referrers(getattr(torch._C, name)) if isinstance(r, (dict, list, set)))
+
+
+def _replace_in(holder: dict | list | set, old: object, new: object) -> int:
+    if isinstance(holder, dict):
+        keys = [k for k, v in holder.items() if v is old]
+        holder.update(dict.fromkeys(keys, new))
+        return len(keys)
+    if isinstance(holder, list):
+        places = [i for i, v in enumerate(holder) if v is old]
+        for i in places:
+            holder[i] = new
+        return len(places)
+    if old in holder:
+        holder.discard(old)
+        holder.add(new)
+        return 1
+    return 0
+
+
+def _kept_off(name: str) -> Callable[[bool], None]:
     def set_enabled(mode: bool) -> None:
         if mode:
             raise _refused(name)
-        setter(False)
 
     return set_enabled
+
+
+def _no_new_threads(event: str, args: tuple) -> None:
+    if event == "_thread.start_new_thread":
+        raise _refused("threading.Thread (a thread starts with autograd on)")
 
 
 class SwitchOffOnImport(importlib.abc.MetaPathFinder):
@@ -180,6 +224,8 @@ def prepare() -> None:
     """Find every operator and function a route could switch off, once, in the process workers are forked
     from: asking the dispatcher which keys hold kernels takes a tenth of a second."""
     _kernels()
+    for name in GRAD_SETTERS:
+        _holders(name)
     # The refusing code and functions are made here, once: a worker only puts them in place.
     for module, attribute, value in _functions():
         _code_swaps(value, f"{module.__name__}.{attribute}")
