@@ -168,6 +168,11 @@ class SwitchOffOnImport(importlib.abc.MetaPathFinder):
         return spec
 
 
+# The files of the torch modules being imported now, through the import system (grader.runner.code_guard lets their
+# code run; torch's code from anywhere else refuses).
+IMPORTING: list[str | None] = []
+
+
 class _SwitchingLoader(importlib.abc.Loader):
     def __init__(self, loader, off: SwitchedOff, after: Callable[[], object]):
         self.loader, self.off, self.after = loader, off, after
@@ -179,10 +184,12 @@ class _SwitchingLoader(importlib.abc.Loader):
 
     def exec_module(self, module):
         _SwitchingLoader.depth += 1
+        IMPORTING.append(getattr(module.__spec__, "origin", None))
         try:
             self.loader.exec_module(module)
         finally:
             _SwitchingLoader.depth -= 1
+            IMPORTING.pop()
         switch_off_module(module, self.off)
         if not _SwitchingLoader.depth:
             self.after()  # grader.runner.operators.refuse_new: the operators the modules registered
@@ -351,6 +358,11 @@ def _refusing_code_template(free: int) -> types.CodeType:
     source = f"def outer():\n{cells}    def refuse(*args, **kwargs):\n{uses}        raise 0\n    return refuse\n"
     exec(source, namespace)
     return next(c for c in namespace["outer"].__code__.co_consts if isinstance(c, types.CodeType))
+
+
+def refusing_code_maker() -> types.CodeType:
+    """The code of the one function that makes code objects in a worker (grader.runner.code_guard allows it)."""
+    return _refusing_code.__code__
 
 
 def _refusing_code(free: int, name: str) -> types.CodeType:

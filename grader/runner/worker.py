@@ -11,6 +11,7 @@ import torch
 
 from grader.runner import confine, seccomp
 from grader.runner.capture import PrintCapture, last_learner_line
+from grader.runner.code_guard import guard_torch_code
 from grader.runner.commands import ISOLATION_PROBE, receive_command, send_command
 from grader.runner.function_probes import call_strided, input_gradients  # noqa: F401 - registers the requests
 from grader.runner.implementation import load_stage
@@ -18,7 +19,7 @@ from grader.runner.operators import recorded, refuse_new
 from grader.runner.probes import PROBES
 from grader.runner.protocol import receive, send
 from grader.runner.route_names import SwitchedOff
-from grader.runner.routes import switch_off, switch_off_on_import
+from grader.runner.routes import refusing_code_maker, switch_off, switch_off_on_import
 from grader.runner.standins import install_stand_ins
 
 REACHABLE_SHOWN = 20  # of the files the isolation probe could open, those it names (its answer is one datagram)
@@ -85,6 +86,7 @@ def run(
     # torch modules imported from here on (by learner code, or by torch on its behalf) lose their routes too
     every = SwitchedOff(tuple({*off.routes, *SwitchedOff.from_wire(inherited).routes}), off.kept)
     switch_off_on_import(every, after=refuse_new)
+    guard_torch_code(own_code=refusing_code_maker())  # what routes switched off stays off, whoever rebuilds it
     guard = confine.guard_imports()
     capture = PrintCapture(sock, submission)
     capture.start()
