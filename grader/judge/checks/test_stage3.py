@@ -118,6 +118,19 @@ def expect_transferred(v1: dict, d_in: int, d_out: int, seed: int, what: str, re
     expect_transposed(v1, v2, what)
 
 
+def expect_v1_shapes(reply: dict, d_in: int, d_out: int, seed: int, what: str) -> None:
+    """sa_v1's weights after the transfer must keep v1's (d_in, d_out): else the book's x @ W cannot run, and the
+    weights say what went where (expect_transferred), or the shape is told as it is."""
+    for name in NAMES:
+        held = reply["v1"].get(name)
+        if not isinstance(held, torch.Tensor) or tuple(held.shape) != (d_in, d_out):
+            expect_transferred(reply["v1"], d_in, d_out, seed, what, reply.get("returned_weights"))
+            shape = tuple(held.shape) if isinstance(held, torch.Tensor) else type(held).__name__
+            raise CheckFailed(
+                f"{what}: sa_v1.{name} has shape {shape} after the transfer, not ({d_in}, {d_out})", "wrong-shape"
+            )
+
+
 def expect_whole_copied(held: torch.Tensor, built: torch.Tensor, expected: torch.Tensor, what: str) -> None:
     """A weight that holds ``expected`` in a top-left block only and what it was ``built`` with elsewhere was copied
     in part: by loops over the worked example's d_in x d_out (sizes-hard-coded), or over other ranges."""
@@ -175,6 +188,7 @@ def test_document_transfer(learner):
     documented.SelfAttention_v1(3, 2), documented.SelfAttention_v2(3, 2)
     x = torch.rand(2, 3)
     value = next(v for v in document_values(STAGE) if v.id == "stage3.v1_after_transfer")
+    expect_v1_shapes(reply, 3, 2, 123, "exercise 3.1")
     problem = value.check(documented.attention(x, reply["v1"]))
     if problem is not None:
         expect_transferred(
@@ -207,6 +221,7 @@ def test_outputs_agree_after_transfer(learner):
                     "input-overwritten",
                 )
         x = torch.rand(5, d_in, generator=torch.Generator().manual_seed(index))
+        expect_v1_shapes(reply, d_in, d_out, 3000 + index, f"d_in={d_in}, d_out={d_out}")
         expected = documented.attention(x, {f"{name}.weight": w for name, w in handed.items()}, transposed=True)
         computed = documented.attention(x, reply["v1"])
         if not agrees(computed, expected):
