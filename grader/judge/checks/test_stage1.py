@@ -165,20 +165,27 @@ def test_softmax_naive_is_written_by_hand(learner, learner_source, reference):
 @check("structure.outputs", visible=True)
 def test_output_shapes(learner):
     rng = generator("structure.outputs")
-    # one token of 2 features, fewer than the worked example's 3: an axis of 1, or a number written for 3, shows
-    inputs, query, score = torch.rand(1, 2, generator=rng), torch.rand(2, generator=rng), torch.rand(1, generator=rng)
-    results = {
-        "attention_scores": (call(learner, STAGE, "attention_scores", inputs, query), (1,)),
-        "softmax_naive": (call(learner, STAGE, "softmax_naive", score), (1,)),
-        "context_vector": (call(learner, STAGE, "context_vector", inputs, torch.ones(1)), (2,)),
-        "simple_self_attention": (call(learner, STAGE, "simple_self_attention", inputs), (1, 2)),
-    }
-    for name, (result, shape) in results.items():
-        if not isinstance(result, torch.Tensor) or tuple(result.shape) != shape:
-            got = tuple(result.shape) if isinstance(result, torch.Tensor) else type(result).__name__
-            failed = CheckFailed(f"{name} with a single token: expected shape {shape}, got {got}", "wrong-shape")
-            failed.called = name  # the shape probe tells why, from runs of this function alone
-            raise failed
+    # one token of 2 features, fewer than the worked example's 3: an axis of 1, or a number written for 3, shows;
+    # 7 tokens of 4 features, more than the example's 6 and 3: a size written for the example shows
+    for tokens, features, which in ((1, 2, "a single token"), (7, 4, "7 tokens, one more than the worked example's 6")):
+        inputs, query = torch.rand(tokens, features, generator=rng), torch.rand(features, generator=rng)
+        score, weights = torch.rand(tokens, generator=rng), torch.softmax(torch.rand(tokens, generator=rng), dim=0)
+        results = {
+            "attention_scores": (lambda: call(learner, STAGE, "attention_scores", inputs, query), (tokens,)),
+            "softmax_naive": (lambda: call(learner, STAGE, "softmax_naive", score), (tokens,)),
+            "context_vector": (lambda: call(learner, STAGE, "context_vector", inputs, weights), (features,)),
+            "simple_self_attention": (
+                lambda: call(learner, STAGE, "simple_self_attention", inputs),
+                (tokens, features),
+            ),
+        }
+        for name, (run, shape) in results.items():
+            result = run()
+            if not isinstance(result, torch.Tensor) or tuple(result.shape) != shape:
+                got = tuple(result.shape) if isinstance(result, torch.Tensor) else type(result).__name__
+                failed = CheckFailed(f"{name} with {which}: expected shape {shape}, got {got}", "wrong-shape")
+                failed.called = name  # the shape probe tells why, from runs of this function alone
+                raise failed
 
 
 # A note: the book makes its scores with torch.empty(n), on the CPU whatever the inputs' device; what we know
