@@ -87,3 +87,15 @@ def test_the_page_opens_without_errors_fits_and_every_link_resolves(graded_class
     shots = Path(os.environ.get("SCREENSHOTS", tmp_path))
     shots.mkdir(parents=True, exist_ok=True)
     assert view.save_screenshot(str(shots / f"class-report-{device}.png"))
+
+
+def test_the_final_histogram_reaches_the_extra_credit_it_holds():
+    from grader.classroom.class_page import _final_histogram
+    from grader.classroom.class_summary import ClassSummary
+
+    summary = ClassSummary([], final_max=100, finals=[40.0, 100.0, 130.0, 160.0])
+    page = _final_histogram(summary)
+    assert "of 100, extra credit up to 160.0" in page
+    assert "≥128" in page  # the bars run to the highest final, not to 100 with everything above piled in the last
+    plain = _final_histogram(ClassSummary([], final_max=100, finals=[40.0, 100.0]))
+    assert "extra credit" not in plain and "median 70.0 of 100 (quartiles 55.0 to 85.0)" in plain

@@ -107,6 +107,9 @@ def test_a_perfect_core_without_bonus_files_is_full_marks_and_not_missing(core_o
     assert len(skipped) == len(BONUS_STAGES) and all("status" not in t for t in skipped)
     bonus_names = tuple(f"stage {n}:" for n in BONUS_STAGES)
     assert not [t for t in gradescope["tests"] if t["name"].startswith(bonus_names) and t.get("status") == "failed"]
+    # the summary counts none of them as checks to pass (it said "Bonus stages: visible checks 0/34")
+    assert "Bonus stages: visible checks" not in gradescope["output"]
+    assert f"Bonus stages not attempted: {', '.join(map(str, BONUS_STAGES))}" in gradescope["output"]
 
 
 def test_required_bonus_stages_count_toward_the_maximum_and_are_missing(core_only, tmp_path):

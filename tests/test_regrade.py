@@ -92,7 +92,9 @@ def test_a_new_points_table_re_prices_everyone_and_the_gradebook_never_mixes_tab
     points.write_text(default.replace('"document.attention_scores" = 2', '"document.attention_scores" = 4'))
 
     result = batch(submissions, out, "--points", str(points), "--student", "ada")
-    assert "1 of 3 to grade (1 asked for); 2 not asked for, of which 2 changed" in result.stderr
+    assert "1 of 3 to grade (1 asked for); 2 not asked for (2 points table changed: run without --student" in (
+        result.stderr
+    )
     graded = rows(out)
     assert (graded["ada"]["score"], graded["ada"]["max_score"], graded["ada"]["final"]) == ("22", "102", "22")
     for name in ("bo", "cy"):  # their reports are of the old table: no score of theirs is listed
@@ -320,3 +322,14 @@ def test_a_rerun_that_forgets_the_times_or_course_file_of_the_last_run_is_refuse
     moved.write_text("[due]\nassignment = 2025-03-20T23:59:00-05:00\n[late_penalty]\npenalty = 10\n")
     batch(folder, out, "--times", times, "--course", moved)
     assert rows(out)["ada"]["late_penalty"] == "0" and rows(out)["ada"]["submitted"] == "2025-03-17T12:00:00+00:00"
+
+
+def test_students_not_asked_for_are_counted_by_why_they_wait():
+    from grader.classroom.plan import plan_summary
+
+    # a first run with --student: the others were never graded, which is not "changed"
+    line = plan_summary(19, ["asked for"], {"ada"}, {"ada": "asked for", **{f"s{i}": "new" for i in range(18)}})
+    assert line == "1 of 19 to grade (1 asked for); 18 not asked for (18 new: run without --student to grade them)"
+    assert plan_summary(3, ["asked for"], {"ada"}, {"ada": "asked for", "bo": None, "cy": None}).endswith(
+        "2 not asked for"
+    )

@@ -81,11 +81,14 @@ def _final_histogram(summary: ClassSummary) -> str:
     """The final grades (grades.csv's final: the grade of record), with their median and quartiles."""
     finals = sorted(summary.finals)
     q1, median, q3 = (_quantile(finals, q) for q in (0.25, 0.5, 0.75))
+    # extra credit (bonus stages on top of the core's maximum) can take a final past it: the bars reach the highest
+    top = max(summary.final_max, finals[-1]) or 1
+    beyond = f", extra credit up to {finals[-1]:.1f}" if finals[-1] > summary.final_max else ""
     caption = (
-        f"final grade: median {median:.4g} of {summary.final_max:g} (quartiles {q1:.4g} to {q3:.4g}), "
+        f"final grade: median {median:.1f} of {summary.final_max:g}{beyond} (quartiles {q1:.1f} to {q3:.1f}), "
         f"mean {sum(finals) / len(finals):.1f}"
     )
-    return _bars(finals, summary.final_max or 1, caption)
+    return _bars(finals, top, caption)
 
 
 def _quantile(ordered: list[float], q: float) -> float:

@@ -128,11 +128,10 @@ def plan_summary(total: int, todo_reasons: list[str], chosen: set[str] | None, r
     elif counts:
         line += f" ({', '.join(f'{counts[reason]} {reason}' for reason in REASONS if counts[reason])})"
     rest = total - len(todo_reasons)
-    if chosen is not None:
-        changed = sum(1 for student_id, reason in reasons.items() if reason and student_id not in chosen)
-        line += f"; {rest} not asked for" + (
-            f", of which {changed} changed: run without --student to grade them" if changed else ""
-        )
+    if chosen is not None:  # why the others would be graded, in the words above: new is not changed
+        waiting = Counter(reason for student_id, reason in reasons.items() if reason and student_id not in chosen)
+        why = ", ".join(f"{waiting[reason]} {reason}" for reason in REASONS if waiting[reason])
+        line += f"; {rest} not asked for" + (f" ({why}: run without --student to grade them)" if why else "")
     elif rest:
         line += f"; {rest} unchanged"
     return line

@@ -80,7 +80,7 @@ def to_gradescope(report: Report) -> dict:
                 "visibility": "visible",
             }
         )
-    summary = "\n".join([_visible_score(shown), *flag_sentences(report)])
+    summary = "\n".join([_visible_score(shown, skipped), *flag_sentences(report)])
     return _printable_strings(
         {
             "score": recorded_score(report),
@@ -117,9 +117,11 @@ def _before_publishing(report: Report) -> Report:
     return {**report, "stages": stages}
 
 
-def _visible_score(report: Report) -> str:
+def _visible_score(report: Report, skipped: dict[int, StageReport] | None = None) -> str:
     """The visible checks' points, and how many points the hidden checks hold, never what they earned: the
-    chapter's stages first, then the bonus stages graded, each summed apart (a bonus point is no chapter point)."""
+    chapter's stages first, then the bonus stages graded, each summed apart (a bonus point is no chapter point);
+    ``skipped``: bonus stages not attempted where they are extra credit, named as such and counted nowhere."""
+    skipped = skipped or {}
 
     def points(stages: list[StageReport]) -> tuple[str, str, float]:
         checks = [c for stage in stages for c in stage["checks"]]
@@ -129,7 +131,7 @@ def _visible_score(report: Report) -> str:
         return score, points_text(rounded(sum(c["max_score"] for c in visible))), hidden
 
     chapter = [stage for stage in report["stages"] if stage["track"] != BONUS]
-    bonus = [stage for stage in report["stages"] if stage["track"] == BONUS]
+    bonus = [s for s in report["stages"] if s["track"] == BONUS and stage_number(s) not in skipped]
     score, worth, hidden = points(chapter)
     line = f"Visible checks: {score}/{worth} on {report['device']}."
     if hidden:
@@ -143,6 +145,8 @@ def _visible_score(report: Report) -> str:
         line += f" Bonus stages: visible checks {score}/{worth}" + (
             f"; their hidden checks hold {points_text(hidden)} points more." if hidden else "."
         )
+    if skipped:
+        line += f" Bonus stages not attempted: {', '.join(map(str, sorted(skipped)))} (extra credit: nothing owed)."
     return line
 
 
