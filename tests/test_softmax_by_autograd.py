@@ -23,6 +23,14 @@ ROUTES = {
     + "        out['g'] = t.grad\n\n"
     "    th = importlib.import_module(N(['uisfbe', 'joh'])).Thread(target=work)\n    th.start()\n    th.join()\n"
     "    return out['g']",
+    # TorchScript's own operator sets grad mode past its setters (red team round 7): no graph is recorded all the same
+    "torch.ops.aten.set_grad_enabled": NAMED
+    + "    on = getattr(torch.ops.aten, N(['tfu`hsbe', '`fobcmfe']))\n"
+    + "    on(True)\n"
+    + "    t = x.detach().clone().requires_grad_(True)\n"
+    + "    (g,) = getattr(ag, N(['hs', 'be']))(lse(t, 0), t)\n"
+    + "    on(False)  # as it was: the worker's own no_grad() exits into grad mode off\n"
+    + "    return g",
     "inference_mode(False)": NAMED
     + "    with getattr(torch, N(['jogfsfodf', '`npef']))(False):\n"
     + BACKWARD
@@ -37,4 +45,5 @@ def test_softmax_through_autograd_earns_nothing(tmp_path, route):
     checks = [c for c in report["stages"][0]["checks"] if c["target"] == "softmax_naive"]
     assert [c["id"] for c in checks if c["score"]] == []
     shortcut = next(c for c in checks if c["id"] == "shortcut.softmax_naive")
-    assert shortcut["hint"] == "banned-api", shortcut["message"]
+    if route != "torch.ops.aten.set_grad_enabled":  # that one is let through, and autograd records nothing
+        assert shortcut["hint"] == "banned-api", shortcut["message"]

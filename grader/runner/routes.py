@@ -104,11 +104,26 @@ def _switch_off_differentiation() -> int:
         for holder in _holders(name):
             made += _replace_in(holder, original, kept_off)
         del original
-    # inference_mode(False) switches both on again, as a guard of C++'s: its class refuses to be made at all (a class
-    # is reachable from object.__subclasses__(), so its own __init__ refuses; none of this worker's code needs it)
-    torch._C._InferenceMode.__init__ = _refusal("torch.inference_mode (inference_mode(False) switches autograd on)")
+    # Below grad mode, which a TorchScript operator sets too (torch.ops.aten.set_grad_enabled): autograd's dispatch
+    # keys leave this thread's dispatch altogether, so no operation records a graph whatever grad mode says, and
+    # what could put them back refuses: the setter of that exclusion, and the guards that force or restore a set.
+    torch._C._dispatch_tls_set_dispatch_key_excluded(torch._C.DispatchKey.AutogradCPU, True)  # every backend's
+    for holder in _holders("_dispatch_tls_set_dispatch_key_excluded"):
+        made += _replace_in(
+            holder, torch._C._dispatch_tls_set_dispatch_key_excluded, _refusal("a dispatch key's switch")
+        )
+    # inference_mode(False) switches autograd on again, as a guard of C++'s: its class refuses to be made at all (a
+    # class is reachable from object.__subclasses__(), so its own __init__ refuses; none of this worker's code needs
+    # it), as do the guards that set dispatch keys outright
+    for guard in (
+        "_InferenceMode",
+        "_ForceDispatchKeyGuard",
+        "_SetExcludeDispatchKeyGuard",
+        "_RestorePythonTLSSnapshot",
+    ):
+        getattr(torch._C, guard).__init__ = _refusal(f"torch._C.{guard} (it switches autograd on)")
     sys.addaudithook(_no_new_threads)
-    return made + 1
+    return made + 4
 
 
 @functools.cache
@@ -231,7 +246,7 @@ def prepare() -> None:
     """Find every operator and function a route could switch off, once, in the process workers are forked
     from: asking the dispatcher which keys hold kernels takes a tenth of a second."""
     _kernels()
-    for name in GRAD_SETTERS:
+    for name in (*GRAD_SETTERS, "_dispatch_tls_set_dispatch_key_excluded"):
         _holders(name)
     # The refusing code and functions are made here, once: a worker only puts them in place.
     for module, attribute, value in _functions():
