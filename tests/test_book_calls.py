@@ -128,3 +128,21 @@ def test_projection_by_name_or_by_order():
     assert projection(module, "W_key") is module.W_k
     with pytest.raises(AttributeError):
         projection(nn.Linear(2, 2), "W_query")
+
+
+@pytest.mark.parametrize(
+    ("written", "extends"),
+    [
+        ("d_in, d_out, context_length, dropout, num_heads, qkv_bias=False, max_seq_len=None", True),  # real corpus 5
+        ("d_in, d_out, context_length, dropout, num_heads, qkv_bias=False, *, dtype=None", True),
+        ("d_in, d_out, context_length, dropout, num_heads, qkv_bias=False, **kwargs", True),
+        ("d_in, d_out, context_length, dropout, num_heads, qkv_bias=False, window", False),  # required: calls fail
+        ("d_in, d_out, context_length, num_heads, dropout, qkv_bias=False", False),  # another order
+        ("d_in, d_out, context_length, dropout, num_heads, qkv_bias=True", False),  # another default
+        ("d_in, d_out, context_length, dropout, num_heads, qkv_bias", False),  # the book's default missing
+    ],
+)
+def test_a_signature_that_only_adds_defaulted_parameters_takes_every_book_call(written, extends):
+    from grader.judge.class_source import extends_the_book
+
+    assert extends_the_book(written, BOOK_SIGNATURES["MultiHeadAttention"]) is extends

@@ -10,6 +10,7 @@ from grader.judge.checks.examples import SHAPE_ERRORS
 from grader.judge.checks.support import (
     CheckFailed,
     LearnerFailure,
+    agrees,
     build,
     build_with_weights,
     expect_all_close,
@@ -321,3 +322,20 @@ def fed_token_by_token(learner, check_name: str) -> tuple[dict, torch.Tensor, di
     x = torch.rand(2, 5, 4, generator=generator(check_name))
     steps = [{**step, "may_raise": True} for step in chunk_steps([1] * 5)]
     return feed(learner, args, x, steps, state, watch_device=True), x, state
+
+
+def expect_cache_unchanged_in_between(learner, args: list, x: torch.Tensor, steps: list[dict], state: dict, expected):
+    """Where a cached step came out wrong after calls without the cache in between: the same ``steps`` (the cached
+    one, then that step) with nothing between them give ``expected``, so those calls changed something the cache
+    counts on (a position, a length), though cache_k and cache_v stayed as they were."""
+    try:
+        direct = feed(learner, args, x, steps, state)["steps"][1].get("output")
+    except LearnerFailure:
+        return
+    if direct is not None and agrees(direct, expected):
+        raise CheckFailed(
+            "forward(x[:, 3:5], use_cache=True) gives rows 4-5 of the causal forward of x[:, 0:5] right after "
+            "forward(x[:, 0:3], use_cache=True), and other rows after calls without the cache in between: those "
+            "calls changed what the cache counts on (a position or length kept on self)",
+            "cache-without-use-cache",
+        )

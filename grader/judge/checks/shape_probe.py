@@ -20,6 +20,7 @@ import torch
 from grader.judge.checks.attention_probe import computes_transposed
 from grader.judge.checks.probe_sizes import (
     BASE,
+    BATCH_ADDED,
     COUNTED,
     FEATURE_EDGES,
     FEATURED,
@@ -147,8 +148,9 @@ def diagnose(learner: LearnerWorkers, stage: int, target: str) -> tuple[str, str
         cause = OWN_CHECK_CAUSES.get(cause or "")  # the learner's own raise or assert stops the runs
     if cause is None and any(run.outcome.startswith(TUPLE_RETURNED) for run in runs):
         cause = "returns-tuple"  # a fact of its own, whatever else fails: one tensor is documented
-    if cause is None and all(run.outcome.startswith(NONE_RETURNED) for run in runs):
-        cause = "returns-none"  # every size: nothing is returned at all
+    # every documented size: nothing is returned at all (a batch stage 2's modules need not take may raise instead)
+    if cause is None and all(run.outcome.startswith(NONE_RETURNED) for run in runs if run.name != BATCH_ADDED):
+        cause = "returns-none"
     if own_check and rule and rule[0] == "heads-width-wrong" and target == "MultiHeadAttentionWrapper":
         cause = "wrapper-head-size"  # a check of its own asks num_heads to divide d_out, as the heads' split does
     if cause == "heads-width-wrong" and target == "MultiHeadAttentionWrapper":

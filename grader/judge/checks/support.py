@@ -21,7 +21,7 @@ from grader.judge.checks.naming import (  # noqa: F401 - re-exported for the che
     role_pairing,
     under_documented_names,
 )
-from grader.judge.class_source import init_signature
+from grader.judge.class_source import extends_the_book, init_signature
 from grader.judge.document_values import document_values
 from grader.judge.tensor_diff import described_call
 from grader.judge.verdict import CheckFailed, Variants, agrees, expect_all_close, expect_close, some_right  # noqa: F401 - re-exported for the checks
@@ -345,7 +345,7 @@ def expect_book_signature(learner: LearnerWorkers, source: bytes | None, stage: 
     for cls, args in classes.items():
         build(learner, stage, cls, args)
         written, book = init_signature(source, cls), BOOK_SIGNATURES[cls]
-        if written is not None and written != book:
+        if written is not None and written != book and not extends_the_book(written, book):
             raise CheckFailed(
                 f"your {cls}({written}) is not the book's {cls}({book}). The grader passed the book's "
                 "arguments by name where your parameters have the book's names, so the maths was graded "

@@ -22,6 +22,7 @@ from grader.judge.checks.kv_feeding import (
     STAGE,
     chunk_steps,
     documented_state,
+    expect_cache_unchanged_in_between,
     expect_cached_example,
     expect_like_full_forward,
     fed_token_by_token,
@@ -178,6 +179,9 @@ def test_use_cache_off(learner):
                 f"went from {held_in_words(before[changed[0]])} to {held_in_words(done['cache'][changed[0]])}",
                 "cache-without-use-cache",
             )
+    expected = full(x[:, :5])[:, 3:5]
+    if reply["steps"][3]["raised"] or not agrees(reply["steps"][3]["output"], expected):
+        expect_cache_unchanged_in_between(learner, args, x, [steps[0], steps[3]], state, expected)
     if reply["steps"][3]["raised"]:
         raise CheckFailed(
             f"forward(x[:, 3:5], use_cache=True) after the calls without the cache raised "
@@ -185,7 +189,7 @@ def test_use_cache_off(learner):
         )
     expect_close(
         reply["steps"][3]["output"],
-        full(x[:, :5])[:, 3:5],
+        expected,
         "forward(x[:, 3:5], use_cache=True) after the calls without the cache, against rows 4-5 of the "
         "causal forward of x[:, 0:5]",
     )
