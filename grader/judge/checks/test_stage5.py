@@ -220,9 +220,11 @@ def test_wrapper_structure(learner):
     top = [m for m in shape["weighted_modules"] if "." not in m[0]]  # a parameter-free extra costs nothing
     heads = [m for m in shape["modules"] if m[0].count(".") == 1 and m[0].startswith("heads.")]
     if top != [["heads", "ModuleList"]] or len(heads) != 2:
+        extra = [name for name, _ in top if name != "heads"]  # the heads right, and a layer of its own beside them
         raise CheckFailed(
             f"MultiHeadAttentionWrapper(..., num_heads=2) should hold one nn.ModuleList named heads "
-            f"with 2 distinct heads; it holds {top}, with {len(heads)} distinct head module(s)"
+            f"with 2 distinct heads; it holds {top}, with {len(heads)} distinct head module(s)",
+            "wrapper-extra-layer" if ["heads", "ModuleList"] in top and extra and len(heads) == 2 else None,
         )
     parameters = dict((name, size) for name, size in shape["parameters"])
     size = parameters.get("heads.0.W_query.weight")
