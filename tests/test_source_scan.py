@@ -269,3 +269,19 @@ def test_an_attack_by_names_built_at_run_time_shows_the_scan_nothing(attack, tmp
     # What catches these is the route switched off where the shortcut check runs (tests/test_tampering.py).
     scan = stage_file(tmp_path, attack["stage"], attack)
     assert scan.tampering == [] and shortcuts_taken(scan, attack["stage"]) == {}
+
+
+def test_names_chained_onto_themselves_cost_the_scan_little_and_hide_nothing():
+    """Red team round 7: `a = a.x0`, `a = a.x1`, ... doubled the paths the scan followed at each line (8 lines held
+    the judge a minute a check). Paths are followed 6 names deep, and a reach behind such a chain is still found;
+    a chain long enough to pass the scan's budget is code the judge will not read: hiding, as code nested too deep."""
+    from grader.judge import source_scan
+
+    def chained(lines: int) -> str:
+        chain = "".join(f"    a = a.x{i}\n" for i in range(lines))
+        return f"import inspect\n\n\ndef helper():\n    a = None\n{chain}    b = inspect\n    return b.stack()\n"
+
+    assert sum(map(len, source_scan._aliases(source_scan.ast.parse(chained(8))).values())) <= source_scan.ALIAS_BUDGET
+    assert any(use.name == "inspect.stack" for use in SourceScan(chained(8)).tampering)
+    with pytest.raises(RecursionError):
+        SourceScan(chained(40))

@@ -1,12 +1,11 @@
 """Read a stage file as the judge holds it: the names each part of it spells, and any reach into the grader.
 
-Learner code runs in the worker beside the recorder of torch operations (grader/runner/shortcuts.py),
-so it can switch the recorder off or rewrite what it saw. This reading works on the bytes the judge
-staged, which learner code cannot reach. It lists, for each top-level statement, the names the code
-spells: attributes and imports from the syntax tree, global names and strings from the compiled
-bytecode, where the compiler has already folded constants ("soft" + "max" is one string there). A
-string that reads as Python is read as code too. Each statement also knows which others it refers
-to by name, so that a function answers for the helpers it calls and for nothing else in the file.
+Learner code runs in the worker beside the recorder of torch operations (grader/runner/shortcuts.py), so it can switch
+the recorder off or rewrite what it saw. This reading works on the bytes the judge staged, which learner code cannot
+reach. It lists, for each top-level statement, the names the code spells: attributes and imports from the syntax tree,
+global names and strings from the compiled bytecode, where the compiler has already folded constants ("soft" + "max"
+is one string there). A string that reads as Python is read as code too. Each statement also knows which others it
+refers to by name, so that a function answers for the helpers it calls and for nothing else in the file.
 """
 
 import ast
@@ -29,6 +28,9 @@ LONGEST_STRING_READ = 100_000
 DEEPEST_STRING_READ = 3
 # `a = inspect`, `b = a`, `c = b`: how far a chain of plain assignments is followed.
 ALIAS_ROUNDS = 3
+# Paths are followed 6 names deep (a reach is told by its first names) and 50,000 at most: `a = a.x0`, `a = a.x1`,
+# ... doubled them at each line (red team round 7), so more is code the judge will not read.
+PATH_PARTS, ALIAS_BUDGET = 6, 50_000
 # The instructions that read a global name: in functions, in module and class bodies, in class scopes.
 GLOBAL_READS = {"LOAD_GLOBAL", "LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS"}
 
@@ -167,12 +169,8 @@ def _statements(tree: ast.Module) -> list[tuple[_Statement, ast.AST]]:
                     else ast.ImportFrom(node.module, [alias], node.level)
                 )
                 bound = alias.asname or alias.name.split(".")[0]
-                statements.append(
-                    (
-                        _Statement(**span, is_import=True, binds=set() if bound == "*" else {bound}),
-                        ast.copy_location(one, node),
-                    )
-                )
+                statement = _Statement(**span, is_import=True, binds=set() if bound == "*" else {bound})
+                statements.append((statement, ast.copy_location(one, node)))
         else:
             statements.append((_Statement(**span), node))
     return statements
@@ -216,6 +214,8 @@ def _aliases(tree: ast.Module) -> dict[str, set[str]]:
             for target in node.targets:
                 if isinstance(target, ast.Name) and paths:
                     aliases.setdefault(target.id, set()).update(paths)
+            if sum(map(len, aliases.values())) > ALIAS_BUDGET:
+                raise RecursionError("names chained past what the judge reads")  # hiding, as code nested too deep
     return aliases
 
 
@@ -225,13 +225,19 @@ def _paths(node: ast.AST, aliases: dict[str, set[str]]) -> set[str]:
     if isinstance(node, ast.Name):
         return {node.id} | aliases.get(node.id, set())
     if isinstance(node, ast.Attribute):
-        return {f"{path}.{node.attr}" for path in _paths(node.value, aliases)}
+        return {_joined(path, node.attr) for path in _paths(node.value, aliases)}
     # _is_call_with_string has checked that the argument is a string constant
     if _is_call_with_string(node, "getattr", argument=1):
-        return {f"{path}.{cast(str, cast(ast.Constant, node.args[1]).value)}" for path in _paths(node.args[0], aliases)}
+        return {
+            _joined(path, cast(str, cast(ast.Constant, node.args[1]).value)) for path in _paths(node.args[0], aliases)
+        }
     if _is_call_with_string(node, "import_module", argument=0) or _is_call_with_string(node, "__import__", argument=0):
         return {cast(str, cast(ast.Constant, node.args[0]).value)}
     return set()
+
+
+def _joined(path: str, attribute: str) -> str:  # path.attribute, or path where it is PATH_PARTS names deep
+    return path if path.count(".") + 1 >= PATH_PARTS else f"{path}.{attribute}"
 
 
 def _is_call_with_string(node: ast.AST, function: str, argument: int) -> TypeGuard[ast.Call]:
