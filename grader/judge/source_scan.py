@@ -93,23 +93,24 @@ class SourceScan:
         for statement in self._statements:
             for name in statement.binds:
                 self._binders.setdefault(name, []).append(statement)
-        spelled_in_strings: dict[str, list[_Statement]] = {}
+        self._spelled_in_strings: dict[str, list[_Statement]] = {}
         for statement in self._statements:
             for read in statement.reads:
                 if read.how == "string":
-                    spelled_in_strings.setdefault(read.name, []).append(statement)
-        self._refers: dict[int, list[_Statement]] = {}
+                    self._spelled_in_strings.setdefault(read.name, []).append(statement)
+        # What each statement refers to, as (bound where the compiler cannot see, name): a walk expands a name once
+        self._refers: dict[int, set[tuple[bool, str]]] = {}  # (N lines of `a = a` cost N, not N²: red team round 8)
         for statement in self._statements:
-            refers: list[_Statement] = []
+            refers: set[tuple[bool, str]] = set()
             for read in statement.reads:
                 if read.name in self._binders:
-                    refers += self._binders[read.name]
+                    refers.add((False, read.name))
                     if read.how == "string":  # getattr(F, "softmax") names torch's, whatever the file defines
                         statement.uses.append(read)
                 elif read.tampering or not hasattr(builtins, read.name):
                     statement.uses.append(read)
                     if read.how == "global":  # bound where the compiler cannot see: globals()["name"] = ...
-                        refers += spelled_in_strings.get(read.name, [])
+                        refers.add((True, read.name))
             self._refers[id(statement)] = refers
 
     @property
@@ -123,27 +124,28 @@ class SourceScan:
     def uses_reached_from(self, target: str, names: Collection[str]) -> list[Use]:
         """Where ``target`` (a top-level function or class), or anything it refers to, spells one of ``names``."""
         reached: dict[int, _Statement] = {}
+        expanded: set[tuple[bool, str]] = set()
         waiting = list(self._binders.get(target, []))
         while waiting:
             statement = waiting.pop()
             if id(statement) not in reached:
                 reached[id(statement)] = statement
-                waiting += self._refers[id(statement)]
+                for hidden, name in self._refers[id(statement)] - expanded:
+                    expanded.add((hidden, name))
+                    waiting += (self._spelled_in_strings if hidden else self._binders).get(name, [])
         found = {use for statement in reached.values() for use in statement.uses if use.name in names}
         return sorted(found, key=lambda use: (use.line, use.name))
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=2)
 def scan_source(source: bytes) -> SourceScan:
-    """The scan of a stage file's bytes; a stage's shortcut checks share one."""
+    """The scan of a stage file's bytes; a stage's shortcut checks share one (none is kept for later students)."""
     return SourceScan(source)
 
 
 def _read(source: bytes | str, depth: int) -> list[_Statement]:
     tree = ast.parse(source)
-    where = _enclosing_definitions(tree)
-    statements = _statements(tree)
-    aliases = _aliases(tree)
+    where, statements, aliases = _enclosing_definitions(tree), _statements(tree), _aliases(tree)
     for statement, node in statements:
         _Spellings(statement, where, aliases).visit(node)
     ordered = [statement for statement, _ in statements]
