@@ -140,6 +140,7 @@ def test_projection_by_name_or_by_order():
         ("d_in, d_out, context_length, num_heads, dropout, qkv_bias=False", False),  # another order
         ("d_in, d_out, context_length, dropout, num_heads, qkv_bias=True", False),  # another default
         ("d_in, d_out, context_length, dropout, num_heads, qkv_bias", False),  # the book's default missing
+        ("d_in, d_out, context_length, dropout=0.1, num_heads=2, qkv_bias=False", False),  # defaults it lacks
     ],
 )
 def test_a_signature_that_only_adds_defaulted_parameters_takes_every_book_call(written, extends):

@@ -46,7 +46,8 @@ def init_signature(source: bytes | None, cls: str) -> str | None:
 
 def extends_the_book(written: str, book: str) -> bool:
     """Whether a constructor's parameters as ``written`` (init_signature's text) take every call the ``book``'s
-    take, meaning the same: the book's parameters first, in its order, with its defaults, and after them only
+    take, meaning the same: the book's parameters first, in its order, with its defaults (and none it lacks), and after
+    them only
     parameters of their own that have a default (max_seq_len=None, *, dtype=None), *args or **kwargs."""
     try:
         mine, theirs = (ast.parse(f"def f({text}): pass").body[0].args for text in (written, book))  # type: ignore[attr-defined]
@@ -61,7 +62,7 @@ def extends_the_book(written: str, book: str) -> bool:
         return given
 
     mine_defaults, book_defaults = defaults(mine, len(own)), defaults(theirs, len(books))
-    same_defaults = all(b is None or m == b for m, b in zip(mine_defaults, book_defaults))
+    same_defaults = all(m == b for m, b in zip(mine_defaults, book_defaults))  # a default the book lacks is one too
     extras_defaulted = all(d is not None for d in mine_defaults[len(books) :])
     keywords_defaulted = all(d is not None for d in mine.kw_defaults)
     return same_defaults and extras_defaulted and keywords_defaulted
