@@ -2,7 +2,8 @@
 
 A classic BPF program over struct seccomp_data {int nr; u32 arch; u64 ip; u64 args[6];}.
 A deny-list: what learner code must never do is to make processes (threads stay allowed: torch
-needs them; root would ignore RLIMIT_NPROC), reach another process (signals, ptrace, pidfds,
+needs them; root would ignore RLIMIT_NPROC; but not where autograd is off, as a new thread would start
+with it on: grader.runner.routes), reach another process (signals, ptrace, pidfds,
 its memory, its scheduling), or change what the kernel shows every process (namespaces,
 mounts, modules, keys, BPF, io_uring, which runs system calls this filter would not see), or
 re-plumb its channel to the judge: the descriptor may not be closed, nor another put in its place
@@ -257,18 +258,19 @@ _SYSCALLS = {
 }
 _LD_W_ABS, _JEQ, _JSET, _JGE, _JGT, _RET = 0x20, 0x15, 0x45, 0x35, 0x25, 0x06
 _ALLOW, _ERRNO = 0x7FFF0000, 0x00050000
-_EPERM, _ENOSYS = 1, 38
+_EPERM, _EAGAIN, _ENOSYS = 1, 11, 38
 _CLONE_THREAD = 0x00010000
 _X32_BIT = 0x40000000
 _ARG0, _ARG1 = 16, 24  # offsets of args[0] and args[1] (their low words on little-endian machines)
 
 
-def forbid_new_processes(own_pid: int, channel: int, sockets: bool = False) -> bool:
+def forbid_new_processes(own_pid: int, channel: int, sockets: bool = False, threads: bool = True) -> bool:
     """Install the filter above; False where seccomp is not available (not Linux, an unknown CPU).
 
     ``channel``: the descriptor of the socket to the judge, which stays what it is; ``sockets``: whether
     new sockets and socket pairs are allowed (a GPU's driver may want one); a worker's one socket is made
-    before it starts, and without bubblewrap a new one could reach the machine.
+    before it starts, and without bubblewrap a new one could reach the machine; ``threads``: whether new
+    threads are allowed (the worker's own are running already; torch computes in its caller's thread).
     """
     arch = _SYSCALLS.get(platform.machine())
     if sys.platform != "linux" or arch is None:
@@ -293,6 +295,7 @@ def forbid_new_processes(own_pid: int, channel: int, sockets: bool = False) -> b
         return [step for name in sorted(names) for step in when(name, block_for(name))]
 
     refuse, allow = _ERRNO | _EPERM, _ALLOW
+    thread = allow if threads else _ERRNO | _EAGAIN  # pthread_create's "no more threads": RuntimeError in Python
     denied = (_DENIED | (set() if sockets else {"socket", "socketpair"})) & numbers.keys()
     channel_kept = [
         *when("close", on_arg(_ARG0, (channel,), refuse, allow)),
@@ -322,7 +325,7 @@ def forbid_new_processes(own_pid: int, channel: int, sockets: bool = False) -> b
         *channel_kept,
         *each(_DENIED_COMMANDS, lambda name: on_arg(_ARG1, _DENIED_COMMANDS[name], refuse, allow)),
         *when("clone3", ret(_ERRNO | _ENOSYS)),  # glibc falls back to clone
-        *when("clone", [(_LD_W_ABS, 0, 0, _ARG0), (_JSET, 1, 0, _CLONE_THREAD), *ret(refuse), *ret(allow)]),
+        *when("clone", [(_LD_W_ABS, 0, 0, _ARG0), (_JSET, 1, 0, _CLONE_THREAD), *ret(refuse), *ret(thread)]),
         *each(_OWN_PID_ONLY, lambda name: on_arg(_ARG0, (own_pid,), allow, refuse)),
         *each(_SELF_ONLY, lambda name: on_arg(_ARG0, (0, own_pid), allow, refuse)),
         # "This process": which is IOPRIO_WHO_PROCESS (1) or PRIO_PROCESS (0), and who is 0 or our pid.

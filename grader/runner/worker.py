@@ -19,7 +19,7 @@ from grader.runner.operators import recorded, refuse_new
 from grader.runner.probes import PROBES
 from grader.runner.protocol import receive, send
 from grader.runner.route_names import SwitchedOff
-from grader.runner.routes import refusing_code_maker, switch_off, switch_off_on_import
+from grader.runner.routes import THREADS_REFUSED_BY, refusing_code_maker, switch_off, switch_off_on_import
 from grader.runner.standins import install_stand_ins
 
 REACHABLE_SHOWN = 20  # of the files the isolation probe could open, those it names (its answer is one datagram)
@@ -72,7 +72,10 @@ def run(
         confine.restrict_files(
             [*map(Path, landlock["readable"]), submission], [scratch], [*map(Path, landlock["devices"])]
         )
-    seccomp.forbid_new_processes(os.getpid(), channel, sockets=device != "cpu")
+    off, inherited_off = SwitchedOff.from_wire(switched_off), SwitchedOff.from_wire(inherited)
+    every = SwitchedOff(tuple({*off.routes, *inherited_off.routes}), off.kept)
+    threads = not every.covers(THREADS_REFUSED_BY)  # a new thread would start with autograd on (routes)
+    seccomp.forbid_new_processes(os.getpid(), channel, sockets=device != "cpu", threads=threads)
     if stage == ISOLATION_PROBE:  # confined as every worker is, and no learner code will run here
         request, _ = receive_command(sock)
         opened = confine.reachable(request["paths"]) if request else []
@@ -80,11 +83,9 @@ def run(
         return
     # Sent before any learner code runs in this process: the judge times the import from here.
     send(sock, {"ready": True})
-    off = SwitchedOff.from_wire(switched_off)
     install_stand_ins(stage, stages, attention_off="attention" in off.routes)
-    switch_off(off, done=SwitchedOff.from_wire(inherited))
+    switch_off(off, done=inherited_off)
     # torch modules imported from here on (by learner code, or by torch on its behalf) lose their routes too
-    every = SwitchedOff(tuple({*off.routes, *SwitchedOff.from_wire(inherited).routes}), off.kept)
     switch_off_on_import(every, after=refuse_new)
     guard_torch_code(own_code=refusing_code_maker())  # what routes switched off stays off, whoever rebuilds it
     guard = confine.guard_imports()
