@@ -2,6 +2,9 @@
 their constructors' parameters, for the checks that grade a signature or adapt to one."""
 
 import ast
+import inspect
+
+from grader.runner.book_calls import same_default
 
 
 def _init_of(source: bytes | None, cls: str) -> ast.FunctionDef | None:
@@ -57,12 +60,21 @@ def extends_the_book(written: str, book: str) -> bool:
     if [a.arg for a in own[: len(books)]] != [a.arg for a in books]:
         return False
 
-    def defaults(arguments: ast.arguments, count: int) -> list[str | None]:  # each positional's default, as text
-        given = [None] * (count - len(arguments.defaults)) + [ast.unparse(d) for d in arguments.defaults]
-        return given
+    def defaults(arguments: ast.arguments, count: int) -> list[object]:  # each positional's default, as a value
+        absent = [inspect.Parameter.empty] * (count - len(arguments.defaults))
+        return absent + [_value(d) for d in arguments.defaults]
 
     mine_defaults, book_defaults = defaults(mine, len(own)), defaults(theirs, len(books))
-    same_defaults = all(m == b for m, b in zip(mine_defaults, book_defaults))  # a default the book lacks is one too
-    extras_defaulted = all(d is not None for d in mine_defaults[len(books) :])
+    # a default the book lacks is a difference too
+    same_defaults = all(same_default(m, b) for m, b in zip(mine_defaults, book_defaults))
+    extras_defaulted = all(d is not inspect.Parameter.empty for d in mine_defaults[len(books) :])
     keywords_defaulted = all(d is not None for d in mine.kw_defaults)
     return same_defaults and extras_defaulted and keywords_defaulted
+
+
+def _value(default: ast.expr) -> object:
+    """A default as the value it is where it is a literal (False, 0.1), else as its text (a name, a call)."""
+    try:
+        return ast.literal_eval(default)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return ast.unparse(default)

@@ -66,7 +66,7 @@ def book_constructor(cls: object, name: str) -> object:
                 if (
                     n not in kept
                     and n in book.parameters
-                    and not _same(p.default, book.parameters[n].default)
+                    and not same_default(p.default, book.parameters[n].default)
                     and p.kind in _KEYWORD_KINDS
                     and book.parameters[n].default is not inspect.Parameter.empty
                 ):
@@ -95,8 +95,10 @@ def book_constructor(cls: object, name: str) -> object:
     return construct
 
 
-def _same(default: object, book_default: object) -> bool:
-    """Whether a learner's default is the book's: the same value of the same type (False is not 0)."""
+def same_default(default: object, book_default: object) -> bool:
+    """Whether a learner's default is the book's: the same value of the same type (False is not 0); none where
+    the book has none (inspect.Parameter.empty both). The one rule, for objects here and for the text of a
+    signature (grader.judge.class_source)."""
     try:
         return default is book_default or (type(default) is type(book_default) and bool(default == book_default))
     except Exception:  # a default whose == raises or is no truth value (a tensor): not the book's
