@@ -213,10 +213,11 @@ FUNCTIONS = {
 # Where the judge's own sizes run, a check may still fail on sizes below them: each edge is one such size, the
 # cause its failure alone proves, and the claim. (name, the module's or function's sizes changed, the hint.)
 SINGLE_TOKEN = "a single token"
-FEWER_FEATURES = "2 features, fewer than the worked example's 3"
+FEWER_FEATURES = f"{EXAMPLE.d_in - 1} features, fewer than the worked example's {EXAMPLE.d_in}"
 MODULE_EDGES = {SINGLE_TOKEN: lambda s, cls: replace(s, tokens=1)}
 FUNCTION_EDGES = {SINGLE_TOKEN: lambda c: replace(c, tokens=1)}
-FEATURE_EDGES = {FEWER_FEATURES: lambda c: replace(c, dim=2)}  # stage 1's functions: inputs (num_tokens, d_in)
+# stage 1's functions: inputs (num_tokens, d_in)
+FEATURE_EDGES = {FEWER_FEATURES: lambda c: replace(c, dim=EXAMPLE.d_in - 1)}
 FEATURED = {"attention_scores", "context_vector", "simple_self_attention"}
 # Functions of a number of tokens (stages 1 and 4): one more than the worked example's 6 meets a size fixed at 6.
 MORE_TOKENS = f"{EXAMPLE_TOKENS + 1} tokens, one more than the worked example's {EXAMPLE_TOKENS}"

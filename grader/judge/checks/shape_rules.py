@@ -7,7 +7,9 @@ from grader.judge.checks.probe_sizes import (
     BATCH_ADDED,
     BATCHED_RUN,
     DOUBLED_RUN,
+    EXAMPLE,
     EXAMPLE_RUN,
+    EXAMPLE_TOKENS,
     FEWER_FEATURES,
     FULL_MASK_RUN,
     MORE_TOKENS,
@@ -20,6 +22,7 @@ from grader.judge.checks.probe_sizes import (
     SQUARE_MATRIX_RUN,
     TOKENS_AS_OUTPUTS,
     VALUE_WIDTH_RUN,
+    Call,
 )
 
 # hint -> (the runs that must succeed, the runs that may succeed too): named only where the runs that
@@ -196,12 +199,14 @@ EDGE_CAUSES = {
     ),
     MORE_TOKENS: (
         "sizes-hard-coded",
-        "It runs on the judge's 5 tokens and fails on 7, one more than the worked example's 6: a size is fixed at "
-        "the example's (torch.empty(6, 6), range(6)) where the input's own, inputs.shape[0], belongs.",
+        f"It runs on the judge's {Call().tokens} tokens and fails on {EXAMPLE_TOKENS + 1}, one more than the worked "
+        f"example's {EXAMPLE_TOKENS}: a size is fixed at the example's (torch.empty({EXAMPLE_TOKENS}, "
+        f"{EXAMPLE_TOKENS}), range({EXAMPLE_TOKENS})) where the input's own, inputs.shape[0], belongs.",
     ),
     FEWER_FEATURES: (
         "sizes-hard-coded",
-        "It runs with the worked example's 3 features or more and fails with 2: a feature is reached by its number "
-        "(inputs[:, 2], a loop over range(3)) where the inputs' own size, inputs.shape[1], belongs.",
+        f"It runs with the worked example's {EXAMPLE.d_in} features or more and fails with {EXAMPLE.d_in - 1}: a "
+        f"feature is reached by its number (inputs[:, {EXAMPLE.d_in - 1}], a loop over range({EXAMPLE.d_in})) where "
+        "the inputs' own size, inputs.shape[1], belongs.",
     ),
 }
