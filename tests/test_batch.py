@@ -180,6 +180,43 @@ def test_a_sandbox_that_dies_marks_its_student_incomplete_and_the_next_is_graded
     assert second["complete"] and second["score"] == 20, second["flags"]
 
 
+def test_a_check_the_judge_could_not_finish_marks_its_student_incomplete(tmp_path, monkeypatch):
+    """A failure of the judge's own inside a check (its memory, a fault of its code) leaves the report incomplete,
+    so that the batch grades the student again, and the next student is graded as usual."""
+    import torch
+
+    from grader.core.options import GradingOptions
+    from grader.core.points import points_in_use
+    from grader.intake.submission import read_submission
+    from grader.judge.plugin import grader_faults
+    from grader.judge.session import grade_each
+    from grader.sandbox.zygote import Sandbox
+
+    equal, calls = torch.equal, []
+
+    def out_of_memory_once(*args, **kwargs):  # the judge's first comparison fails: the grader's fault
+        calls.append(1)
+        if len(calls) == 1:
+            raise MemoryError("the judge ran out of memory")
+        return equal(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "equal", out_of_memory_once)
+    first, second = learner_copy(tmp_path / "first", stages=[1]), learner_copy(tmp_path / "second", stages=[1])
+    reports: list[dict] = []
+    with Sandbox() as sandbox:
+        grade_each(
+            sandbox,
+            iter([read_submission(first), read_submission(second)]),
+            reports.append,
+            GradingOptions((1,), points_in_use()),
+        )
+    assert len(calls) > 1, "the judge never compared with torch.equal: the test provokes nothing"
+    disrupted, graded = reports
+    assert grader_faults(disrupted) and not disrupted["complete"], disrupted["flags"]
+    assert any("MemoryError" in flag for flag in disrupted["flags"] if flag.startswith("incomplete: ")), disrupted
+    assert graded["complete"] and not grader_faults(graded) and graded["score"] == 20, graded["flags"]
+
+
 def test_a_student_asked_for_is_found_whatever_unicode_form_the_id_was_typed_in(tmp_path):
     from grader.classroom.plan import chosen_ids as _chosen
     from grader.intake.students import Student

@@ -186,6 +186,8 @@ class GradingPlugin:
         status, message, hint = _classify(excinfo)
         if excinfo is not None and isinstance(excinfo.value, SandboxError):
             self.disrupted = self.disrupted or str(excinfo.value)
+        elif status == Status.ERROR and message.startswith(GRADER_FAULTS):  # the judge's own (a MemoryError)
+            self.disrupted = self.disrupted or f"{marker['name']}: {message}"
         # checks run only once begin_student has given the plugin a learner
         printed = cast(LearnerWorkers, self.learner).printed if status in SHOWS_PRINTED else None
         if status == Status.TIMEOUT and cast(PrintedOutput, printed).a_lot:  # TIMEOUT is in SHOWS_PRINTED
