@@ -133,6 +133,26 @@ def missing_weights_hint(rejected: list[str], held: list | None = None, state: d
     return "qkv-bias-ignored" if rejected and biases == rejected else None
 
 
+def out_proj_hint(linears: list, d_in: int, d_out: int) -> str | None:
+    """What a module's weights (``linears``: [name, shape] in creation order) prove of its output projection, built
+    with ``d_in`` != ``d_out``: None where one of (d_out x d_out) is there; d-in-for-d-out where it is made from d_in
+    (d_out x d_in, copied from the projections', or d_in x d_in: d_out read as d_in throughout); missing-out-proj
+    only where no weight but the projections' is there at all (one named otherwise is still one). The projections
+    are the documented names, or else the first three weights made; fewer (a fused one) tell nothing."""
+    names = [name for name, _ in linears]
+    if set(PROJECTION_NAMES) <= set(names):
+        others = [list(shape) for name, shape in linears if name not in PROJECTION_NAMES]
+    elif len(linears) >= len(PROJECTION_NAMES):
+        others = [list(shape) for _, shape in linears[len(PROJECTION_NAMES) :]]
+    else:
+        return None
+    if [d_out, d_out] in others:
+        return None
+    if [d_out, d_in] in others or [d_in, d_in] in others:
+        return "d-in-for-d-out"
+    return None if others else "missing-out-proj"
+
+
 def _unbiased_owner_of(held: list, shape: tuple) -> bool:
     """Whether ``held`` ([name, shape] parameters) has a layer other than the projections with a weight of
     ``shape`` and no bias."""

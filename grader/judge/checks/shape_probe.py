@@ -40,6 +40,8 @@ from grader.judge.checks.shape_rules import (
     EDGE_CAUSES,
     OWN_CHECK_CAUSES,
     OWN_CHECK_CLAIM,
+    ROW_PAST_ONE_TOKEN,
+    ROW_PAST_ONE_TOKEN_CLAIM,
     RULE_CLAIMS,
     RULES,
     TOKENS_FOLDED_CLAIM,
@@ -199,9 +201,12 @@ def _edge_diagnosis(first: Run, run: Callable, target: str, base: object) -> tup
     failed = [r for r in runs if not r.ok]
     if len(failed) != 1 or failed[0].outcome.startswith(TUPLE_RETURNED):
         return None
-    if failed[0].name == SINGLE_TOKEN and failed[0].failure[:2] == ("raised", "IndexError"):
-        return None  # an index past a single token (inputs[1]) is no lost axis: what it is, no run proves
     cause, claim = EDGE_CAUSES[failed[0].name]
+    if failed[0].name == SINGLE_TOKEN and failed[0].failure[:2] == ("raised", "IndexError"):
+        # no lost axis: an index past the one token (inputs[1]) where torch says so, else nothing the runs prove
+        if (past := re.search(ROW_PAST_ONE_TOKEN, failed[0].outcome)) is None:
+            return None
+        cause, claim = "sizes-hard-coded", ROW_PAST_ONE_TOKEN_CLAIM.format(index=past[1])
     words = [RUNS_HEADING, first.line(), *(r.line() for r in runs), claim]
     return "\n".join(words), cause, frozenset({failed[0].failure})
 

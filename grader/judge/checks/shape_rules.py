@@ -190,6 +190,15 @@ TOKENS_FOLDED_CLAIM = (
     "of the heads folds the tokens into the features too (flatten(1), view(b, -1)), where (b, num_tokens, d_out) "
     "belongs: flatten(2), or view(b, num_tokens, d_out) after transpose(1, 2)."
 )
+# A single token's run that raises torch's "index 1 is out of bounds for dimension 0 with size 1" where every larger
+# size runs: a row read by its number ({index}: the first number in torch's words), as the worked example reads its
+# query, inputs[1].
+ROW_PAST_ONE_TOKEN = r"index (\d+) is out of bounds for dimension \d+ with size 1\b"
+ROW_PAST_ONE_TOKEN_CLAIM = (
+    "It runs on the judge's sizes and fails on a single token, reading index {index} of an axis that holds one: a "
+    "token is read by its number (as the worked example reads its query, inputs[1]) where what every input has "
+    "belongs: its sizes (inputs.shape[-1]), a row that always exists (inputs[0]), or every row in a loop."
+)
 # An edge run that fails where the judge's own sizes run: the cause its failure proves, and what it says.
 EDGE_CAUSES = {
     SINGLE_TOKEN: (

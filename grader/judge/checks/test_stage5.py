@@ -22,6 +22,7 @@ from grader.judge.checks.module_structure import (
     expect_trainable,
     mask_buffer_hint,
 )
+from grader.judge.checks.naming import out_proj_hint
 from grader.judge.checks.shortcut import expect_attention_by_hand
 from grader.judge.checks.support import (
     CheckFailed,
@@ -262,17 +263,11 @@ def test_multihead_structure(learner):
     linears = [[name.removesuffix(".weight"), s] for name, s in shape["parameters"] if name.endswith(".weight")]
     expect_documented_names("MultiHeadAttention", linears, expected_linears)
     if linears != expected_linears:
-        others = [s for n, s in linears if n not in ("W_query", "W_key", "W_value")]
         hint = (
             ("not-parameters" if shape.get("plain_tensors") else None)  # no weight registered: nothing is missing
             if not linears
-            else "d-in-for-d-out"  # an output projection made d_in -> d_out (6 x 4), copied from the projections'
-            if [6, 4] in others and [6, 6] not in others
-            else "missing-out-proj"
-            if [6, 6] not in others
-            else "param-init-order"
-            if sorted(linears) == sorted(expected_linears)
-            else None
+            else out_proj_hint(linears, d_in=4, d_out=6)
+            or ("param-init-order" if sorted(linears) == sorted(expected_linears) else None)
         )
         raise CheckFailed(
             f"MultiHeadAttention(4, 6, ...) should hold W_query, W_key, W_value (6 x 4) and out_proj "

@@ -35,6 +35,7 @@ from grader.judge.checks.module_structure import (
     expect_trainable,
     mask_buffer_hint,
 )
+from grader.judge.checks.naming import out_proj_hint
 from grader.judge.checks.support import (
     CheckFailed,
     build,
@@ -289,9 +290,8 @@ def test_structure(learner):
         hint = (
             ("not-parameters" if shape.get("plain_tensors") else None)  # no weight registered: nothing is missing
             if not linears
-            else "missing-out-proj"
-            if [8, 8] not in [s for n, s in linears if n not in ("W_query", "W_key", "W_value")]
-            else kv_projection_hint(shape["parameters"], args)
+            else out_proj_hint(linears, d_in=4, d_out=8)
+            or kv_projection_hint(shape["parameters"], args)
             or ("param-init-order" if sorted(linears) == sorted(expected_linears) else None)
         )
         raise CheckFailed(
