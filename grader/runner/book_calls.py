@@ -10,6 +10,8 @@ structure check or a note, never again by every check that builds the module.
 import functools
 import inspect
 
+import torch
+
 # The book's signatures of the classes the checks build (the stubs' and solutions' too: a test keeps them
 # equal). The runner sees no solution, so they are written here.
 BOOK_SIGNATURES = {
@@ -167,7 +169,14 @@ def in_book_layout(module: object, d_in: int, d_out: int) -> object:
     """``module``, whose weights the book's code multiplies as x @ W: a weight held transposed, (d_out, d_in)
     as nn.Linear holds its own, is said in words, where torch would only say that shapes cannot be multiplied."""
     for name in ("W_query", "W_key", "W_value"):
-        shape = tuple(getattr(projection(module, name), "shape", ()))
+        held = projection(module, name)
+        if isinstance(held, torch.nn.Module):  # called, not multiplied: v2's way, its weight in nn.Linear's layout
+            raise ValueError(
+                f"the book's code multiplies x @ {name}, which takes {name} as a (d_in, d_out) = ({d_in}, {d_out}) "
+                f"nn.Parameter; your SelfAttention_v1 holds it as a layer, {type(held).__name__}, whose weight is "
+                f"({d_out}, {d_in}), in nn.Linear's layout: that is SelfAttention_v2's way"
+            )
+        shape = tuple(getattr(held, "shape", ()))
         if d_in != d_out and shape == (d_out, d_in):
             raise ValueError(
                 f"the book's code multiplies x @ {name}, which takes {name} as (d_in, d_out) = ({d_in}, {d_out}); "

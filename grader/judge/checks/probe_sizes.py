@@ -87,7 +87,8 @@ VARIATIONS = {
     "d_in a multiple of num_heads": lambda s, cls: replace(s, d_in=3 * s.heads) if cls in HEADED else None,
     "tokens = context_length": lambda s, cls: replace(s, tokens=s.context) if cls in BATCHED else None,
     "a batch of one": lambda s, cls: replace(s, batch=1) if cls in BATCHED else None,
-    TOKENS_AS_OUTPUTS: lambda s, cls: replace(s, tokens=s.d_out) if cls not in BATCHED else None,
+    # d_out made the tokens' count (not the tokens d_out's, which is the worked example's 6: a size fixed at 6 runs)
+    TOKENS_AS_OUTPUTS: lambda s, cls: replace(s, d_out=s.tokens) if cls not in BATCHED else None,
     "one head": lambda s, cls: replace(s, heads=1, kv_groups=1) if cls in HEADED else None,
     ONE_FEATURE: lambda s, cls: replace(s, heads=s.d_out) if cls in HEADED - {"MultiHeadAttentionWrapper"} else None,
     "as many key/value groups as heads": (

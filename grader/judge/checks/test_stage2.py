@@ -125,17 +125,27 @@ def test_structure_v1(learner):
         )
     if shape["direct_parameters"] != list(NAMES) or shape["weighted_modules"]:
         plain = [name for name in NAMES if name in shape["plain_tensors"]]
+        # three nn.Linear and no parameter of its own: SelfAttention_v2's layers under v1's name
+        linears = not shape["direct_parameters"] and [kind for _, kind in shape["modules"]] == ["Linear"] * len(NAMES)
         hint = (
             "not-parameters"
             if plain
             else "param-init-order"
             if sorted(shape["direct_parameters"]) == sorted(NAMES) and not shape["modules"]
+            else "weights-layout"
+            if linears
             else None
         )
         raise CheckFailed(
             "SelfAttention_v1 should hold exactly three nn.Parameter named W_query, W_key, W_value, created in that "
             f"order; it holds parameters {shape['direct_parameters']} and modules {shape['modules']}"
-            + (f", and plain tensors {plain}" if plain else ""),
+            + (f", and plain tensors {plain}" if plain else "")
+            + (
+                ": nn.Linear layers, SelfAttention_v2's way, each weight (d_out, d_in) and drawn otherwise than "
+                "the book's torch.rand(d_in, d_out)"
+                if linears
+                else ""
+            ),
             hint,
         )
     wrong = [(n, s) for n, s in shape["parameters"] if s != [4, 3]]
