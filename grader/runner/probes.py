@@ -257,6 +257,8 @@ def structure(built: nn.Module) -> dict:
             for name, m in built.named_modules()
             if isinstance(m, nn.Dropout) and type(m.p) in (bool, int, float)
         },
+        # what self.dropout is where it is no layer: "float" is the rate kept as given (dropout-not-layer)
+        "dropout_kind": type(vars(built).get("dropout")).__name__,
         "attributes": {
             name: getattr(built, name)
             for name in ("d_out", "num_heads", "head_dim")

@@ -265,7 +265,12 @@ def test_causal_attention_structure(learner, device):
         )
     expect_projection_biases(learner, STAGE, "CausalAttention", [4, 3, 6, 0.1])
     if ["dropout", "Dropout"] not in shape["modules"]:
-        raise CheckFailed("CausalAttention should hold its nn.Dropout as self.dropout")
+        rate_kept = shape.get("dropout_kind") in ("float", "int")
+        raise CheckFailed(
+            "CausalAttention should hold its nn.Dropout as self.dropout"
+            + (f"; its self.dropout is the rate itself, a {shape['dropout_kind']}" if rate_kept else ""),
+            "dropout-not-layer" if rate_kept else None,
+        )
     if ["mask", [6, 6]] not in shape["buffers"] or "mask" not in shape["state_dict"]:
         raise CheckFailed(
             f"CausalAttention(..., context_length=6, ...) should register a (6, 6) buffer named mask; "
