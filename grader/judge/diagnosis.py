@@ -92,6 +92,7 @@ def weight_variants(
         "weights-swapped": attention_weights(keys, queries, **right),
         "scaling-after-softmax": attention_weights(queries, keys, **right, divide_after_softmax=True),
     }
+    variants |= _two_at_once(queries, keys, right)
     # Each wrong divisor under its own name; the name says which number it is.
     divisors = {
         f"the scores are divided by d_k = {d_k} itself": float(d_k),
@@ -135,6 +136,35 @@ def weight_variants(
             "keeps the keys marked True"
         ] = attention_weights(queries, keys, **right, hidden="the past and the diagonal").nan_to_num(nan=0.0)
     return variants
+
+
+# Two of these at once in one head (real code makes several mistakes): each named by the first, its detail saying
+# both; the order puts first what breaks more (the mask lets the future in, a column softmax does too), so that a
+# check of that property names its cause. (hint, what it does in words, what it changes.)
+INGREDIENTS = (
+    ("mask-not-causal", "the future is not masked", {"causal": False}),
+    ("mask-zero-instead-of-inf", "the future's scores become 0, not -inf", {"fill": 0.0}),
+    (
+        "softmax-wrong-dim",
+        "the softmax runs over the queries' axis (dim=-2), so each column sums to 1",
+        {"softmax_dim": -2},
+    ),
+    ("softmax-not-exponentiated", "the weights are the scores over their sum, without exp()", {"exponentiate": False}),
+    ("missing-scaling", "the scores are not divided by sqrt(d_k)", {"divisor": None}),
+)
+
+
+def _two_at_once(queries: torch.Tensor, keys: torch.Tensor, right: dict) -> dict[str, torch.Tensor]:
+    """The weights of two mistakes of INGREDIENTS made together (those about the mask only where there is one)."""
+    used = [i for i in INGREDIENTS if right["causal"] or not i[0].startswith("mask-")]
+    return {
+        f"{first}:two mistakes at once: {first_words}, and {second_words}": attention_weights(
+            queries, keys, **{**right, **first_change, **second_change}
+        )
+        for index, (first, first_words, first_change) in enumerate(used)
+        for second, second_words, second_change in used[index + 1 :]
+        if not (first_change.keys() & {"causal"} and second_change.keys() & {"fill"})  # no mask, so nothing filled
+    }
 
 
 def single_head_variants(
