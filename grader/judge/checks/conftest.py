@@ -48,13 +48,14 @@ def pytest_runtest_call(item: pytest.Item):
             failed.hint = "mask-not-causal"  # its own weights, read on one-hot tokens, fall on later tokens
         if failed.hint is None and learner is not None and check["name"].split(".")[0] in RESULT_KINDS:
             if (ignored := _ignored_argument(learner, stage_of(item), target)) is not None:
-                failed.message, failed.hint = f"{failed.message}\n{ignored}", "argument-ignored"
+                failed.message, failed.hint = f"{failed.message}\n{ignored[0]}", ignored[1]
         _picture_of_the_cause(failed)
         raise
 
 
-def _ignored_argument(workers, stage: int, target: str) -> str | None:
-    """The claim that ``target`` ignores an argument (argument_probe), found once per student and function."""
+def _ignored_argument(workers, stage: int, target: str) -> tuple[str, str] | None:
+    """(the claim, its hint) that ``target`` ignores an argument or gives other results for one call
+    (argument_probe), found once per student and function."""
     facts = student_facts(workers)
     if ("argument probe", stage, target) not in facts:
         facts[("argument probe", stage, target)] = argument_probe.ignored_argument(workers, stage, target)
