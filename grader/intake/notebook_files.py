@@ -16,6 +16,7 @@ from pathlib import PurePosixPath
 
 WRITEFILE_MAGICS = {"%%writefile", "%%file"}  # IPython's %%file is an alias of %%writefile
 APPEND_OPTIONS = {"-a", "--append"}
+MAGIC_LINE_CHARS = 4096  # a %%writefile line longer than this names no file a learner writes
 
 
 class NotANotebook(ValueError):
@@ -33,13 +34,15 @@ def written_files(notebook: bytes) -> dict[str, str]:
     cells = document.get("cells") if isinstance(document, dict) else None
     if not isinstance(cells, list):
         raise NotANotebook("not a notebook: no list of cells")
-    written: dict[str, str] = {}
+    parts: dict[str, list[str]] = {}  # each file's texts in order, joined once: appends stay linear
     for cell in cells:
         if isinstance(cell, dict) and cell.get("cell_type") == "code" and (text := _source(cell)) is not None:
             if (write := cell_write(text)) is not None:
                 name, body, appends = write
-                written[name] = (written.get(name, "") if appends else "") + body
-    return written
+                if not appends or name not in parts:
+                    parts[name] = []
+                parts[name].append(body)
+    return {name: "".join(texts) for name, texts in parts.items()}
 
 
 def _source(cell: dict) -> str | None:
@@ -56,6 +59,10 @@ def cell_write(text: str) -> tuple[str, str, bool] | None:
     """What a code cell's ``%%writefile`` writes, as IPython would: (file name, text, appends); None
     if the cell writes no file."""
     magic, _, body = text.lstrip("\n").partition("\n")  # IPython drops leading blank lines
+    # the magic's own word first, and a line a file name fits in: shlex's time grows with a word's length squared
+    first = magic.split(None, 1)
+    if len(magic) > MAGIC_LINE_CHARS or not first or first[0] not in WRITEFILE_MAGICS:
+        return None
     try:
         words = shlex.split(magic)
     except ValueError:  # an unclosed quote: IPython refuses the cell too
