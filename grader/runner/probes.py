@@ -245,9 +245,7 @@ def structure(built: nn.Module) -> dict:
         "state_dict": list(built.state_dict().keys()),
         # what training could not use: parameters that take no gradient, a dropout that overwrites its input
         "frozen": [name for name, p in built.named_parameters() if not p.requires_grad],
-        "inplace_dropout": [
-            name for name, m in built.named_modules() if isinstance(m, nn.Dropout) and m.inplace is True
-        ],
+        "inplace_dropout": [n for n, m in built.named_modules() if isinstance(m, nn.Dropout) and m.inplace is True],
         # Tensors held as plain attributes: neither parameters nor buffers, so .to() leaves them.
         "plain_tensors": [name for name, value in vars(built).items() if isinstance(value, torch.Tensor)],
         "training": built.training,  # just built: nn.Module starts in training mode
@@ -257,8 +255,7 @@ def structure(built: nn.Module) -> dict:
             for name, m in built.named_modules()
             if isinstance(m, nn.Dropout) and type(m.p) in (bool, int, float)
         },
-        # what self.dropout is where it is no layer: "float" is the rate kept as given (dropout-not-layer)
-        "dropout_kind": type(vars(built).get("dropout")).__name__,
+        "dropout_kind": type(vars(built).get("dropout")).__name__,  # "float": the rate kept (dropout-not-layer)
         "attributes": {
             name: getattr(built, name)
             for name in ("d_out", "num_heads", "head_dim")
