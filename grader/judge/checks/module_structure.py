@@ -204,7 +204,6 @@ def expect_documented_mask(learner: LearnerWorkers, stage: int, cls: str, args: 
     causal = (
         isinstance(before, torch.Tensor)
         and isinstance(after, torch.Tensor)
-        and before.dim() >= 2
         and before.shape == after.shape
         and before.shape[:2] == x.shape[:2]
         and agrees(after[:, :-1], before[:, :-1])
