@@ -117,7 +117,7 @@ canvas-export moodle-export: %-export: $(RUNTIME_STAMP)
 	@$(PY) -m grader.cli.lms_export $* --grades $(OUT:%/=%)/grades.csv --roster $(ROSTER) --out $(or $(EXPORT),$(OUT:%/=%)/$*-import.csv) $(EXPORT_ARGS)
 
 gradescope: $(RUNTIME_STAMP)
-	@$(PY) -m grader.authoring.gradescope dist/gradescope-autograder.zip $(if $(COURSE),--course $(COURSE)) $(if $(POINTS),--points $(POINTS))
+	@$(PY) -m grader.authoring.gradescope dist/gradescope-autograder.zip $(if $(COURSE),--course $(COURSE)) $(if $(POINTS),--points $(POINTS)) $(if $(INPUTS_KEY),--inputs-key $(INPUTS_KEY))
 
 nbgrader: $(NBGRADER_STAMP)
 	@$(PY) -m grader.authoring.nbgrader.course build/nbgrader

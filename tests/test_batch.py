@@ -9,11 +9,13 @@ import subprocess
 import sys
 import time
 import zipfile
+from pathlib import Path
 
 import jsonschema
 import pytest
 
 from grader.core import report as report_model
+from grader.core.inputs_key import KEY_FILE
 from grader.views.terminal import render_text
 from tests.conftest import REPO
 from tests.grading import MUTANTS, batch, learner_copy
@@ -53,6 +55,12 @@ def graded_as(path) -> dict:
     return report
 
 
+def keep_key(out: Path, into: Path) -> None:
+    """The class's key for hidden inputs, copied with its reports: another key draws other inputs, and regrades."""
+    (into / ".grader").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(out / ".grader" / KEY_FILE, into / ".grader" / KEY_FILE)
+
+
 def gradebook(out) -> list[dict]:
     with open(out / "grades.csv", newline="") as handle:
         return list(csv.DictReader(handle))
@@ -81,6 +89,7 @@ def test_every_student_gets_a_report_a_feedback_file_and_a_row(graded):
 
 def test_the_gradebook_is_byte_identical_across_runs_and_lane_counts(graded, classroom, tmp_path):
     _, out = graded
+    keep_key(out, tmp_path)
     batch(classroom, tmp_path, "--workers", "1")
     assert (tmp_path / "grades.csv").read_bytes() == (out / "grades.csv").read_bytes()
     for report in (out / "students").glob("*.json"):
@@ -132,6 +141,7 @@ def test_two_submissions_for_one_student_grade_neither_as_theirs_and_the_class_g
 
 def test_an_incomplete_report_is_graded_again_and_a_complete_one_is_not(graded, classroom, tmp_path):
     _, reference = graded
+    keep_key(reference, tmp_path)
     (tmp_path / "students").mkdir()
     for report in (reference / "students").glob("*.json"):
         shutil.copy(report, tmp_path / "students" / report.name)

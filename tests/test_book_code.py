@@ -93,18 +93,11 @@ def test_a_note_is_priced_by_its_short_name_or_its_check_id():
     ],
 )
 def test_a_wrong_note_price_is_refused_in_one_line(tmp_path, line, words):
-    import subprocess
-    import sys
+    from tests.grading import grade_run
 
     course = tmp_path / "course.toml"
     course.write_text(f"[notes]\n{line}\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "grader", str(BOOK), "--course", str(course)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = grade_run(BOOK, "--course", str(course))
     assert result.returncode == 2 and words in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 

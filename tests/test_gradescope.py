@@ -19,6 +19,7 @@ import pytest
 from grader.authoring.gradescope import NEVER_SHIPPED, build, entry_points
 from grader.authoring.layers import GRADING_LAYERS
 from grader.authoring.shipping import closure, data_files, layer_modules
+from grader.core.inputs_key import KEY_FILE
 from grader.runner.confine import UNPRIVILEGED_UID, landlock_abi
 from grader.runner.zygote import _readable_as
 from grader.sandbox import confinement
@@ -221,8 +222,10 @@ def test_the_zip_holds_what_grading_imports(autograder_zip, tmp_path):
     } <= set(modules)
 
 
-def test_the_same_sources_give_the_same_zip(autograder_zip, tmp_path):
-    assert build(tmp_path / "again.zip").read_bytes() == autograder_zip.read_bytes()
+def test_the_same_sources_and_key_give_the_same_zip(autograder_zip, tmp_path):
+    (tmp_path / KEY_FILE).write_bytes(zipfile.ZipFile(autograder_zip).read(KEY_FILE))
+    assert build(tmp_path / "again.zip", inputs_key=tmp_path / KEY_FILE).read_bytes() == autograder_zip.read_bytes()
+    assert build(tmp_path / "new.zip").read_bytes() != autograder_zip.read_bytes()  # a new key, unless given
 
 
 # What a student sees ---------------------------------------------------------------------

@@ -45,6 +45,7 @@ _try("network", lambda: socket.create_connection(("1.1.1.1", 53), timeout=2))
 _try("fork", os.fork)
 _try("signal_the_zygote", lambda: os.kill(os.getppid(), 9))
 _try("processes", lambda: len([p for p in os.listdir("/proc") if p.isdigit()]))
+_try("command_lines", lambda: b"".join(open(f"/proc/{p}/cmdline", "rb").read() for p in os.listdir("/proc") if p.isdigit()))
 raise RuntimeError(json.dumps(_seen))
 """
 
@@ -75,6 +76,9 @@ def test_the_sandbox_hides_the_grader_and_confines_writes(tmp_path, sandbox):
     assert seen["network"] in ("OSError", "PermissionError"), seen  # no route out; on the CPU, no socket at all
     assert seen["fork"] == seen["signal_the_zygote"] == "PermissionError", seen
     assert int(seen["processes"]) <= 4, seen  # bubblewrap's init, the zygote, this worker
+    # what any process may read of the others: no part of the grader's options (the allowlist, the routes off)
+    assert "grader.runner.zygote" in seen["command_lines"] and "aten" not in seen["command_lines"], seen
+    assert "switched_off" not in seen["command_lines"] and "operators" not in seen["command_lines"], seen
     assert not (REPO / "written.txt").exists() and not (tmp_path / "written.txt").exists()
     assert sandbox.alive
 
@@ -340,7 +344,7 @@ def test_a_sandbox_left_by_a_judge_killed_while_bwrap_started_is_ended_by_the_ne
                 "-c",
                 'exec -a bwrap "$0" -c "import time; time.sleep(120)" -m grader.runner.zygote "$1"',
                 sys.executable,
-                json.dumps({"judge": judge}),
+                str(judge),
             ]
         )
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from grader.authoring.layers import GRADING_LAYERS
 from grader.authoring.shipping import layer_modules, script_modules, shipment
 from grader.core.course import built_course_text, course_stages
+from grader.core.inputs_key import KEY_FILE, new_key_text, read_key
 from grader.core.points import read_points_file
 from grader.core.stages import STAGE_MODULES
 
@@ -58,12 +59,17 @@ def entry_points() -> list[str]:
     ]
 
 
-def contents(course: Path | None = None, points: Path | None = None) -> dict[str, tuple[bytes, bool]]:
-    """Zip entry name -> (bytes, executable), for the course file at ``course`` (None: the repository's) and the
-    points table at ``points`` (None: the registry's prices)."""
+def contents(
+    course: Path | None = None, points: Path | None = None, inputs_key: Path | None = None
+) -> dict[str, tuple[bytes, bool]]:
+    """Zip entry name -> (bytes, executable), for the course file at ``course`` (None: the repository's), the
+    points table at ``points`` (None: the registry's prices) and the key file ``inputs_key`` (None: a new key)."""
     entries = {name: ((SCRIPTS / name).read_bytes(), True) for name in ("setup.sh", "run_autograder")}
     entries["requirements.txt"] = (requirements().encode(), False)
     entries["course.toml"] = (built_course_text(course_stages(course), course).encode(), False)
+    # each autograder its own key: its hidden checks draw inputs no copy of the repository can (drawn_inputs)
+    key = new_key_text() if inputs_key is None else read_key(inputs_key).hex() + "\n"
+    entries[KEY_FILE] = (key.encode(), False)
     if points is not None:
         read_points_file(points)  # a table the grader would refuse is refused now, not on every submission
         entries[POINTS_FILE] = (points.read_bytes(), False)
@@ -76,8 +82,8 @@ def contents(course: Path | None = None, points: Path | None = None) -> dict[str
     return entries
 
 
-def build(out: Path, course: Path | None = None, points: Path | None = None) -> Path:
-    entries = contents(course, points)
+def build(out: Path, course: Path | None = None, points: Path | None = None, inputs_key: Path | None = None) -> Path:
+    entries = contents(course, points, inputs_key)
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, (data, executable) in sorted(entries.items()):
@@ -103,9 +109,16 @@ def main(argv: list[str] | None = None) -> int:
         metavar="FILE",
         help="a points table (python -m grader.cli.points writes one) that every submission is priced by",
     )
+    parser.add_argument(
+        "--inputs-key",
+        type=Path,
+        metavar="FILE",
+        help="the key the hidden checks draw their inputs from (default: a new one; give the last zip's to "
+        "rebuild it with the same hidden inputs)",
+    )
     args = parser.parse_args(argv)
     try:
-        target = build(args.out, args.course, args.points)
+        target = build(args.out, args.course, args.points, args.inputs_key)
     except (ValueError, OSError) as error:  # CourseError, a points table refused or unreadable: one line
         print(f"gradescope: {error}", file=sys.stderr)
         return 2

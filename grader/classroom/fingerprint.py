@@ -17,7 +17,7 @@ from typing import Any
 
 from grader.core.report import FlagKind
 from grader.core.stages import REGISTRY_FILE
-from grader.intake.submission import SubmissionFiles
+from grader.intake.submission import SubmissionFiles, feed
 
 GRADER_DIR = Path(__file__).parents[1]
 # Files of the grader that never shape a report (the release, Gradescope and nbgrader builders), and the
@@ -66,13 +66,7 @@ class RunFingerprint:
 
 def submission_hash(staged: SubmissionFiles) -> str:
     """sha256 of the files read in (names and bytes) and of what intake left out or could not read."""
-    digest = hashlib.sha256()
-    for name, data in sorted(staged.files.items()):
-        _feed(digest, name.encode(), data)
-    _feed(
-        digest, json.dumps({"ignored": staged.ignored, "renamed": staged.renamed, "problem": staged.problem}).encode()
-    )
-    return f"sha256:{digest.hexdigest()}"
+    return staged.digest()
 
 
 def grader_hash() -> str:
@@ -85,13 +79,13 @@ def grader_hash() -> str:
     digest = hashlib.sha256()
     for root, label in ((GRADER_DIR, "grader"), (_solutions_dir(), "solutions")):
         for path in sorted(_grading_files(root)):
-            _feed(digest, f"{label}/{path.relative_to(root).as_posix()}".encode(), path.read_bytes())
+            feed(digest, f"{label}/{path.relative_to(root).as_posix()}".encode(), path.read_bytes())
     stages = tomllib.loads((GRADER_DIR / REGISTRY).read_text(encoding="utf-8"))
-    _feed(
+    feed(
         digest,
         json.dumps({stage: {**entry, "points": None} for stage, entry in stages.items()}, sort_keys=True).encode(),
     )
-    _feed(digest, f"torch {importlib.metadata.version('torch')}".encode())
+    feed(digest, f"torch {importlib.metadata.version('torch')}".encode())
     return f"sha256:{digest.hexdigest()}"
 
 
@@ -111,13 +105,6 @@ def why_grade(report: Mapping[str, Any] | None, report_exists: bool, current: di
     if not isinstance(saved, dict):
         return NO_FINGERPRINT
     return next((reason for part, reason in CHANGED.items() if saved.get(part) != current[part]), None)
-
-
-def _feed(digest, *parts: bytes) -> None:
-    """Each part with its length first: no two lists of parts feed the same bytes."""
-    for part in parts:
-        digest.update(len(part).to_bytes(8, "big"))
-        digest.update(part)
 
 
 def _grading_files(root: Path):

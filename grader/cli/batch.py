@@ -41,6 +41,7 @@ from grader.classroom.plan import (
 )
 from grader.cli.options import add_grading_options, grading_options
 from grader.core.course import COURSE_FILE, gradebook_anonymous, gradebook_keeps, read_course
+from grader.core.inputs_key import KEY_FILE, key_id, read_key
 from grader.core.late_policy import load_course
 from grader.core.options import ClassOptions, GradingOptions
 from grader.intake.layouts import LAYOUTS, detect_layout, list_students
@@ -221,6 +222,11 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
+    try:  # the class's secret for its hidden checks' inputs: one that is broken is named, never replaced
+        grading = replace(grading, inputs_key=read_key(state_file(out, KEY_FILE), make=True))
+    except ValueError as error:
+        print(f"grader batch: {error}", file=sys.stderr)
+        return 2
     run = RunFingerprint(
         grader_hash(),
         points_hash(grading.points.as_dict()),
@@ -231,6 +237,7 @@ def main(argv: list[str]) -> int:
             "budget": grading.budget,
             "sandboxed": sandbox.confined,
             "stages": list(grading.stages),
+            "inputs_key": key_id(grading.inputs_key),  # the hidden checks' inputs (grader.judge.drawn_inputs)
             # bonus stages as extra credit change every total: a switch regrades (absent where off, as before)
             **({"extra_credit": grading.extra_credit} if grading.extra_credit is not None else {}),
         },

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from grader.cli.options import add_grading_options, grading_options
+from grader.cli.options import add_grading_options, add_inputs_key_option, grading_options
 from grader.core.course import CourseError
 from grader.core.options import GradingOptions
 from grader.core.stages import STAGES
@@ -65,6 +65,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "[stages] bonus = true grades the bonus stages too",
     )
     add_grading_options(parser)
+    add_inputs_key_option(parser)
     return parser.parse_args(argv)
 
 

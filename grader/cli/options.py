@@ -4,6 +4,7 @@ import argparse
 from pathlib import Path
 
 from grader.core.course import extra_credit, note_prices, read_course, tracks
+from grader.core.inputs_key import read_key
 from grader.core.options import DEVICES, SANDBOX_MODES, GradingOptions
 from grader.core.points import points_in_use
 from grader.core.stages import stages_of
@@ -44,6 +45,16 @@ def add_grading_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_inputs_key_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--inputs-key",
+        type=Path,
+        metavar="FILE",
+        help="a key file (grader/core/inputs_key.py): the hidden checks draw their inputs from it and the "
+        "submission, so what one submission learns of them fits no other (a Gradescope autograder carries one)",
+    )
+
+
 def grading_options(
     args: argparse.Namespace, course: Path | None, stage: int | None = None, points_file: Path | None = None
 ) -> GradingOptions:
@@ -61,4 +72,5 @@ def grading_options(
         device=args.device,
         sandbox=args.sandbox,
         extra_credit=extra_credit(settings, course),
+        inputs_key=read_key(args.inputs_key) if getattr(args, "inputs_key", None) else b"",
     )

@@ -1,7 +1,7 @@
 """How a run grades, as one frozen value: built once by the command line (grader/cli/) and passed down to
 the sandbox, the judge and a batch's lanes, which never change it."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from grader.core.points import Points
 
@@ -21,6 +21,9 @@ class GradingOptions:
     # the bonus stages as extra credit, {"cap": points or None} (grader.core.course.extra_credit); None: they
     # count toward the maximum, or are not graded
     extra_credit: dict | None = None
+    # a class's secret (grader.classroom.inputs_key): hidden checks draw their inputs from it and the submission
+    # (grader.judge.drawn_inputs); empty: from their names alone, as one learner's own grading does
+    inputs_key: bytes = field(default=b"", repr=False)
 
 
 @dataclass(frozen=True)

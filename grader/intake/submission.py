@@ -21,8 +21,10 @@ submission that cannot be read costs only itself: it is listed as ignored, with 
 """
 
 import errno
+import hashlib
 import heapq
 import itertools
+import json
 import os
 import re
 import stat
@@ -78,6 +80,24 @@ class SubmissionFiles:
     ignored: list[str] = field(default_factory=list)
     renamed: list[str] = field(default_factory=list)  # "<name as found> as <stage file>", for each near name taken
     problem: str | None = None  # why nothing could be read, when the batch grades it as empty
+
+    def digest(self) -> str:
+        """sha256 of the files read in (names and bytes) and of what intake left out or could not read: what a
+        report was graded from (grader.classroom.fingerprint) and what a hidden check's inputs are drawn from
+        (grader.judge.drawn_inputs)."""
+        digest = hashlib.sha256()
+        for name, data in sorted(self.files.items()):
+            feed(digest, name.encode(), data)
+        left = {"ignored": self.ignored, "renamed": self.renamed, "problem": self.problem}
+        feed(digest, json.dumps(left).encode())
+        return f"sha256:{digest.hexdigest()}"
+
+
+def feed(digest, *parts: bytes) -> None:
+    """Each part with its length first: no two lists of parts feed the same bytes."""
+    for part in parts:
+        digest.update(len(part).to_bytes(8, "big"))
+        digest.update(part)
 
 
 def read_submission(source: Source) -> SubmissionFiles:

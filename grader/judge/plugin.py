@@ -3,7 +3,6 @@
 import contextlib
 import io
 import os
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
@@ -15,6 +14,7 @@ from grader.core.points import Points
 from grader.core.report import CheckResult, Status
 from grader.core.stages import STAGE_MODULES
 from grader.intake.submission import SubmissionFiles
+from grader.judge import drawn_inputs
 from grader.judge.evidence import bounded_evidence
 from grader.judge.exception_hints import hint_for_exception, refused_call
 from grader.judge.routes_off import SWITCHED_OFF_BY_TARGET
@@ -114,12 +114,14 @@ class GradingPlugin:
         self.results: list[CheckResult] = []
         self.planned: list[PlannedCheck] = []
         self.disrupted: str | None = None  # why the current student's grading did not complete, if it did not
+        self.salt = b""  # what the current student's hidden checks draw from (grader.judge.drawn_inputs)
 
     def begin_student(self, learner: LearnerWorkers, staged: SubmissionFiles) -> None:
         """Grade ``staged`` next, through ``learner``: nothing of the student before stays."""
         self.learner, self.results, self.disrupted = learner, [], None
         # the judge's own copy of the stage files, for the checks that must not take the worker's word
         self.sources = source_files(staged)
+        self.salt = drawn_inputs.student_salt(self.options.inputs_key, staged)
 
     def pytest_collection_modifyitems(self, config, items):
         kept, dropped = [], []
@@ -150,9 +152,11 @@ class GradingPlugin:
         config.hook.pytest_deselected(items=dropped)
 
     def pytest_runtest_setup(self, item) -> None:
+        hidden = item.get_closest_marker("check").kwargs["visibility"] != "visible"
+        drawn_inputs.use(self.salt if hidden else b"")
         # A check that draws from torch's global generator draws the same numbers for every student, whatever
         # the checks before it drew (their number follows the earlier students' code in a batch lane).
-        manual_seed(zlib.crc32(item.nodeid.encode()))  # not torch's: it formats a stack trace a call
+        manual_seed(drawn_inputs.seed(item.nodeid))  # not torch's: it formats a stack trace a call
         if self.learner is not None:
             self.learner.printed.reset()  # each check shows what its own calls printed
             target = item.get_closest_marker("check").kwargs.get("target")

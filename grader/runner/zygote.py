@@ -53,7 +53,10 @@ _libc = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
 
 
 def main() -> None:
-    options = json.loads(sys.argv[1])
+    options = json.loads(sys.stdin.buffer.read())  # the judge's pid alone is on the command line, for all to see
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)  # no worker inherits the pipe
+    os.close(devnull)
     control = socket.socket(fileno=options["control"])
     if options["host_folder"]:  # unsandboxed: if the judge is killed, its folders are this process's to remove
         # Before torch's import, which takes seconds: a judge killed meanwhile leaves no folder behind.

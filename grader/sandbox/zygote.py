@@ -1,11 +1,11 @@
 """The confined child that runs learner code: a zygote (torch preloaded) inside bubblewrap.
 
-One Sandbox serves one student at a time and any number of students in turn, so a class pays
-the torch import once per lane, not once per student. Inside bubblewrap the zygote sees the
-system and the Python environment read-only, the runner package (no references, no expected
-values), the current student's stage files read-only and a private size-limited scratch
-directory; it has no network and its own PID namespace. Without bubblewrap it is a plain child
-with the same resource limits (grader.runner.confine), and `confined` says so.
+One Sandbox serves one student at a time and any number of students in turn: a class pays the torch
+import once per lane. Inside bubblewrap the zygote sees the system and the Python environment
+read-only, the runner package (no references, no expected values), the current student's stage
+files read-only and a private size-limited scratch directory; no network, a PID namespace of its
+own. Without bubblewrap it is a plain child with the same limits (grader.runner.confine), and
+`confined` says so.
 
 "isolated" (for Gradescope's container, where bubblewrap may not run) takes bubblewrap where it
 works; without it, workers run as an unprivileged uid where that uid can read the Python
@@ -16,6 +16,7 @@ Standard library only: importing this module must stay instant, so that the zygo
 before the judge imports torch and both imports run side by side.
 """
 
+import contextlib
 import glob
 import itertools
 import json
@@ -28,6 +29,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
+from typing import IO, cast
 
 from grader.core.operators import allowed_operators
 from grader.core.options import SANDBOX_MODES
@@ -59,6 +61,9 @@ MODES = SANDBOX_MODES
 # What a student reads when --sandbox isolated refuses: the instructor finds the reason in the grader's stderr.
 NOT_ISOLATED = "the grader could not isolate your code, please tell your instructor"
 PROBE_SECONDS = 60.0  # the probe worker's fork, set-up and answer, on a busy machine
+
+# what the zygote keeps of the judge's environment
+KEPT_ENVIRONMENT = ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "LANG", "PATH")
 
 
 class Sandbox:
@@ -306,16 +311,10 @@ class Sandbox:
             # every operator outside these refuses in every worker; None: none refuses, each is recorded
             "operators": None if self.recorded is not None else allowed_operators(),
         }
-        zygote = [sys.executable, "-P", "-m", "grader.runner.zygote", json.dumps(options)]
-        environment = {
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONNOUSERSITE": "1",
-            "HOME": str(scratch),
-            "TMPDIR": str(scratch),
-        }
-        for name in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "LANG", "PATH"):
-            if name in os.environ:
-                environment[name] = os.environ[name]
+        # The command line is anyone's to read (/proc/1/cmdline): the judge's pid alone there, the rest on stdin
+        zygote = [sys.executable, "-P", "-m", "grader.runner.zygote", str(os.getpid())]
+        environment = dict(PYTHONDONTWRITEBYTECODE="1", PYTHONNOUSERSITE="1", HOME=str(scratch), TMPDIR=str(scratch))
+        environment |= {n: os.environ[n] for n in KEPT_ENVIRONMENT if n in os.environ}
         if confined:
             end_stranded_sandboxes()
             environment["PYTHONPATH"] = str(INSIDE / "lib")
@@ -337,15 +336,19 @@ class Sandbox:
             command = zygote
         if self._bound is not None:
             command = self._bound.enter_then(command)
-        return subprocess.Popen(
+        process = subprocess.Popen(
             command,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             pass_fds=(control.fileno(),),
             env=environment,
             cwd=scratch if not confined else None,
         )
+        # a few KiB, which the pipe holds without waiting; a zygote dead at once never says hello, said there
+        with contextlib.suppress(BrokenPipeError), cast(IO[bytes], process.stdin) as stdin:
+            stdin.write(json.dumps(options).encode())
+        return process
 
 
 def end_stranded_sandboxes() -> int:
@@ -367,7 +370,7 @@ def end_stranded_sandboxes() -> int:
         if len(argv) < 2 or os.path.basename(argv[0]) != b"bwrap" or b"grader.runner.zygote" not in argv:
             continue
         try:
-            judge = json.loads(argv[argv.index(b"grader.runner.zygote") + 1])["judge"]
+            judge = int(argv[argv.index(b"grader.runner.zygote") + 1])
             os.kill(judge, 0)
         except ProcessLookupError:
             try:

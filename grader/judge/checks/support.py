@@ -1,7 +1,6 @@
 """What every stage's checks share: the marker, seeded inputs, and the common ways to judge."""
 
 import re
-import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol, cast
 
@@ -9,6 +8,7 @@ import pytest
 import torch
 
 from grader.core import hints
+from grader.judge import drawn_inputs
 from grader.judge.checks import documented
 from grader.judge.checks.documented import DOCUMENTED
 from grader.judge.checks.naming import (  # noqa: F401 - re-exported for the checks
@@ -47,8 +47,9 @@ def check(name: str, visible: bool = False, target: str | None = None):
 
 
 def generator(name: str) -> torch.Generator:
-    """A generator seeded from the check's name: fresh numbers, the same on every run."""
-    return torch.Generator().manual_seed(zlib.crc32(name.encode()))
+    """A generator seeded from ``name`` (and, in a keyed grading's hidden checks, from the class's key and
+    the submission: grader.judge.drawn_inputs): fresh numbers, the same on every run."""
+    return torch.Generator().manual_seed(drawn_inputs.seed(name))
 
 
 # A failed document check lists at most this many values: the first ones say enough.
