@@ -117,6 +117,11 @@ def weight_variants(
         variants[
             "mask-not-renormalized:the future weights are zeroed after the softmax and the rows not renormalised"
         ] = attention_weights(queries, keys, divisor=d_k**0.5) * torch.tril(torch.ones(n, n))
+        variants |= softmax_twice(
+            attention_weights(queries, keys, divisor=d_k**0.5),
+            HIDDEN["the future"](torch.ones(n, n, dtype=torch.bool)),
+            d_k,
+        )
         variants["mask-includes-diagonal"] = attention_weights(
             queries, keys, **right, hidden="the future and the diagonal"
         )
@@ -284,6 +289,19 @@ def causal_softmax_variants(scores: torch.Tensor, d_k: int) -> dict[str, torch.T
         ),
         "softmax-wrong-dim": softmax(future, d_k**0.5, dim=-2),
         "mask-not-causal": softmax(None, d_k**0.5),
+        **softmax_twice(softmax(None, d_k**0.5), future, d_k),
+    }
+
+
+def softmax_twice(weights: torch.Tensor, future: torch.Tensor, d_k: int) -> dict[str, torch.Tensor]:
+    """The future hidden in softmax ``weights`` with -inf, then a second softmax (mask-after-softmax)."""
+    hidden = weights.masked_fill(future, -torch.inf)
+    again = "the future weights are filled with -inf after the softmax, and a second softmax"
+    return {
+        f"mask-after-softmax:{again} runs over them": torch.softmax(hidden, dim=-1),
+        f"mask-after-softmax:{again} runs over them divided by sqrt(d_k) once more": torch.softmax(
+            hidden / d_k**0.5, dim=-1
+        ),
     }
 
 

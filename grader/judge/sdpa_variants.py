@@ -47,6 +47,31 @@ def sdpa_variants(
             f"{name}:the queries left without a key come out NaN": output.masked_fill(blind, torch.nan),
         }
 
+    def mask_mistakes(f: float) -> dict[str, torch.Tensor]:
+        """The mask's mistakes, each with its scores scaled by ``f``."""
+        found: dict[str, torch.Tensor] = {}
+        if is_causal:
+            found["mask-not-causal"] = run(mask=None, scale=f)
+            found.update(
+                with_blind_rows("mask-includes-diagonal", torch.ones(L, S, dtype=torch.bool).tril(-1), scale=f)
+            )
+            found.update(with_blind_rows("mask-wrong-triangle", torch.ones(L, S, dtype=torch.bool).triu(), scale=f))
+            if L != S:
+                below = torch.ones(L, S, dtype=torch.bool).tril(diagonal=S - L)
+                found.update(with_blind_rows("causal-bottom-right", below, scale=f))
+        if mask is not None and not float_mask:
+            found.update(with_blind_rows("bool-mask-inverted", ~mask, scale=f))
+        if float_mask:
+            assert isinstance(mask, torch.Tensor)  # a float mask was given
+            found["float-mask-multiplied"] = _mask_multiplied(q, k, v, mask, f, enable_gqa)
+            found["mask-before-scaling"] = run(mask=mask * f, scale=f)
+            if not (mask.isneginf() | (mask == 0)).all():  # finite values to add: used only to hide the -inf keys
+                found.update(with_blind_rows("float-mask-not-added", mask.isneginf().logical_not(), scale=f))
+            # cast with .bool(), as a bool mask: a 0 (no change) hides its key, -inf and any other value keep theirs
+            cast_to_bool = "the float mask is cast to bool, so a 0 (add nothing) hides its key and -inf keeps it"
+            found.update(with_blind_rows(f"float-mask-not-added:{cast_to_bool}", mask != 0, scale=f))
+        return found
+
     variants: dict[str, torch.Tensor] = {}
     if scale is None:
         variants["missing-scaling"] = run(scale=1.0)
@@ -68,30 +93,12 @@ def sdpa_variants(
     variants["softmax-wrong-dim"] = _softmax_over_queries(q, k, v, right_mask, factor, enable_gqa)
     if q.shape == k.shape:
         variants["weights-swapped"] = run(q=k, k=q)
-    if is_causal:
-        variants["mask-not-causal"] = run(mask=None)
-        variants.update(with_blind_rows("mask-includes-diagonal", torch.ones(L, S, dtype=torch.bool).tril(-1)))
-        variants.update(with_blind_rows("mask-wrong-triangle", torch.ones(L, S, dtype=torch.bool).triu()))
-        if L != S:
-            variants.update(
-                with_blind_rows("causal-bottom-right", torch.ones(L, S, dtype=torch.bool).tril(diagonal=S - L))
-            )
-    if mask is not None and not float_mask:
-        variants.update(with_blind_rows("bool-mask-inverted", ~mask))
-    if float_mask:
-        assert isinstance(mask, torch.Tensor)  # a float mask was given
-        variants["float-mask-multiplied"] = _mask_multiplied(q, k, v, mask, factor, enable_gqa)
-        variants["mask-before-scaling"] = run(mask=mask * factor, scale=factor)
-        if not (mask.isneginf() | (mask == 0)).all():  # finite values to add: used only to hide the -inf keys
-            variants.update(with_blind_rows("float-mask-not-added", mask.isneginf().logical_not()))
-        # cast with .bool(), as a bool mask: a 0 (no change) hides its key, -inf and any other value keep theirs
-        variants.update(
-            with_blind_rows(
-                "float-mask-not-added:the float mask is cast to bool, so a 0 (add nothing) hides its key and -inf "
-                "keeps it",
-                mask != 0,
-            )
-        )
+    variants.update(mask_mistakes(factor))
+    if scale:  # a mask mistake beside a given scale ignored: named by the mask, its detail saying both
+        ignored = f"the scale = {scale:g} given is ignored too"
+        for name, output in mask_mistakes(1 / E**0.5).items():
+            hint, _, detail = name.partition(":")
+            variants.setdefault(f"{hint}:{f'{detail}; ' if detail else ''}{ignored}", output)
     if enable_gqa and q.shape[-3] != k.shape[-3]:
         group = q.shape[-3] // k.shape[-3]
         tile = [1] * (k.dim() - 3) + [group, 1, 1]

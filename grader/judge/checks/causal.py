@@ -5,6 +5,7 @@ import torch
 from grader.judge.checks.examples import build_causal
 from grader.judge.checks.support import (
     CheckFailed,
+    WeightsRefused,
     expect_close,
     generator,
     parameters_only,
@@ -34,7 +35,11 @@ def expect_causal_and_independent(learner, reference, stage: int, cls: str, args
     later[:, 4:] = torch.rand(3, 3, args[0], generator=rng)
     other_item = x.clone()
     other_item[1] = torch.rand(7, args[0], generator=rng)
-    reply = build_causal(learner, stage, cls, args, state, [x, later, other_item], repeat=2)
+    try:
+        reply = build_causal(learner, stage, cls, args, state, [x, later, other_item], repeat=2)
+    except WeightsRefused as refused:  # no place for the judge's weights: causality needs none, the learner's do
+        reply = build_causal(learner, stage, cls, args, {}, [x, later, other_item], repeat=2)
+        _expect_causal_with_own_weights(cls, reply["outputs"], refused)
     first, again, with_later, _, with_other, _ = reply["outputs"]
     for output in reply["outputs"]:
         if not isinstance(output, torch.Tensor) or output.shape[:2] != (3, 7):
@@ -51,6 +56,20 @@ def expect_causal_and_independent(learner, reference, stage: int, cls: str, args
         proven = proven_mistake(first, expected, variants_for(x, state))
         raise CheckFailed(failed.message, proven and hint_of(proven)) from None
     expect_close(with_other[[0, 2]], first[[0, 2]], f"{cls}: batch items 1 and 3 after changing item 2")
+
+
+def _expect_causal_with_own_weights(cls: str, outputs: list, refused: CheckFailed) -> None:
+    """Later tokens that move earlier outputs of the learner's own module prove that tokens see later ones;
+    otherwise the judge's weights not going in is the check's verdict."""
+    first, _, with_later, *_ = outputs
+    shaped = all(isinstance(o, torch.Tensor) and o.shape[:2] == (3, 7) for o in (first, with_later))
+    if shaped and first[:, :4].isfinite().all() and not torch.allclose(with_later[:, :4], first[:, :4], atol=1e-5):
+        raise CheckFailed(
+            f"{cls} with its own weights (the judge's cannot go in: {refused.message}): the outputs of tokens "
+            "1-4 change when only tokens 5-7 change",
+            "mask-not-causal",
+        )
+    raise refused
 
 
 def _dropout_in_eval(learner, stage: int, cls: str, args: list, state: dict, x: torch.Tensor) -> str | None:

@@ -199,12 +199,16 @@ def _dims(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(","))
 
 
+class WeightsRefused(CheckFailed):
+    """The learner's module holds no place for some documented weight: the judge's weights cannot go in."""
+
+
 def build_with_weights(learner: LearnerWorkers, stage: int, cls: str, args: list, state: dict, **options) -> dict:
     """Build ``cls(*args)`` with injected weights; each documented name has to exist in the learner's module."""
     reply = build(learner, stage, cls, args, state=state, **options)
     if reply["rejected"]:
         held = [f"{name} {tuple(size)}" for name, size in reply["structure"]["parameters"]]
-        raise CheckFailed(
+        raise WeightsRefused(
             f"{cls} does not hold the documented weights {reply['rejected']}; it holds {held}",
             missing_weights_hint(reply["rejected"], reply["structure"]["parameters"], state),
         )
