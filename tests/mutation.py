@@ -13,6 +13,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.core.inputs_key import KEY_FILE
 from grader.judge.plugin import grader_faults
 from tests.grading import ALTERNATIVES, BONUS_ON, MUTANTS, batch, learner_copy  # noqa: F401 - for test_mutants
 
@@ -91,11 +92,19 @@ class Verdict:
         return grader_faults(self.report)
 
 
+SUITE_KEY = "5e" * 32 + "\n"  # the mutation suite's key for hidden inputs (grader/judge/drawn_inputs.py)
+
+
 def grade_mutants(folder: Path, *options: str, mutants: list[dict] = MUTANTS) -> list[Verdict]:
     """Every mutant as one student of a class, graded in one batch (the bonus stages too when a mutant is in
     one of them)."""
     for index, mutant in enumerate(mutants):
         learner_copy(folder / "class" / f"mutant-{index:03d}", mutant)
+    # Keyed as an instructor's class is, by a fixed key: the suite's figures are the same on every run (a fresh
+    # key each run measures more inputs, and flakes where a mistake shows on some of them only)
+    key = folder / "out" / ".grader" / KEY_FILE
+    key.parent.mkdir(parents=True, exist_ok=True)
+    key.write_text(SUITE_KEY)
     batch(folder / "class", folder / "out", "--timeout", "2", "--course", str(BONUS_ON), *options)
     return [
         Verdict(m, json.loads((folder / "out" / "students" / f"mutant-{i:03d}.json").read_text()))
