@@ -116,7 +116,8 @@ def test_the_key_stays_with_the_grader_and_a_regrade_keeps_it(keyed_class):
     assert reports(out) == first  # nothing changed, no one regraded: same key, same bytes
     (out / ".grader" / KEY_FILE).write_text(key[:-2] + "\n")
     refused = batch_run(root / "class", out)
-    assert refused.returncode == 2 and KEY_FILE in refused.stderr and len(refused.stderr.splitlines()) == 1
+    said = [line for line in refused.stderr.splitlines() if KEY_FILE in line]
+    assert refused.returncode == 2 and len(said) == 1 and said[0] == refused.stderr.splitlines()[-1], refused.stderr
     assert reports(out) == first
 
 
