@@ -9,6 +9,7 @@ import jsonschema
 import pytest
 
 from grader.classroom.gradebook import override_cell
+from grader.core.inputs_key import KEY_FILE
 from tests.conftest import REPO
 from tests.grading import MUTANTS, batch, batch_run, learner_copy
 
@@ -122,14 +123,21 @@ def test_an_out_folder_of_the_earlier_layout_moves_into_its_folders_once(tmp_pat
     (out / "overrides.csv").write_text("student_id,stage,points,reason\nada,1,15,regraded by hand\n")
     batch(submissions, out)
     graded_at = json.loads((out / "students" / "ada.json").read_text())["graded_at"]
-    for entry in [*(out / "students").iterdir(), *(out / ".grader").iterdir()]:  # as an earlier version wrote it
-        entry.rename(out / entry.name)
-    (out / "students").rmdir(), (out / ".grader").rmdir()
+    # as an earlier version wrote it, but for the key of hidden inputs, which the first keyed run makes in .grader/
+    for entry in [*(out / "students").iterdir(), *(out / ".grader").iterdir()]:
+        if entry.name != KEY_FILE:
+            entry.rename(out / entry.name)
+    (out / "students").rmdir()
     result = batch(submissions, out)
     assert "moved 2 students' files into students/ and the grader's state into .grader/ (once)" in result.stderr
     assert "1 unchanged" in result.stderr or "0 to grade" in result.stderr, result.stderr
     assert json.loads((out / "students" / "ada.json").read_text())["graded_at"] == graded_at
-    assert sorted(p.name for p in (out / ".grader").iterdir()) == ["class.toml", "history", "overrides-seen.json"]
+    assert sorted(p.name for p in (out / ".grader").iterdir()) == [
+        "class.toml",
+        "history",
+        KEY_FILE,
+        "overrides-seen.json",
+    ]
     assert not (out / "ada.json").exists() and (out / "grades.csv").exists() and (out / "overrides.csv").exists()
     assert "moved" not in batch(submissions, out).stderr  # once
 
