@@ -359,6 +359,10 @@ def multihead_variants(x: torch.Tensor, state: dict[str, torch.Tensor], num_head
         variants[f"wrong-scaling:the scores are divided by sqrt(d_out) = sqrt({d_out}), not sqrt(head_dim)"] = project(
             merge(attend(split(q), split(k), split(v), divisor=d_out**0.5, causal=True))
         )
+        slip = d_out / num_heads**0.5  # `d_out / num_heads ** 0.5`: ** binds before /
+        variants[
+            f"wrong-scaling:the scores are divided by d_out / sqrt(num_heads) = {slip:.4g}, not sqrt(head_dim)"
+        ] = project(merge(attend(split(q), split(k), split(v), divisor=slip, causal=True)))
 
         def split_without_transpose(t: torch.Tensor) -> torch.Tensor:
             return t.reshape(b, num_heads, n, head_dim)
