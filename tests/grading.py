@@ -1,6 +1,7 @@
 """Helpers for the grader's own tests: learner-style copies of the solutions, CLI and make runs."""
 
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -8,6 +9,7 @@ from pathlib import Path
 
 from grader.authoring.stubs import learner_imports
 from grader.core import report as report_model
+from grader.core.inputs_key import KEY_FILE
 from grader.core.stages import STAGE_MODULES
 from tests.conftest import REPO
 
@@ -115,6 +117,12 @@ def grade_run(submission: Path, *options: str) -> subprocess.CompletedProcess:
         text=True,
         timeout=600,
     )
+
+
+def keep_key(out: Path, into: Path) -> None:
+    """The class's key for hidden inputs, copied with its reports: another key draws other inputs, and regrades."""
+    (into / ".grader").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(out / ".grader" / KEY_FILE, into / ".grader" / KEY_FILE)
 
 
 def batch(submissions: Path, out: Path, *options: str) -> subprocess.CompletedProcess:

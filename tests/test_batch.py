@@ -9,16 +9,14 @@ import subprocess
 import sys
 import time
 import zipfile
-from pathlib import Path
 
 import jsonschema
 import pytest
 
 from grader.core import report as report_model
-from grader.core.inputs_key import KEY_FILE
 from grader.views.terminal import render_text
 from tests.conftest import REPO
-from tests.grading import MUTANTS, batch, learner_copy
+from tests.grading import MUTANTS, batch, keep_key, learner_copy
 
 SCHEMA = json.loads((REPO / "grader" / "core" / "schemas" / "report.schema.json").read_text())
 
@@ -53,12 +51,6 @@ def graded_as(path) -> dict:
     report = json.loads(path.read_text())
     del report["graded_at"]
     return report
-
-
-def keep_key(out: Path, into: Path) -> None:
-    """The class's key for hidden inputs, copied with its reports: another key draws other inputs, and regrades."""
-    (into / ".grader").mkdir(parents=True, exist_ok=True)
-    shutil.copy2(out / ".grader" / KEY_FILE, into / ".grader" / KEY_FILE)
 
 
 def gradebook(out) -> list[dict]:

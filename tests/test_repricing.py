@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from tests.conftest import REPO
-from tests.grading import MUTANTS, batch, learner_copy
+from tests.grading import MUTANTS, batch, keep_key, learner_copy
 
 STUDENTS = ("ada", "bo", "cy", "dee", "eve")
 
@@ -55,6 +55,7 @@ def test_a_points_change_re_prices_without_grading_and_agrees_with_a_regrade(tmp
     result = batch(submissions, repriced, "--points", str(heavier))
     assert "5 reports re-priced for the new points table, no code run again" in result.stderr
     assert "0 of 5 to grade; 5 unchanged" in result.stderr
+    keep_key(repriced, fresh)  # one class, one key: the same hidden inputs in both
     batch(submissions, fresh, "--points", str(heavier))
     assert scores(repriced) == scores(fresh)  # what a regrade with the new points writes
     assert (repriced / "grades.csv").read_bytes() == (fresh / "grades.csv").read_bytes()
@@ -79,6 +80,7 @@ def test_a_points_change_re_prices_without_grading_and_agrees_with_a_regrade(tmp
     }
     assert {"note.fixed_device"} <= voided and "property.inputs_kept" not in voided  # voided now, and no longer
     again = tmp_path / "again"
+    keep_key(repriced, again)
     batch(submissions, again, "--points", str(crossing))
     assert scores(repriced) == scores(again)
     assert (repriced / "grades.csv").read_bytes() == (again / "grades.csv").read_bytes()
