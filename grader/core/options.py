@@ -21,7 +21,7 @@ class GradingOptions:
     # the bonus stages as extra credit, {"cap": points or None} (grader.core.course.extra_credit); None: they
     # count toward the maximum, or are not graded
     extra_credit: dict | None = None
-    # a class's secret (grader.classroom.inputs_key): hidden checks draw their inputs from it and the submission
+    # a class's secret (grader.core.inputs_key): hidden checks draw their inputs from it and the submission
     # (grader.judge.drawn_inputs); empty: from their names alone, as one learner's own grading does
     inputs_key: bytes = field(default=b"", repr=False)
 
